@@ -1,0 +1,31 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { InputError } from '../kb/errors.ts';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * Strict flag parsing for every command: unknown flags and missing values become an InputError
+ * with a one-line reason, so the CLI exits non-zero instead of guessing.
+ */
+export function parseFlags<T extends Options>(argv: string[], options: T, allowPositionals = false) {
+  try {
+    return parseArgs({ args: argv, options, strict: true, allowPositionals });
+  } catch (error) {
+    throw new InputError((error as Error).message, 'BAD_FLAGS');
+  }
+}
+
+export function requireString(value: string | boolean | undefined, flag: string): string {
+  if (typeof value !== 'string' || value.length === 0) throw new InputError(`missing required flag --${flag}`, 'BAD_FLAGS');
+  return value;
+}
+
+export function parseNumberFlag(value: string | boolean | undefined, flag: string, fallback: number, opts: { min?: number; max?: number; integer?: boolean } = {}): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n)) throw new InputError(`--${flag} must be a number, got '${String(value)}'`, 'BAD_FLAGS');
+  if (opts.integer && !Number.isInteger(n)) throw new InputError(`--${flag} must be an integer, got '${value}'`, 'BAD_FLAGS');
+  if (opts.min !== undefined && n < opts.min) throw new InputError(`--${flag} must be ≥ ${opts.min}, got ${n}`, 'BAD_FLAGS');
+  if (opts.max !== undefined && n > opts.max) throw new InputError(`--${flag} must be ≤ ${opts.max}, got ${n}`, 'BAD_FLAGS');
+  return n;
+}

@@ -1,0 +1,4 @@
+import type { Command } from '../command.ts';
+
+/** Every command, in the order `cuilink --help` lists them. Add yours here. */
+export const commands: Command[] = [];

@@ -1,0 +1,60 @@
+import { commands } from './commands/index.ts';
+import { CuilinkError } from '../kb/errors.ts';
+
+const VERSION = '0.1.0';
+
+function topLevelHelp(): string {
+  const width = Math.max(...commands.map((c) => c.name.length));
+  const lines = commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
+  return `cuilink ${VERSION} — streaming biomedical entity linker\n\nUsage: cuilink <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nRun 'cuilink <command> --help' for a command's options.`;
+}
+
+/** Finds the longest command name that prefixes argv (`index build` before `index`). */
+function resolve(argv: string[]): { command: (typeof commands)[number]; rest: string[] } | undefined {
+  for (let take = Math.min(argv.length, 3); take >= 1; take--) {
+    const name = argv.slice(0, take).join(' ');
+    const command = commands.find((c) => c.name === name);
+    if (command) return { command, rest: argv.slice(take) };
+  }
+  return undefined;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
+    console.log(topLevelHelp());
+    return argv.length === 0 ? 1 : 0;
+  }
+  if (argv[0] === '--version') {
+    console.log(VERSION);
+    return 0;
+  }
+  const found = resolve(argv);
+  if (!found) {
+    const group = commands.filter((c) => c.name.startsWith(`${argv[0]} `));
+    if (group.length > 0) {
+      console.error(`cuilink: '${argv.join(' ')}' needs a subcommand: ${group.map((c) => c.name).join(', ')}`);
+    } else {
+      console.error(`cuilink: unknown command '${argv[0]}' (see 'cuilink --help')`);
+    }
+    return 2;
+  }
+  if (found.rest.includes('--help') || found.rest.includes('-h')) {
+    console.log(found.command.usage);
+    return 0;
+  }
+  try {
+    return await found.command.run(found.rest);
+  } catch (error) {
+    if (error instanceof CuilinkError) {
+      console.error(`cuilink ${found.command.name}: ${error.message}`);
+      return 2;
+    }
+    if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`cuilink ${found.command.name}: ${error.message}`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));
