@@ -66,3 +66,14 @@ export interface LinkedNote {
   /** Epoch milliseconds at which linking finished. */
   linkedAt: number;
 }
+
+/**
+ * What the CLI, the Kafka stage and the evaluator call: one linking core, implemented by
+ * `Linker` in src/link/linker.ts. Batching across notes is the caller's choice; the core encodes
+ * all mentions of the notes it is given together.
+ */
+export interface LinkingCore {
+  linkNotes(notes: NoteInput[]): Promise<LinkedNote[]>;
+  readonly versions: { linkerVersion: string; modelVersion: string; indexVersion: string };
+  close(): Promise<void>;
+}
