@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import { InputError } from '../kb/errors.ts';
+
+/**
+ * Linking options, validated once at entry (CLI flags, config file or the stream's config).
+ * Defaults are the ones measured on NCBI-disease dev (bench/results/link.json).
+ */
+export const linkConfigSchema = z
+  .object({
+    /** Candidates returned per mention. */
+    topK: z.number().int().min(1).max(100).default(5),
+    /** Concepts retrieved per mention before reranking and filtering. */
+    retrieveK: z.number().int().min(1).max(1000).default(20),
+    /** HNSW search breadth; the index manifest's value when absent. */
+    efSearch: z.number().int().min(1).max(10000).optional(),
+    rerank: z
+      .object({
+        /** `ambiguous`: only mentions whose top-1 is not a unique exact match and whose top-1/top-2 margin is small. */
+        policy: z.enum(['always', 'ambiguous', 'never']).default('ambiguous'),
+        /** Candidates the cross-encoder scores. */
+        candidates: z.number().int().min(2).max(100).default(10),
+        /** Retrieval-score margin under which a mention counts as ambiguous. */
+        margin: z.number().min(0).max(2).default(0.05),
+        /**
+         * Weight of the cross-encoder against retrieval: final = w·sigmoid(logit) + (1-w)·retrieval,
+         * so a reranker never throws away a strong retrieval signal entirely.
+         */
+        weight: z.number().min(0).max(1).default(1),
+      })
+      .default({}),
+    nil: z
+      .object({
+        /** Mentions whose best final score is below this are NIL (candidates kept). */
+        threshold: z.number().min(-1).max(1).default(0),
+      })
+      .default({}),
+    /** NER label → allowed semantic types; labels not listed are not filtered. */
+    typeFilter: z.record(z.string(), z.array(z.string()).min(1)).default({}),
+    /** Resolve `SF` mentions through `long form (SF)` definitions found in the same note. */
+    abbreviations: z.boolean().default(true),
+  })
+  .strict();
+
+export type LinkConfig = z.infer<typeof linkConfigSchema>;
+export type LinkConfigInput = z.input<typeof linkConfigSchema>;
+
+export function parseLinkConfig(input: unknown, origin = 'link config'): LinkConfig {
+  const parsed = linkConfigSchema.safeParse(input ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new InputError(`${origin}: '${issue.path.join('.') || '(root)'}': ${issue.message}`, 'BAD_CONFIG');
+  }
+  return parsed.data;
+}

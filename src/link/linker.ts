@@ -1,0 +1,212 @@
+import { trace, type Span } from '@opentelemetry/api';
+import type { Concept } from '../kb/concept.ts';
+import type { CandidateRetriever, ConceptHit } from '../retrieve/candidate-retriever.ts';
+import type { LinkIndex } from '../retrieve/link-index.ts';
+import type { NameEncoder } from '../retrieve/name-encoder.ts';
+import type { Reranker } from '../rerank/reranker.ts';
+import type { LinkConfig } from './link-config.ts';
+import type { Candidate, LinkedMention, LinkedNote, LinkingCore, MentionInput, NoteInput } from './types.ts';
+
+/** Builds the text an encoder sees for a mention: the mention alone or inside its context window. */
+export type QueryBuilder = (noteText: string, mention: MentionInput, mentionTextOverride?: string) => string;
+/** In-note abbreviation definitions: short form → long form. */
+export type AbbreviationFinder = (noteText: string) => ReadonlyMap<string, { longForm: string; start: number; end: number }>;
+
+export interface LinkerParts {
+  index: LinkIndex;
+  retriever: CandidateRetriever;
+  encoder: NameEncoder;
+  reranker?: Reranker;
+  biEncoderQuery: QueryBuilder;
+  rerankQuery: QueryBuilder;
+  findAbbreviations: AbbreviationFinder;
+  config: LinkConfig;
+  versions: { linkerVersion: string; modelVersion: string; indexVersion: string };
+  /** Releases encoder workers; called once by close(). */
+  release: () => Promise<void>;
+}
+
+interface MentionWork {
+  noteIndex: number;
+  mention: MentionInput;
+  expandedFrom: string | null;
+  exactTexts: string[];
+  query: string;
+  hits: ConceptHit[];
+  scores: number[];
+  reranked: boolean;
+}
+
+const tracer = trace.getTracer('cuilink.link');
+
+/**
+ * The linking core: retrieve → (cascaded) rerank → semantic-type filter → NIL → top-k. Kafka-free;
+ * the CLI, the stream stage and the evaluator all call this. All mentions of the notes given are
+ * encoded and reranked together. Same input and same index give the same output.
+ */
+export class Linker implements LinkingCore {
+  private readonly parts: LinkerParts;
+  private readonly allowByLabel = new Map<string, Uint8Array>();
+  private closed: Promise<void> | undefined;
+
+  constructor(parts: LinkerParts) {
+    this.parts = parts;
+  }
+
+  get versions() {
+    return this.parts.versions;
+  }
+
+  get index(): LinkIndex {
+    return this.parts.index;
+  }
+
+  get config(): LinkConfig {
+    return this.parts.config;
+  }
+
+  async linkNotes(notes: NoteInput[]): Promise<LinkedNote[]> {
+    return tracer.startActiveSpan('cuilink.link', async (span) => {
+      try {
+        span.setAttribute('cuilink.notes', notes.length);
+        const work = this.prepare(notes);
+        span.setAttribute('cuilink.mentions', work.length);
+        await this.retrieve(work);
+        await this.rerank(notes, work);
+        return this.assemble(notes, work);
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed ??= this.parts.release();
+    return this.closed;
+  }
+
+  private prepare(notes: NoteInput[]): MentionWork[] {
+    const { config, biEncoderQuery, findAbbreviations } = this.parts;
+    const work: MentionWork[] = [];
+    notes.forEach((note, noteIndex) => {
+      const abbreviations = config.abbreviations && note.mentions.length > 0 ? findAbbreviations(note.text) : undefined;
+      for (const mention of note.mentions) {
+        const definition = abbreviations?.get(mention.text);
+        // A definition's own long form is not an abbreviation use; only later `SF` mentions are expanded.
+        const expand = definition !== undefined && !(mention.start >= definition.start && mention.end <= definition.end) ? definition.longForm : undefined;
+        work.push({
+          noteIndex,
+          mention,
+          expandedFrom: expand === undefined ? null : mention.text,
+          exactTexts: expand === undefined ? [mention.text] : [expand, mention.text],
+          query: biEncoderQuery(note.text, mention, expand),
+          hits: [],
+          scores: [],
+          reranked: false,
+        });
+      }
+    });
+    return work;
+  }
+
+  private async retrieve(work: MentionWork[]): Promise<void> {
+    const { encoder, retriever, config } = this.parts;
+    const vectors = await withSpan('cuilink.encode', { 'cuilink.queries': work.length }, () => encoder.encode(work.map((w) => w.query)));
+    await withSpan('cuilink.retrieve', { 'cuilink.queries': work.length }, async () => {
+      work.forEach((w, i) => {
+        const allow = this.allowFor(w.mention.label);
+        w.hits = retriever.retrieve(w.exactTexts, vectors[i]!, { k: config.retrieveK, allow });
+        w.scores = w.hits.map((h) => h.score);
+      });
+    });
+  }
+
+  private needsRerank(w: MentionWork): boolean {
+    const { policy, margin } = this.parts.config.rerank;
+    if (policy === 'never' || w.hits.length < 2) return false;
+    if (policy === 'always') return true;
+    const [first, second] = w.hits as [ConceptHit, ConceptHit];
+    if (first.exact && !second.exact) return false;
+    return first.score - second.score < margin || (first.exact && second.exact);
+  }
+
+  private async rerank(notes: NoteInput[], work: MentionWork[]): Promise<void> {
+    const { reranker, config, rerankQuery, index } = this.parts;
+    if (!reranker) return;
+    const chosen = work.filter((w) => this.needsRerank(w));
+    if (chosen.length === 0) return;
+    await withSpan('cuilink.rerank', { 'cuilink.mentions': chosen.length }, async () => {
+      const items = chosen.map((w) => ({
+        query: rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]),
+        candidates: w.hits.slice(0, config.rerank.candidates).map((h) => index.concepts[h.conceptIndex]!),
+      }));
+      const probabilities = await reranker.rerank(items);
+      const weight = config.rerank.weight;
+      chosen.forEach((w, i) => {
+        const p = probabilities[i]!;
+        const head = w.hits.slice(0, p.length).map((hit, j) => ({ hit, score: weight * p[j]! + (1 - weight) * hit.score }));
+        head.sort((a, b) => b.score - a.score || a.hit.conceptIndex - b.hit.conceptIndex);
+        const tail = w.hits.slice(p.length);
+        const floor = head.length > 0 ? head[head.length - 1]!.score : 0;
+        w.hits = [...head.map((h) => h.hit), ...tail];
+        // Unreranked tail candidates keep their order below the reranked head.
+        w.scores = [...head.map((h) => h.score), ...tail.map((h) => Math.min(floor, h.score))];
+        w.reranked = true;
+      });
+    });
+  }
+
+  private assemble(notes: NoteInput[], work: MentionWork[]): LinkedNote[] {
+    const { config, index, versions } = this.parts;
+    const linkedAt = Date.now();
+    const out: LinkedNote[] = notes.map((note) => ({ noteId: note.noteId, mentions: [], ...versions, linkedAt }));
+    for (const w of work) {
+      const candidates: Candidate[] = w.hits.slice(0, config.topK).map((hit, i) => {
+        const concept: Concept = index.concepts[hit.conceptIndex]!;
+        return { conceptId: concept.id, name: concept.name, semanticTypes: concept.semanticTypes, score: w.scores[i]!, retrievalScore: hit.score, exact: hit.exact };
+      });
+      const best = candidates[0];
+      const nil = best === undefined || best.score < config.nil.threshold;
+      const linked: LinkedMention = {
+        mentionId: w.mention.id,
+        start: w.mention.start,
+        end: w.mention.end,
+        label: w.mention.label,
+        conceptId: nil ? null : best.conceptId,
+        conceptName: nil ? null : best.name,
+        semanticTypes: nil ? [] : best.semanticTypes,
+        score: best?.score ?? 0,
+        nil,
+        reranked: w.reranked,
+        candidates,
+        expandedFrom: w.expandedFrom,
+      };
+      out[w.noteIndex]!.mentions.push(linked);
+    }
+    return out;
+  }
+
+  /** Concepts whose semantic types the config allows for an NER label (undefined: no filter). */
+  private allowFor(label: string): ((conceptIndex: number) => boolean) | undefined {
+    const allowed = this.parts.config.typeFilter[label];
+    if (!allowed) return undefined;
+    let mask = this.allowByLabel.get(label);
+    if (!mask) {
+      const types = new Set(allowed);
+      mask = Uint8Array.from(this.parts.index.concepts, (c) => (c.semanticTypes.some((t) => types.has(t)) ? 1 : 0));
+      this.allowByLabel.set(label, mask);
+    }
+    const m = mask;
+    return (conceptIndex) => m[conceptIndex] === 1;
+  }
+}
+
+async function withSpan<T>(name: string, attributes: Record<string, number>, fn: () => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(name, { attributes }, async (span: Span) => {
+    try {
+      return await fn();
+    } finally {
+      span.end();
+    }
+  });
+}

@@ -1,0 +1,46 @@
+/**
+ * A progress line with rate and ETA for long builds. Redraws in place on a TTY; elsewhere
+ * (CI logs, pipes) prints at most one line every `logEveryMs` so logs stay short.
+ */
+export class BuildProgress {
+  private readonly total: number;
+  private readonly label: string;
+  private readonly stream: NodeJS.WriteStream;
+  private readonly startedAt = performance.now();
+  private lastPrintAt = 0;
+  private readonly logEveryMs: number;
+  private done = 0;
+
+  constructor(label: string, total: number, stream: NodeJS.WriteStream = process.stderr, logEveryMs = 5000) {
+    this.label = label;
+    this.total = total;
+    this.stream = stream;
+    this.logEveryMs = logEveryMs;
+  }
+
+  advance(count: number): void {
+    this.done += count;
+    const now = performance.now();
+    const interval = this.stream.isTTY ? 200 : this.logEveryMs;
+    if (now - this.lastPrintAt >= interval || this.done >= this.total) {
+      this.lastPrintAt = now;
+      this.print(now);
+    }
+  }
+
+  finish(): void {
+    if (this.stream.isTTY) this.stream.write('\n');
+  }
+
+  private print(now: number): void {
+    const seconds = (now - this.startedAt) / 1000;
+    const rate = this.done / Math.max(seconds, 1e-9);
+    const remaining = rate > 0 ? (this.total - this.done) / rate : Number.POSITIVE_INFINITY;
+    const width = 30;
+    const filled = this.total === 0 ? width : Math.round((this.done / this.total) * width);
+    const bar = `${'#'.repeat(filled)}${'.'.repeat(width - filled)}`;
+    const eta = Number.isFinite(remaining) ? `${Math.ceil(remaining)}s` : '?';
+    const line = `${this.label} [${bar}] ${this.done}/${this.total} ${rate.toFixed(0)}/s ETA ${eta}`;
+    this.stream.write(this.stream.isTTY ? `\r${line}` : `${line}\n`);
+  }
+}

@@ -1,0 +1,85 @@
+import hnswlib from 'hnswlib-node';
+import { InputError } from '../kb/errors.ts';
+
+export interface HnswParams {
+  /** Graph degree. */
+  m: number;
+  efConstruction: number;
+  /** Search breadth at query time; raised to k when smaller. */
+  efSearch: number;
+  randomSeed: number;
+}
+
+export const DEFAULT_HNSW_PARAMS: HnswParams = { m: 16, efConstruction: 100, efSearch: 64, randomSeed: 100 };
+
+export interface Neighbor {
+  label: number;
+  /** Inner product of the (unit) vectors: the cosine similarity. */
+  similarity: number;
+}
+
+/**
+ * hnswlib-node behind a small interface. Vectors are L2-normalized by the encoder, so the
+ * inner-product space gives cosine similarity (hnswlib reports 1 - dot as the distance).
+ * hnswlib-node takes plain arrays only (it rejects Float32Array), hence the conversions here.
+ */
+export class HnswIndex {
+  private readonly index: InstanceType<typeof hnswlib.HierarchicalNSW>;
+  readonly dims: number;
+  private efSearch: number;
+
+  private constructor(dims: number, efSearch: number) {
+    this.dims = dims;
+    this.index = new hnswlib.HierarchicalNSW('ip', dims);
+    this.efSearch = efSearch;
+  }
+
+  static create(dims: number, capacity: number, params: HnswParams): HnswIndex {
+    const index = new HnswIndex(dims, params.efSearch);
+    index.index.initIndex({ maxElements: Math.max(1, capacity), m: params.m, efConstruction: params.efConstruction, randomSeed: params.randomSeed });
+    index.index.setEf(params.efSearch);
+    return index;
+  }
+
+  static load(file: string, dims: number, efSearch: number): HnswIndex {
+    const index = new HnswIndex(dims, efSearch);
+    try {
+      index.index.readIndexSync(file);
+    } catch (error) {
+      throw new InputError(`cannot read HNSW index ${file}: ${(error as Error).message}`, 'BAD_INDEX', error);
+    }
+    index.index.setEf(efSearch);
+    return index;
+  }
+
+  get size(): number {
+    return this.index.getCurrentCount();
+  }
+
+  add(vector: Float32Array, label: number): void {
+    this.index.addPoint(Array.from(vector), label);
+  }
+
+  save(file: string): void {
+    this.index.writeIndexSync(file);
+  }
+
+  setEfSearch(ef: number): void {
+    this.efSearch = ef;
+    this.index.setEf(ef);
+  }
+
+  /** `filter` restricts the search to labels it accepts (hnswlib checks it during the graph walk). */
+  search(vector: Float32Array, k: number, filter?: (label: number) => boolean): Neighbor[] {
+    const n = Math.min(k, this.size);
+    if (n === 0) return [];
+    if (n > this.efSearch) this.index.setEf(n);
+    const result = filter ? this.index.searchKnn(Array.from(vector), n, filter) : this.index.searchKnn(Array.from(vector), n);
+    if (n > this.efSearch) this.index.setEf(this.efSearch);
+    const out: Neighbor[] = new Array(result.neighbors.length);
+    for (let i = 0; i < result.neighbors.length; i++) {
+      out[i] = { label: result.neighbors[i]!, similarity: 1 - result.distances[i]! };
+    }
+    return out;
+  }
+}
