@@ -1,0 +1,108 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildIndex } from '../../../src/retrieve/index-builder.ts';
+import { LinkIndex } from '../../../src/retrieve/link-index.ts';
+import { CandidateRetriever } from '../../../src/retrieve/candidate-retriever.ts';
+import { NameTable } from '../../../src/retrieve/name-table.ts';
+import { ExactMatchTable } from '../../../src/retrieve/exact-match-table.ts';
+import { FIXTURE_CONCEPTS } from '../../fixtures/link-concepts.ts';
+import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
+import { InputError } from '../../../src/kb/errors.ts';
+
+async function build(dir: string, encoder = new TrigramEncoder()) {
+  return buildIndex({
+    concepts: FIXTURE_CONCEPTS,
+    kbSources: ['fixture.jsonl'],
+    kbChecksum: 'a'.repeat(64),
+    encoder,
+    model: { path: 'models/test', sha256: 'b'.repeat(64), precision: 'fp32' },
+    normalize: lowerNormalize,
+    outDir: dir,
+    chunkSize: 4,
+    progress: false,
+  });
+}
+
+test('name table keeps one row per distinct normalized name of a concept', () => {
+  const table = NameTable.fromConcepts([{ id: 'X:1', name: 'Flu', synonyms: ['flu', 'FLU ', 'influenza'], semanticTypes: [], parents: [], xrefs: [], altIds: [] }], lowerNormalize);
+  assert.deepEqual(table.names, ['Flu', 'influenza']);
+  assert.deepEqual(Array.from(table.conceptIndexOf), [0, 0]);
+});
+
+test('exact table maps a shared name to every concept that has it, once each', () => {
+  const concepts = [
+    { id: 'A:1', name: 'cold', synonyms: ['Cold'], semanticTypes: [], parents: [], xrefs: [], altIds: [] },
+    { id: 'A:2', name: 'common cold', synonyms: ['cold'], semanticTypes: [], parents: [], xrefs: [], altIds: [] },
+  ];
+  const exact = ExactMatchTable.fromConcepts(concepts, lowerNormalize);
+  assert.deepEqual(exact.lookup('COLD'), [0, 1]);
+  assert.deepEqual(exact.lookup('flu'), []);
+});
+
+test('index build writes a complete versioned directory that opens and retrieves', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-index-'));
+  try {
+    const dir = join(root, 'idx');
+    const encoder = new TrigramEncoder();
+    const manifest = await build(dir, encoder);
+    assert.equal(manifest.counts.concepts, FIXTURE_CONCEPTS.length);
+    const expectedNames = FIXTURE_CONCEPTS.reduce((n, c) => n + 1 + c.synonyms.length, 0);
+    assert.equal(manifest.counts.names, expectedNames);
+    assert.ok(encoder.calls >= Math.ceil(expectedNames / 4), 'names are encoded in chunks');
+    assert.deepEqual(readdirSync(dir).sort(), ['concepts.jsonl', 'manifest.json', 'names.hnsw', 'names.json']);
+    assert.equal(readdirSync(root).length, 1, 'no staging directory left behind');
+
+    const index = LinkIndex.open(dir, lowerNormalize);
+    assert.equal(index.concepts.length, FIXTURE_CONCEPTS.length);
+    assert.equal(index.indexOf('MESH:D003110'), index.indexOf('MESH:D015179'), 'alt ids resolve to their concept');
+    const retriever = new CandidateRetriever(index);
+
+    const exactHits = retriever.retrieve(['Heart Attack'], encoder.vector('Heart Attack'), { k: 3 });
+    assert.equal(index.concepts[exactHits[0]!.conceptIndex]!.id, 'MESH:D009203');
+    assert.equal(exactHits[0]!.exact, true);
+    assert.equal(exactHits[0]!.score, 1);
+    assert.equal(new Set(exactHits.map((h) => h.conceptIndex)).size, exactHits.length, 'one hit per concept');
+
+    const fuzzy = retriever.retrieve(['hypertensive'], encoder.vector('hypertensive'), { k: 3 });
+    assert.equal(index.concepts[fuzzy[0]!.conceptIndex]!.id, 'MESH:D006973');
+    assert.equal(fuzzy[0]!.exact, false);
+    assert.ok(fuzzy[0]!.score < 1 && fuzzy[0]!.score > 0);
+    for (let i = 1; i < fuzzy.length; i++) assert.ok(fuzzy[i - 1]!.score >= fuzzy[i]!.score, 'sorted by score');
+
+    const chemicalsOnly = (ci: number) => index.concepts[ci]!.semanticTypes.includes('Chemical');
+    const filtered = retriever.retrieve(['diabetes'], encoder.vector('diabetes'), { k: 5, allow: chemicalsOnly });
+    assert.ok(filtered.length > 0);
+    assert.ok(filtered.every((h) => chemicalsOnly(h.conceptIndex)), 'the filter applies to exact and dense hits');
+
+    const again = retriever.retrieve(['hypertensive'], encoder.vector('hypertensive'), { k: 3 });
+    assert.deepEqual(again, fuzzy, 'same query, same index, same answer');
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('building over an existing directory is refused unless overwrite is set', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-index-'));
+  try {
+    const dir = join(root, 'idx');
+    await build(dir);
+    await assert.rejects(build(dir), (e: unknown) => e instanceof InputError && /already exists/.test(e.message));
+    assert.ok(existsSync(join(dir, 'manifest.json')));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('opening a directory that is not an index names the file and the reason', () => {
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-index-'));
+  try {
+    assert.throws(() => LinkIndex.open(root, lowerNormalize), (e: unknown) => e instanceof InputError && e.message.includes('manifest.json') && /cuilink index build/.test(e.message));
+    writeFileSync(join(root, 'manifest.json'), JSON.stringify({ formatVersion: 1 }));
+    assert.throws(() => LinkIndex.open(root, lowerNormalize), (e: unknown) => e instanceof InputError && /field 'indexVersion'/.test(e.message));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
