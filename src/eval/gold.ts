@@ -1,0 +1,60 @@
+import type { NoteInput } from '../link/types.ts';
+import { emptyPubTatorStats, readPubTator, type PubTatorDocument, type PubTatorStats, type ReadPubTatorOptions } from './pubtator.ts';
+
+/**
+ * A coder's label for one mention: what `cuilink gold-sample` publishes to the gold topic and
+ * what `cuilink eval` reads from a corpus. Joined with predictions by (noteId, mentionId).
+ */
+export interface GoldMention {
+  noteId: string;
+  mentionId: string;
+  /** Normalized acceptable ids (a composite gives several); a hit on any one counts. */
+  ids: string[];
+  /** NER label (the corpus's entity type). */
+  label: string;
+  start: number;
+  end: number;
+}
+
+/** Mention ids are the span, so the same annotation gets the same id in every run and tool. */
+export function mentionIdOf(start: number, end: number): string {
+  return `${start}-${end}`;
+}
+
+/** Join key of a mention; NUL cannot occur in either part of a key from a PubTator file. */
+export function mentionKey(noteId: string, mentionId: string): string {
+  return `${noteId}\u0000${mentionId}`;
+}
+
+/** A PubTator document as the note the linker takes and the gold labels of its mentions. */
+export function documentToNote(doc: PubTatorDocument): { note: NoteInput; gold: GoldMention[] } {
+  const gold: GoldMention[] = [];
+  const mentions = doc.annotations.map((a) => {
+    const id = mentionIdOf(a.start, a.end);
+    gold.push({ noteId: doc.pmid, mentionId: id, ids: a.ids, label: a.type, start: a.start, end: a.end });
+    return { id, start: a.start, end: a.end, text: a.text, label: a.type };
+  });
+  return { note: { noteId: doc.pmid, text: doc.text, mentions, source: 'pubtator' }, gold };
+}
+
+export interface GoldCorpus {
+  /** Notes with at least one mention, in file order. */
+  notes: NoteInput[];
+  /** By mentionKey(noteId, mentionId). */
+  gold: Map<string, GoldMention>;
+  stats: PubTatorStats;
+}
+
+/** Reads a whole PubTator corpus (the offline evaluator needs every note before batching). */
+export async function loadPubTatorCorpus(file: string, options: Omit<ReadPubTatorOptions, 'stats'> = {}): Promise<GoldCorpus> {
+  const stats = emptyPubTatorStats();
+  const notes: NoteInput[] = [];
+  const gold = new Map<string, GoldMention>();
+  for await (const doc of readPubTator(file, { ...options, stats })) {
+    if (doc.annotations.length === 0) continue;
+    const converted = documentToNote(doc);
+    notes.push(converted.note);
+    for (const g of converted.gold) gold.set(mentionKey(g.noteId, g.mentionId), g);
+  }
+  return { notes, gold, stats };
+}
