@@ -1,4 +1,5 @@
 import type { Command } from '../command.ts';
+import { kbExport } from './kb-export.ts';
 
 /** Every command, in the order `cuilink --help` lists them. Add yours here. */
-export const commands: Command[] = [];
+export const commands: Command[] = [kbExport];

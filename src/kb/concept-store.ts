@@ -1,0 +1,113 @@
+import { createHash } from 'node:crypto';
+import type { Concept } from './concept.ts';
+import { mergeConcept } from './concept-builder.ts';
+import { normalizeId } from './ids.ts';
+import { conceptToJsonLine } from './jsonl-format.ts';
+
+/**
+ * The loaded knowledge base: id → Concept, with alt ids resolving to their concept.
+ * Adding a concept whose id is already present merges the two (a vocabulary loaded from two files).
+ */
+export class ConceptStore implements Iterable<Concept> {
+  private readonly byId = new Map<string, Concept>();
+  private readonly byAltId = new Map<string, string>();
+  private names = 0;
+  private sortedCache: Concept[] | undefined;
+
+  /** Adds or merges a concept. The store keeps (and may later mutate) the object passed in. */
+  add(concept: Concept): void {
+    this.sortedCache = undefined;
+    const existing = this.byId.get(concept.id);
+    if (existing) {
+      this.names -= 1 + existing.synonyms.length;
+      mergeConcept(existing, concept);
+      this.names += 1 + existing.synonyms.length;
+      for (const alt of concept.altIds) this.indexAlt(alt, existing.id);
+      return;
+    }
+    this.byId.set(concept.id, concept);
+    this.names += 1 + concept.synonyms.length;
+    for (const alt of concept.altIds) this.indexAlt(alt, concept.id);
+  }
+
+  /**
+   * The concept with this id, or whose alt id this is. Tries the id as given first, then its
+   * normalized form, so callers may pass raw gold ids (`D005955`).
+   */
+  get(id: string): Concept | undefined {
+    const found = this.lookup(id);
+    if (found) return found;
+    const normalized = normalizeId(id);
+    return normalized === id ? undefined : this.lookup(normalized);
+  }
+
+  has(id: string): boolean {
+    return this.get(id) !== undefined;
+  }
+
+  /** The primary id that `id` (primary or alt, raw or normalized) resolves to. */
+  resolveId(id: string): string | undefined {
+    return this.get(id)?.id;
+  }
+
+  /** Number of concepts (alt ids not counted). */
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /** Number of names: preferred names plus synonyms. */
+  get nameCount(): number {
+    return this.names;
+  }
+
+  [Symbol.iterator](): Iterator<Concept> {
+    return this.byId.values();
+  }
+
+  /** Concepts in insertion order. */
+  values(): IterableIterator<Concept> {
+    return this.byId.values();
+  }
+
+  /** Concepts sorted by id (code-unit order, locale independent): the canonical export order. */
+  sorted(): Concept[] {
+    if (!this.sortedCache) {
+      this.sortedCache = [...this.byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    }
+    return this.sortedCache;
+  }
+
+  /**
+   * sha256 (hex) of the canonical JSONL (concepts sorted by id, one `conceptToJsonLine` + '\n'
+   * each) — equal to the sha256 of the file `kb export` writes. Hashed line by line, so a
+   * multi-gigabyte KB is never held as one string. Index manifests record it to detect a KB change.
+   */
+  checksum(): string {
+    const hash = createHash('sha256');
+    for (const concept of this.sorted()) {
+      hash.update(conceptToJsonLine(concept));
+      hash.update('\n');
+    }
+    return hash.digest('hex');
+  }
+
+  private lookup(id: string): Concept | undefined {
+    const direct = this.byId.get(id);
+    if (direct) return direct;
+    const primary = this.byAltId.get(id);
+    return primary === undefined ? undefined : this.byId.get(primary);
+  }
+
+  private indexAlt(alt: string, primary: string): void {
+    // A primary id always wins over someone else's alt id; the first claim on an alt id wins.
+    if (alt === primary || this.byAltId.has(alt)) return;
+    this.byAltId.set(alt, primary);
+  }
+
+  /** Builds a store from concepts (tests and small tools). */
+  static from(concepts: Iterable<Concept>): ConceptStore {
+    const store = new ConceptStore();
+    for (const c of concepts) store.add(c);
+    return store;
+  }
+}

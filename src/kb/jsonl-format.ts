@@ -1,0 +1,67 @@
+import type { Concept } from './concept.ts';
+import { normalizeId } from './ids.ts';
+
+/**
+ * One concept as one JSONL line (docs/kb-jsonl.md). Field order is fixed and every list is
+ * written even when empty, so the output is canonical (the store checksum hashes exactly this)
+ * and the Python reader needs no defaults.
+ */
+export function conceptToJsonLine(c: Concept): string {
+  const base =
+    `{"id":${JSON.stringify(c.id)},"name":${JSON.stringify(c.name)},"synonyms":${JSON.stringify(c.synonyms)},` +
+    `"semanticTypes":${JSON.stringify(c.semanticTypes)},"parents":${JSON.stringify(c.parents)},` +
+    `"xrefs":${JSON.stringify(c.xrefs)},"altIds":${JSON.stringify(c.altIds)}`;
+  return c.definition === undefined ? `${base}}` : `${base},"definition":${JSON.stringify(c.definition)}}`;
+}
+
+/**
+ * Parses one JSONL line into a Concept, or returns a reason string when the line is not a valid
+ * concept object (the caller turns it into a ParseError naming file and line).
+ */
+export function conceptFromJsonLine(text: string): Concept | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return `not JSON: ${(error as Error).message}`;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
+  const o = value as Record<string, unknown>;
+  if (typeof o.id !== 'string' || o.id.trim().length === 0) return 'missing or empty "id"';
+  if (typeof o.name !== 'string' || o.name.length === 0) return 'missing or empty "name"';
+  if (o.definition !== undefined && o.definition !== null && typeof o.definition !== 'string') return '"definition" must be a string';
+  const lists: Record<string, string[]> = {};
+  for (const field of ['synonyms', 'semanticTypes', 'parents', 'xrefs', 'altIds']) {
+    const list = o[field];
+    if (list === undefined || list === null) {
+      lists[field] = [];
+    } else if (!Array.isArray(list) || !list.every((x) => typeof x === 'string')) {
+      return `"${field}" must be an array of strings`;
+    } else {
+      lists[field] = list as string[];
+    }
+  }
+  const id = normalizeId(o.id);
+  const concept: Concept = {
+    id,
+    name: o.name,
+    synonyms: dedupe(lists.synonyms!, o.name),
+    semanticTypes: dedupe(lists.semanticTypes!),
+    parents: dedupe(lists.parents!.map(normalizeId), id),
+    xrefs: dedupe(lists.xrefs!.map(normalizeId)),
+    altIds: dedupe(lists.altIds!.map(normalizeId), id),
+  };
+  if (typeof o.definition === 'string' && o.definition.length > 0) concept.definition = o.definition;
+  return concept;
+}
+
+function dedupe(list: string[], exclude?: string): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const item of list) {
+    if (item.length === 0 || item === exclude || seen.has(item)) continue;
+    seen.add(item);
+    out.push(item);
+  }
+  return out;
+}

@@ -1,0 +1,76 @@
+import { existsSync } from 'node:fs';
+import { basename } from 'node:path';
+import type { Concept } from './concept.ts';
+import { ConceptStore } from './concept-store.ts';
+import { readBiosynDictionary } from './biosyn-loader.ts';
+import { readCtdDiseases } from './ctd-loader.ts';
+import { InputError } from './errors.ts';
+import { readConceptJsonl } from './jsonl-loader.ts';
+import { detectKbFormat, KB_FORMATS, UMLS_SIDE_TABLE, type KbFormat } from './kb-format.ts';
+import { readObo } from './obo-loader.ts';
+import { readOboGraph } from './obograph-loader.ts';
+import type { SynonymScope } from './synonym-scope.ts';
+import { readUmls, type UmlsOptions } from './umls-loader.ts';
+
+export interface KbLoadOptions {
+  /** Loader for every file; by default each file's format is detected from its name and content. */
+  format?: KbFormat;
+  /** OBO / OBO-Graph synonym scopes kept as names (default EXACT and RELATED). */
+  synonymScopes?: readonly SynonymScope[];
+  /** UMLS filters (languages, SABs, TUIs, suppression). */
+  umls?: UmlsOptions;
+  /** Called after each file with its concept count (progress for the CLI). */
+  onFile?: (path: string, format: KbFormat, concepts: number) => void;
+}
+
+/**
+ * Loads one or more KB files into one store; a concept id seen in several files is merged (names,
+ * parents, xrefs united). Missing files are an InputError before anything is read; malformed
+ * lines a ParseError naming file and line.
+ */
+export async function loadKb(paths: readonly string[], options: KbLoadOptions = {}): Promise<ConceptStore> {
+  if (paths.length === 0) throw new InputError('no KB file given', 'BAD_FLAGS');
+  if (options.format !== undefined && !KB_FORMATS.includes(options.format)) {
+    throw new InputError(`unknown KB format '${String(options.format)}' (one of ${KB_FORMATS.join(', ')})`, 'BAD_FLAGS');
+  }
+  for (const path of paths) {
+    if (!existsSync(path)) throw new InputError(`cannot read ${path}: no such file`, 'INPUT_NOT_FOUND');
+  }
+  const store = new ConceptStore();
+  for (const path of paths) {
+    // MRSTY/MRREL passed next to MRCONSO (a shell glob) are read through MRCONSO.
+    if (options.format === undefined && UMLS_SIDE_TABLE.test(basename(path)) && paths.some((p) => /MRCONSO\.RRF(\.gz)?$/i.test(p))) continue;
+    const format = options.format ?? (await detectKbFormat(path));
+    let count = 0;
+    for await (const concept of readConcepts(path, format, options)) {
+      store.add(concept);
+      count++;
+    }
+    options.onFile?.(path, format, count);
+  }
+  return store;
+}
+
+/** The concepts of one file in a given format, as they come (not merged). */
+export async function* readConcepts(path: string, format: KbFormat, options: KbLoadOptions = {}): AsyncGenerator<Concept> {
+  switch (format) {
+    case 'ctd':
+      yield* readCtdDiseases(path);
+      return;
+    case 'jsonl':
+      yield* readConceptJsonl(path);
+      return;
+    case 'obo':
+      yield* readObo(path, { synonymScopes: options.synonymScopes });
+      return;
+    case 'obograph':
+      yield* await readOboGraph(path, { synonymScopes: options.synonymScopes });
+      return;
+    case 'biosyn':
+      yield* await readBiosynDictionary(path);
+      return;
+    case 'umls':
+      yield* await readUmls(path, options.umls);
+      return;
+  }
+}

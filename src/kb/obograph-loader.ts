@@ -1,0 +1,94 @@
+import type { Concept } from './concept.ts';
+import { addSynonym, addUnique, newConcept } from './concept-builder.ts';
+import { ParseError } from './errors.ts';
+import { normalizeId } from './ids.ts';
+import { readWholeText } from './line-reader.ts';
+import { DEFAULT_SYNONYM_SCOPES, OBOGRAPH_SCOPE, type SynonymScope } from './synonym-scope.ts';
+
+export interface OboGraphOptions {
+  /** Synonym scopes to keep as names (default EXACT and RELATED). */
+  synonymScopes?: readonly SynonymScope[];
+}
+
+interface GraphNode {
+  id?: unknown;
+  lbl?: unknown;
+  type?: unknown;
+  meta?: {
+    deprecated?: unknown;
+    definition?: { val?: unknown };
+    synonyms?: Array<{ pred?: unknown; val?: unknown }>;
+    xrefs?: Array<{ val?: unknown }>;
+    basicPropertyValues?: Array<{ pred?: unknown; val?: unknown }>;
+  };
+}
+
+interface GraphEdge {
+  sub?: unknown;
+  pred?: unknown;
+  obj?: unknown;
+}
+
+/**
+ * Reads an OBO-Graph JSON document (hp.json): live CLASS nodes of graphs[0] become concepts,
+ * `is_a` edges become parents. One JSON document, so it is parsed whole (HPO is ~23 MB) rather
+ * than streamed. Ids come from IRIs (`.../obo/HP_0001250` → `HP:0001250`).
+ */
+export async function readOboGraph(path: string, options: OboGraphOptions = {}): Promise<Concept[]> {
+  const scopes = new Set(options.synonymScopes ?? DEFAULT_SYNONYM_SCOPES);
+  const text = await readWholeText(path);
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (error) {
+    throw new ParseError(path, lineOfJsonError(text, error as Error), `invalid JSON: ${(error as Error).message}`);
+  }
+  const graph = (doc as { graphs?: unknown })?.graphs;
+  if (!Array.isArray(graph) || graph.length === 0 || typeof graph[0] !== 'object' || graph[0] === null) {
+    throw new ParseError(path, 1, 'not an OBO-Graph document: no "graphs" array');
+  }
+  const { nodes = [], edges = [] } = graph[0] as { nodes?: GraphNode[]; edges?: GraphEdge[] };
+  if (!Array.isArray(nodes) || !Array.isArray(edges)) throw new ParseError(path, 1, '"nodes" and "edges" must be arrays');
+
+  const byId = new Map<string, Concept>();
+  for (const node of nodes) {
+    if (node.type !== 'CLASS' || typeof node.id !== 'string' || typeof node.lbl !== 'string') continue;
+    const meta = node.meta ?? {};
+    if (meta.deprecated === true) continue;
+    const concept = newConcept(normalizeId(node.id), node.lbl.trim());
+    if (concept.name.length === 0) continue;
+    for (const syn of meta.synonyms ?? []) {
+      const scope = typeof syn.pred === 'string' ? OBOGRAPH_SCOPE[syn.pred] : undefined;
+      if (scope !== undefined && scopes.has(scope) && typeof syn.val === 'string') addSynonym(concept, syn.val.trim());
+    }
+    for (const xref of meta.xrefs ?? []) {
+      if (typeof xref.val === 'string') addUnique(concept.xrefs, normalizeId(xref.val));
+    }
+    for (const pv of meta.basicPropertyValues ?? []) {
+      if (typeof pv.pred === 'string' && pv.pred.endsWith('hasAlternativeId') && typeof pv.val === 'string') {
+        const alt = normalizeId(pv.val);
+        if (alt !== concept.id) addUnique(concept.altIds, alt);
+      }
+    }
+    const definition = meta.definition?.val;
+    if (typeof definition === 'string' && definition.trim().length > 0) concept.definition = definition.trim();
+    byId.set(concept.id, concept);
+  }
+  for (const edge of edges) {
+    if (edge.pred !== 'is_a' || typeof edge.sub !== 'string' || typeof edge.obj !== 'string') continue;
+    const child = byId.get(normalizeId(edge.sub));
+    const parent = normalizeId(edge.obj);
+    if (child && parent !== child.id) addUnique(child.parents, parent);
+  }
+  return [...byId.values()];
+}
+
+/** 1-based line of a JSON.parse failure, from V8's "at position N" when it gives one. */
+function lineOfJsonError(text: string, error: Error): number {
+  const match = /position (\d+)/.exec(error.message);
+  if (!match) return 1;
+  const position = Number(match[1]);
+  let line = 1;
+  for (let i = 0; i < position && i < text.length; i++) if (text.charCodeAt(i) === 10) line++;
+  return line;
+}
