@@ -1,0 +1,45 @@
+import type { ConceptStore } from '../kb/concept-store.ts';
+import { Hierarchy } from '../kb/hierarchy.ts';
+import { loadKb } from '../kb/load.ts';
+import { readIndexManifest } from '../retrieve/index-manifest.ts';
+import { join } from 'node:path';
+import type { OntologyView } from './metrics/ontology-view.ts';
+
+/** The metrics' view of a KB: src/kb's ConceptStore for ids and alt ids, its Hierarchy for distances. */
+export function kbOntologyView(store: ConceptStore, hierarchy: Hierarchy = Hierarchy.fromStore(store)): OntologyView {
+  // Gold ids repeat across mentions; their neighbourhoods walk down from grandparents, so keep them.
+  const neighbourhoods = new Map<string, { atOne: number; atTwo: number }>();
+  return {
+    resolve: (id) => store.resolveId(id),
+    matches(predictedId, goldId) {
+      if (predictedId === goldId) return true;
+      const concept = store.get(predictedId);
+      return concept !== undefined && (concept.id === goldId || concept.altIds.includes(goldId));
+    },
+    pathLength(a, b) {
+      const d = hierarchy.pathLength(a, b);
+      return Number.isFinite(d) ? d : undefined;
+    },
+    neighbourhoodSizes(id) {
+      let sizes = neighbourhoods.get(id);
+      if (!sizes) {
+        sizes = { atOne: 0, atTwo: 0 };
+        // Parents named but not defined in the KB are nodes of the hierarchy, not rankable concepts.
+        for (const [other, d] of hierarchy.neighbourhood(id, 2)) {
+          if (!store.has(other)) continue;
+          if (d === 1) sizes.atOne++;
+          else if (d === 2) sizes.atTwo++;
+        }
+        neighbourhoods.set(id, sizes);
+      }
+      return sizes;
+    },
+    semanticTypes: (id) => store.get(id)?.semanticTypes ?? [],
+  };
+}
+
+/** The KB an index directory was built from (its concepts file, as the linker reads it). */
+export async function loadIndexKb(indexDir: string): Promise<ConceptStore> {
+  const manifest = readIndexManifest(indexDir);
+  return loadKb([join(indexDir, manifest.files.concepts)], { format: 'jsonl' });
+}

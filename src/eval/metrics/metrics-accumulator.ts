@@ -1,0 +1,77 @@
+import type { ScoredMention } from './mention-record.ts';
+import { applyScores, DEFAULT_CALIBRATION_BINS, emptySums, summarize, type MetricSums, type MetricSummary } from './metric-sums.ts';
+
+export interface MetricsReport {
+  overall: MetricSummary;
+  /** By NER label, keys sorted. */
+  byLabel: Record<string, MetricSummary>;
+  /** By the gold concept's semantic type (a mention with several types counts in each), keys sorted. */
+  bySemanticType: Record<string, MetricSummary>;
+}
+
+/**
+ * Running sums of scored mentions, overall and per group, that mentions can be added to and
+ * removed from (the sidecar's rolling windows). Because every sum is an integer (metric-sums.ts),
+ * the report after any sequence of adds and removes equals `computeMetrics` over the mentions
+ * still in, to the last bit. The one implementation behind offline `cuilink eval`, `cuilink
+ * compare` and the evaluator.
+ */
+export class MetricsAccumulator {
+  private readonly bins: number;
+  private readonly overall: MetricSums;
+  private readonly labels = new Map<string, MetricSums>();
+  private readonly types = new Map<string, MetricSums>();
+
+  constructor(options: { bins?: number } = {}) {
+    this.bins = options.bins ?? DEFAULT_CALIBRATION_BINS;
+    if (!Number.isInteger(this.bins) || this.bins < 1) throw new RangeError(`calibration bins must be a positive integer, got ${this.bins}`);
+    this.overall = emptySums(this.bins);
+  }
+
+  get size(): number {
+    return this.overall.n;
+  }
+
+  add(mention: ScoredMention): void {
+    this.apply(mention, 1);
+  }
+
+  /** Removes a mention added before; removing one never added corrupts the sums (callers keep the window). */
+  remove(mention: ScoredMention): void {
+    this.apply(mention, -1);
+  }
+
+  report(): MetricsReport {
+    return { overall: summarize(this.overall), byLabel: summarizeGroups(this.labels), bySemanticType: summarizeGroups(this.types) };
+  }
+
+  private apply(mention: ScoredMention, sign: 1 | -1): void {
+    applyScores(this.overall, mention.scores, sign);
+    this.applyGroup(this.labels, mention.label, mention, sign);
+    for (const type of new Set(mention.semanticTypes)) this.applyGroup(this.types, type, mention, sign);
+  }
+
+  private applyGroup(groups: Map<string, MetricSums>, key: string, mention: ScoredMention, sign: 1 | -1): void {
+    let sums = groups.get(key);
+    if (!sums) {
+      sums = emptySums(this.bins);
+      groups.set(key, sums);
+    }
+    applyScores(sums, mention.scores, sign);
+    // An emptied group disappears, as it would from a batch over the remaining mentions.
+    if (sums.n === 0) groups.delete(key);
+  }
+}
+
+function summarizeGroups(groups: Map<string, MetricSums>): Record<string, MetricSummary> {
+  const out: Record<string, MetricSummary> = {};
+  for (const key of [...groups.keys()].sort()) out[key] = summarize(groups.get(key)!);
+  return out;
+}
+
+/** The batch computation: a fresh accumulator over all mentions. */
+export function computeMetrics(mentions: Iterable<ScoredMention>, options: { bins?: number } = {}): MetricsReport {
+  const acc = new MetricsAccumulator(options);
+  for (const m of mentions) acc.add(m);
+  return acc.report();
+}
