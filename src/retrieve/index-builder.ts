@@ -1,8 +1,8 @@
-import { mkdirSync, renameSync, rmSync, writeFileSync, existsSync, createWriteStream } from 'node:fs';
-import { once } from 'node:events';
+import { mkdirSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Concept } from '../kb/concept.ts';
 import { InputError } from '../kb/errors.ts';
+import { writeConceptJsonlFile } from '../kb/jsonl-writer.ts';
 import { ExactMatchTable } from './exact-match-table.ts';
 import { HnswIndex, DEFAULT_HNSW_PARAMS, type HnswParams } from './hnsw-index.ts';
 import { INDEX_FORMAT_VERSION, INDEX_MANIFEST_FILE, type IndexManifest } from './index-manifest.ts';
@@ -65,7 +65,7 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
 
     index.save(join(staging, 'names.hnsw'));
     writeFileSync(join(staging, 'names.json'), JSON.stringify({ names: names.names, conceptIndexOf: Array.from(names.conceptIndexOf) }));
-    await writeConceptsJsonl(join(staging, 'concepts.jsonl'), input.concepts);
+    await writeConceptJsonlFile(input.concepts, join(staging, 'concepts.jsonl'));
 
     const totalSeconds = (performance.now() - started) / 1000;
     const createdAt = new Date().toISOString();
@@ -88,13 +88,4 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
     rmSync(staging, { recursive: true, force: true });
     throw error;
   }
-}
-
-async function writeConceptsJsonl(file: string, concepts: readonly Concept[]): Promise<void> {
-  const out = createWriteStream(file);
-  for (const concept of concepts) {
-    if (!out.write(`${JSON.stringify(concept)}\n`)) await once(out, 'drain');
-  }
-  out.end();
-  await once(out, 'finish');
 }

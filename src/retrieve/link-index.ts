@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Concept } from '../kb/concept.ts';
 import { InputError } from '../kb/errors.ts';
+import { readConceptJsonl } from '../kb/jsonl-loader.ts';
 import { ExactMatchTable } from './exact-match-table.ts';
 import { HnswIndex } from './hnsw-index.ts';
 import { readIndexManifest, type IndexManifest } from './index-manifest.ts';
@@ -34,9 +35,11 @@ export class LinkIndex {
     });
   }
 
-  static open(dir: string, normalize: (s: string) => string, options: { efSearch?: number } = {}): LinkIndex {
+  static async open(dir: string, normalize: (s: string) => string, options: { efSearch?: number } = {}): Promise<LinkIndex> {
     const manifest = readIndexManifest(dir);
-    const concepts = readConcepts(join(dir, manifest.files.concepts));
+    const concepts: Concept[] = [];
+    for await (const concept of readConceptJsonl(join(dir, manifest.files.concepts))) concepts.push(concept);
+    if (concepts.length !== manifest.counts.concepts) throw new InputError(`${dir}: ${concepts.length} concepts, manifest says ${manifest.counts.concepts}`, 'BAD_INDEX');
     const namesFile = join(dir, manifest.files.names);
     let names: NameTable;
     try {
@@ -56,25 +59,4 @@ export class LinkIndex {
   indexOf(id: string): number | undefined {
     return this.byId.get(id);
   }
-}
-
-function readConcepts(file: string): Concept[] {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new InputError(`${file}: ${(error as Error).message}`, 'BAD_INDEX', error);
-  }
-  const concepts: Concept[] = [];
-  let line = 0;
-  for (const row of text.split('\n')) {
-    line++;
-    if (row.length === 0) continue;
-    try {
-      concepts.push(JSON.parse(row) as Concept);
-    } catch (error) {
-      throw new InputError(`${file}:${line}: ${(error as Error).message}`, 'BAD_INDEX', error);
-    }
-  }
-  return concepts;
 }

@@ -25,7 +25,7 @@ before(async () => {
     concepts: FIXTURE_CONCEPTS, kbSources: ['fixture'], kbChecksum: 'c'.repeat(64), encoder,
     model: { path: 'm', sha256: 'd'.repeat(64), precision: 'fp32' }, normalize: lowerNormalize, outDir: join(root, 'idx'), progress: false,
   });
-  index = LinkIndex.open(join(root, 'idx'), lowerNormalize);
+  index = await LinkIndex.open(join(root, 'idx'), lowerNormalize);
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 

