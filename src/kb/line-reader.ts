@@ -52,6 +52,9 @@ export async function* readLines(path: string): AsyncGenerator<{ text: string; n
       line.text = text;
       yield line;
     }
+  } catch (error) {
+    // Only the input can throw here (the consumer's own errors never enter this generator).
+    failure = error;
   } finally {
     reader.close();
     input.destroy();

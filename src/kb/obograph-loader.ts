@@ -83,11 +83,22 @@ export async function readOboGraph(path: string, options: OboGraphOptions = {}):
   return [...byId.values()];
 }
 
-/** 1-based line of a JSON.parse failure, from V8's "at position N" when it gives one. */
+/**
+ * 1-based line of a JSON.parse failure. V8 gives either "at position N" or, for an unexpected
+ * token, a quoted excerpt (`...` + 10 characters either side) that is located in the text.
+ */
 function lineOfJsonError(text: string, error: Error): number {
-  const match = /position (\d+)/.exec(error.message);
-  if (!match) return 1;
-  const position = Number(match[1]);
+  let position = -1;
+  const at = /position (\d+)/.exec(error.message);
+  const excerpt = /^Unexpected token '([\s\S])', (\.\.\.)?"([\s\S]*)"(?:\.\.\.)? is not valid JSON/.exec(error.message);
+  if (at) {
+    position = Number(at[1]);
+  } else if (excerpt) {
+    const [, token, clipped, snippet] = excerpt;
+    const start = text.indexOf(snippet!);
+    if (start >= 0) position = start + (clipped ? 10 : Math.max(0, snippet!.indexOf(token!)));
+  }
+  if (position < 0) return 1;
   let line = 1;
   for (let i = 0; i < position && i < text.length; i++) if (text.charCodeAt(i) === 10) line++;
   return line;

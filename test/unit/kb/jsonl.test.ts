@@ -1,0 +1,60 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { ParseError } from '../../../src/kb/errors.ts';
+import { conceptFromJsonLine, conceptToJsonLine } from '../../../src/kb/jsonl-format.ts';
+import { readConceptJsonl } from '../../../src/kb/jsonl-loader.ts';
+import { writeConceptJsonlFile } from '../../../src/kb/jsonl-writer.ts';
+import { loadKb } from '../../../src/kb/load.ts';
+import { collect, fixture, tempDir } from './fixtures.ts';
+
+test('JSONL reader: defaults, normalized ids, deduped names, blank lines skipped', async () => {
+  const concepts = await collect(readConceptJsonl(fixture('tiny.jsonl')));
+  assert.equal(concepts.length, 3);
+  assert.deepEqual(concepts[1], { id: 'MESH:D044882', name: 'Endocrine System Diseases', synonyms: [], semanticTypes: [], parents: [], xrefs: [], altIds: [] });
+  assert.deepEqual(concepts[2]!.synonyms, ['STHAG6']);
+  assert.equal(concepts[0]!.definition, 'A metabolic disease.');
+});
+
+test('JSONL line format is canonical and round-trips', () => {
+  const c = { id: 'X:1', name: 'n "q"', synonyms: ['a'], semanticTypes: [], parents: ['X:0'], xrefs: [], altIds: ['X:2'], definition: 'd' };
+  const line = conceptToJsonLine(c);
+  assert.equal(line, '{"id":"X:1","name":"n \\"q\\"","synonyms":["a"],"semanticTypes":[],"parents":["X:0"],"xrefs":[],"altIds":["X:2"],"definition":"d"}');
+  assert.deepEqual(conceptFromJsonLine(line), c);
+});
+
+test('JSONL: malformed lines name file and line', async () => {
+  const tmp = tempDir();
+  try {
+    const cases: Array<[string, RegExp]> = [
+      ['{"id":"X:1","name":"a"}\n{not json}\n', /not JSON/],
+      ['{"id":"X:1","name":"a"}\n[1,2]\n', /not a JSON object/],
+      ['{"id":"X:1","name":"a"}\n{"name":"no id"}\n', /"id"/],
+      ['{"id":"X:1","name":"a"}\n{"id":"X:2","name":"b","synonyms":"c"}\n', /"synonyms" must be an array of strings/],
+    ];
+    for (const [i, [content, reason]] of cases.entries()) {
+      const path = tmp.file(`bad${i}.jsonl`, content);
+      await assert.rejects(collect(readConceptJsonl(path)), (e: unknown) => e instanceof ParseError && e.line === 2 && e.message.startsWith(`${path}:2:`) && reason.test(e.message));
+    }
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('export → load round trip reproduces the store and its checksum', async () => {
+  const tmp = tempDir();
+  try {
+    const store = await loadKb([fixture('ctd-tiny.tsv'), fixture('tiny.obo'), fixture('tiny-obograph.json'), fixture('umls/MRCONSO.RRF')]);
+    const out = `${tmp.dir}/kb.jsonl`;
+    assert.equal(await writeConceptJsonlFile(store.sorted(), out), store.size);
+    const again = await loadKb([out]);
+    assert.equal(again.size, store.size);
+    assert.equal(again.nameCount, store.nameCount);
+    assert.deepEqual(again.sorted(), store.sorted());
+    assert.equal(again.checksum(), store.checksum());
+    const { createHash } = await import('node:crypto');
+    assert.equal(createHash('sha256').update(readFileSync(out)).digest('hex'), store.checksum(), 'checksum = sha256 of the exported file');
+  } finally {
+    tmp.cleanup();
+  }
+});

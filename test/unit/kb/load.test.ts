@@ -1,0 +1,65 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import { InputError, ParseError } from '../../../src/kb/errors.ts';
+import { detectKbFormat } from '../../../src/kb/kb-format.ts';
+import { loadKb } from '../../../src/kb/load.ts';
+import { fixture, tempDir } from './fixtures.ts';
+
+test('format detection by name and by content', async () => {
+  assert.equal(await detectKbFormat(fixture('umls/MRCONSO.RRF')), 'umls');
+  assert.equal(await detectKbFormat(fixture('tiny.obo')), 'obo');
+  assert.equal(await detectKbFormat(fixture('tiny.obo.gz')), 'obo');
+  assert.equal(await detectKbFormat(fixture('tiny-obograph.json')), 'obograph');
+  assert.equal(await detectKbFormat(fixture('ctd-tiny.tsv')), 'ctd');
+  assert.equal(await detectKbFormat(fixture('biosyn-tiny.txt')), 'biosyn');
+  assert.equal(await detectKbFormat(fixture('tiny.jsonl')), 'jsonl');
+  const tmp = tempDir();
+  try {
+    assert.equal(await detectKbFormat(tmp.file('doid', readFileSync(fixture('tiny.obo.gz')))), 'obo');
+    assert.equal(await detectKbFormat(tmp.file('kb.data', readFileSync(fixture('tiny.jsonl')))), 'jsonl');
+    assert.equal(await detectKbFormat(tmp.file('medic.gz', gzipSync(readFileSync(fixture('ctd-tiny.tsv'))))), 'ctd');
+    assert.equal(await detectKbFormat(tmp.file('graph.bin', readFileSync(fixture('tiny-obograph.json')))), 'obograph');
+    await assert.rejects(detectKbFormat(tmp.file('what.txt', 'hello\nworld\n')), InputError);
+    await assert.rejects(detectKbFormat(fixture('umls/MRREL.RRF')), /pass MRCONSO\.RRF/);
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('loadKb: several formats into one store, explicit format wins', async () => {
+  const store = await loadKb([fixture('ctd-tiny.tsv'), fixture('tiny.obo.gz'), fixture('tiny-obograph.json'), fixture('biosyn-tiny.txt')]);
+  assert.equal(store.size, 5 + 3 + 3);
+  const seen: string[] = [];
+  await loadKb([fixture('umls/MRCONSO.RRF'), fixture('umls/MRSTY.RRF'), fixture('umls/MRREL.RRF')], { onFile: (p, f, n) => seen.push(`${f}:${n}`) });
+  assert.deepEqual(seen, ['umls:6'], 'side tables passed with MRCONSO are read through it');
+  const forced = await loadKb([fixture('biosyn-tiny.txt')], { format: 'biosyn' });
+  assert.equal(forced.size, 3);
+});
+
+test('loadKb: missing file is an InputError with a one-line reason; nothing is read first', async () => {
+  await assert.rejects(loadKb([fixture('tiny.obo'), '/nonexistent/kb.obo']), (e: unknown) => e instanceof InputError && !(e instanceof ParseError) && e.message === 'cannot read /nonexistent/kb.obo: no such file');
+  await assert.rejects(loadKb([]), InputError);
+});
+
+test('loadKb: a truncated gzip is an InputError, not a hang or a crash', async () => {
+  const tmp = tempDir();
+  try {
+    const gz = gzipSync(readFileSync(fixture('tiny.obo')).toString().repeat(50));
+    const path = tmp.file('cut.obo.gz', gz.subarray(0, Math.floor(gz.length / 2)));
+    await assert.rejects(loadKb([path]), (e: unknown) => e instanceof InputError && /cut\.obo\.gz/.test(e.message));
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('loadKb: ParseError from any loader names file and line', async () => {
+  const tmp = tempDir();
+  try {
+    const path = tmp.file('bad.jsonl', '{"id":"X:1","name":"a"}\n\n{"id":"X:2"}\n');
+    await assert.rejects(loadKb([path]), (e: unknown) => e instanceof ParseError && e.file === path && e.line === 3);
+  } finally {
+    tmp.cleanup();
+  }
+});
