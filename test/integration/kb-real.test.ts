@@ -1,0 +1,75 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Hierarchy } from '../../src/kb/hierarchy.ts';
+import { loadKb } from '../../src/kb/load.ts';
+
+// The real vocabularies live outside the repo (../shared/data, see each PROVENANCE.md); counts
+// below are the ones stated there.
+const DATA = resolve(process.env.CUILINK_SHARED_DATA ?? '../shared/data');
+const skip = existsSync(DATA) ? false : `shared data not found at ${DATA} (set CUILINK_SHARED_DATA to run this test)`;
+
+function near(actual: number, expected: number, tolerance: number, what: string): void {
+  assert.ok(Math.abs(actual - expected) <= expected * tolerance, `${what}: ${actual}, expected about ${expected}`);
+}
+
+test('CTD MEDIC (2017): 11,865 concepts, 66,129 synonyms, 5,487 with alt ids', { skip }, async () => {
+  const store = await loadKb([`${DATA}/medic/CTD_diseases.tsv.gz`]);
+  assert.equal(store.size, 11_865);
+  assert.equal(store.nameCount, 11_865 + 66_129);
+  const concepts = [...store];
+  assert.equal(concepts.filter((c) => c.id.startsWith('MESH:')).length, 11_333);
+  assert.equal(concepts.filter((c) => c.id.startsWith('OMIM:')).length, 532);
+  near(concepts.filter((c) => c.altIds.length > 0).length, 5_487, 0.01, 'concepts with alt ids');
+  const t2 = store.get('D003924')!;
+  assert.equal(t2.name, 'Diabetes Mellitus, Type 2');
+  assert.ok(t2.parents.includes('MESH:D003920'));
+  const h = Hierarchy.fromStore(store);
+  assert.equal(h.pathLength('MESH:D003924', 'MESH:D003920'), 1);
+  assert.equal(h.pathLength('MESH:D003924', 'MESH:D003922'), 2, 'type 1 and type 2 diabetes are siblings');
+});
+
+test('MEDIC 2012 BioSyn dictionary: 11,915 concepts, 76,237 names, 14,943 ids', { skip }, async () => {
+  const store = await loadKb([`${DATA}/medic/medic_06Jul2012.txt.gz`]);
+  assert.equal(store.size, 11_915);
+  assert.equal(store.nameCount, 76_237);
+  assert.equal([...store].reduce((n, c) => n + 1 + c.altIds.length, 0), 14_943);
+});
+
+test('DOID 2024-01-31: 11,501 live terms, UMLS xrefs normalized', { skip }, async () => {
+  const store = await loadKb([`${DATA}/doid/doid.obo.gz`]);
+  assert.equal(store.size, 11_501);
+  const concepts = [...store];
+  near(concepts.filter((c) => c.xrefs.some((x) => x.startsWith('UMLS:'))).length, 6_332, 0.01, 'terms with a UMLS xref');
+  near(concepts.reduce((n, c) => n + c.parents.length, 0), 15_995, 0.02, 'is_a links');
+  const t2 = store.get('DOID:9352')!;
+  assert.equal(t2.name, 'type 2 diabetes mellitus');
+  assert.ok(t2.xrefs.includes('UMLS:C0011860') && t2.xrefs.includes('MESH:D003924'));
+});
+
+test('HPO 2023-01-27 OBO-Graph JSON: 16,874 live classes, 21,138 is_a edges', { skip }, async () => {
+  const store = await loadKb([`${DATA}/hpo/hp.json.gz`]);
+  assert.equal(store.size, 16_874);
+  const concepts = [...store];
+  near(concepts.reduce((n, c) => n + c.parents.length, 0), 21_138, 0.03, 'is_a links from live classes');
+  near(concepts.filter((c) => c.xrefs.some((x) => x.startsWith('UMLS:'))).length, 11_558, 0.01, 'classes with a UMLS xref');
+  assert.equal(store.get('HP_0001250')?.name, 'Seizure');
+  assert.equal(store.get('HP:0001275')?.id, 'HP:0001250', 'alt id resolves');
+});
+
+test('hierarchy on MEDIC answers >20k pathLength queries/s', { skip }, async () => {
+  const store = await loadKb([`${DATA}/medic/CTD_diseases.tsv.gz`]);
+  const h = Hierarchy.fromStore(store);
+  const ids = [...store].map((c) => c.id);
+  let state = 42;
+  const next = () => ids[(state = (state * 1103515245 + 12345) % 2 ** 31) % ids.length]!;
+  const queries = 100_000;
+  const started = performance.now();
+  let finite = 0;
+  for (let i = 0; i < queries; i++) if (Number.isFinite(h.pathLength(next(), next()))) finite++;
+  const perSecond = queries / ((performance.now() - started) / 1000);
+  assert.ok(finite > queries * 0.9, `${finite} of ${queries} random pairs connected (all MEDIC hangs under MESH:C)`);
+  assert.ok(perSecond > 20_000, `${Math.round(perSecond)} queries/s`);
+  console.log(`# MEDIC pathLength: ${Math.round(perSecond)} random queries/s (cold cache)`);
+});
