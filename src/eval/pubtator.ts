@@ -1,6 +1,5 @@
-import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { InputError, ParseError } from '../kb/errors.ts';
+import { ParseError } from '../kb/errors.ts';
+import { readLines } from '../kb/line-reader.ts';
 import { parseGoldIds } from './gold-ids.ts';
 
 /** One annotation of a PubTator document after the protocol's cleaning. */
@@ -66,19 +65,7 @@ interface Pending {
 export async function* readPubTator(file: string, options: ReadPubTatorOptions = {}): AsyncGenerator<PubTatorDocument> {
   const stats = options.stats ?? emptyPubTatorStats();
   const seen = new Set<string>();
-  let stream;
-  try {
-    stream = createReadStream(file, { encoding: 'utf8' });
-    await new Promise<void>((resolve, reject) => {
-      stream!.once('open', () => resolve());
-      stream!.once('error', reject);
-    });
-  } catch (error) {
-    throw new InputError(`${file}: ${(error as Error).message}`, 'BAD_CORPUS', error);
-  }
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
   let pending: Pending | undefined;
-  let lineNo = 0;
 
   const finish = (doc: Pending): PubTatorDocument | undefined => {
     if (seen.has(doc.pmid)) {
@@ -90,49 +77,43 @@ export async function* readPubTator(file: string, options: ReadPubTatorOptions =
     return buildDocument(file, doc, options, stats);
   };
 
-  try {
-    for await (const line of lines) {
-      lineNo++;
-      if (line.trim() === '') {
-        if (pending) {
-          const doc = finish(pending);
-          pending = undefined;
-          if (doc) yield doc;
-        }
-        continue;
-      }
-      const text = TEXT_LINE.exec(line);
-      const pmid = text ? text[1]! : line.split('\t')[0]!;
-      if (pending && pending.pmid !== pmid) {
-        // Documents not separated by a blank line.
+  for await (const { text: line, number: lineNo } of readLines(file)) {
+    if (line.trim() === '') {
+      if (pending) {
         const doc = finish(pending);
         pending = undefined;
         if (doc) yield doc;
       }
-      pending ??= { pmid, raw: [], firstLine: lineNo };
-      if (text) {
-        const field = text[2] === 't' ? 'title' : 'abstract';
-        if (pending[field] !== undefined) throw new ParseError(file, lineNo, `second ${field} line for document ${pmid}`);
-        if (pending.raw.length > 0) throw new ParseError(file, lineNo, `${field} line after annotations of document ${pmid}`);
-        pending[field] = text[3]!;
-        continue;
-      }
-      const fields = line.split('\t');
-      if (fields.length === 4 && !/^\d+$/.test(fields[1]!)) {
-        // BioCreative relation lines (`PMID CID D1 D2`): not mentions.
-        stats.relationLines++;
-        continue;
-      }
-      if (fields.length < 6) throw new ParseError(file, lineNo, `expected 'PMID|t|title', 'PMID|a|abstract' or 6 tab-separated annotation fields, got ${fields.length} field(s)`);
-      pending.raw.push({ fields, line: lineNo });
+      continue;
     }
-    if (pending) {
+    const text = TEXT_LINE.exec(line);
+    const pmid = text ? text[1]! : line.split('\t')[0]!;
+    if (pending && pending.pmid !== pmid) {
+      // Documents not separated by a blank line.
       const doc = finish(pending);
+      pending = undefined;
       if (doc) yield doc;
     }
-  } finally {
-    lines.close();
-    stream.destroy();
+    pending ??= { pmid, raw: [], firstLine: lineNo };
+    if (text) {
+      const field = text[2] === 't' ? 'title' : 'abstract';
+      if (pending[field] !== undefined) throw new ParseError(file, lineNo, `second ${field} line for document ${pmid}`);
+      if (pending.raw.length > 0) throw new ParseError(file, lineNo, `${field} line after annotations of document ${pmid}`);
+      pending[field] = text[3]!;
+      continue;
+    }
+    const fields = line.split('\t');
+    if (fields.length === 4 && !/^\d+$/.test(fields[1]!)) {
+      // BioCreative relation lines (`PMID CID D1 D2`): not mentions.
+      stats.relationLines++;
+      continue;
+    }
+    if (fields.length < 6) throw new ParseError(file, lineNo, `expected 'PMID|t|title', 'PMID|a|abstract' or 6 tab-separated annotation fields, got ${fields.length} field(s)`);
+    pending.raw.push({ fields, line: lineNo });
+  }
+  if (pending) {
+    const doc = finish(pending);
+    if (doc) yield doc;
   }
 }
 

@@ -1,0 +1,51 @@
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { readLines } from '../kb/line-reader.ts';
+import { InputError, ParseError } from '../kb/errors.ts';
+import type { ScoredMention } from './metrics/mention-record.ts';
+
+/**
+ * Per-mention predictions, one JSON object per line: the scored record (gold ids, ranked
+ * predicted ids, NIL flag, top score, label, semantic types, per-mention scores). `cuilink
+ * compare` pairs two such files by (noteId, mentionId) and needs no KB, since scores are inside.
+ */
+export async function writePredictions(file: string, mentions: Iterable<ScoredMention>): Promise<void> {
+  const out = createWriteStream(file, { encoding: 'utf8' });
+  const failed = new Promise<never>((_, reject) => out.once('error', (e) => reject(new InputError(`${file}: ${e.message}`, 'OUTPUT_ERROR', e))));
+  failed.catch(() => {});
+  for (const m of mentions) {
+    if (!out.write(`${JSON.stringify(m)}\n`)) await Promise.race([once(out, 'drain'), failed]);
+  }
+  out.end();
+  await Promise.race([once(out, 'finish'), failed]);
+}
+
+export async function readPredictions(file: string): Promise<ScoredMention[]> {
+  const out: ScoredMention[] = [];
+  for await (const line of readLines(file)) {
+    if (line.text.trim() === '') continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line.text);
+    } catch (error) {
+      throw new ParseError(file, line.number, (error as Error).message);
+    }
+    const problem = checkScoredMention(value);
+    if (problem) throw new ParseError(file, line.number, problem);
+    out.push(value as ScoredMention);
+  }
+  return out;
+}
+
+function checkScoredMention(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return 'not a JSON object';
+  const m = value as Record<string, unknown>;
+  for (const key of ['noteId', 'mentionId', 'label'] as const) if (typeof m[key] !== 'string') return `'${key}' must be a string`;
+  for (const key of ['goldIds', 'predicted', 'semanticTypes'] as const) if (!Array.isArray(m[key])) return `'${key}' must be an array`;
+  if (typeof m.nil !== 'boolean' || typeof m.topScore !== 'number') return `'nil' must be a boolean and 'topScore' a number`;
+  const s = m.scores as Record<string, unknown> | undefined;
+  if (typeof s !== 'object' || s === null) return `'scores' must be an object`;
+  for (const key of ['hit1', 'hit5', 'goldNil', 'predictedNil'] as const) if (typeof s[key] !== 'boolean') return `'scores.${key}' must be a boolean`;
+  for (const key of ['reciprocalRank', 'similarity', 'ndcg5', 'confidence'] as const) if (typeof s[key] !== 'number') return `'scores.${key}' must be a number`;
+  return undefined;
+}

@@ -1,0 +1,116 @@
+import { InputError } from '../kb/errors.ts';
+import { mentionKey } from './gold.ts';
+import type { ScoredMention } from './metrics/mention-record.ts';
+import { applyScores, emptySums, summarize, type MetricSums, type MetricSummary } from './metrics/metric-sums.ts';
+import { seededRandom } from './seeded-random.ts';
+
+/** The metrics compared, by their MetricSummary field. */
+export const COMPARED_METRICS = ['acc1', 'acc5', 'mrr', 'nilRate', 'nilPrecision', 'nilRecall', 'similarity', 'ndcg5', 'ece'] as const;
+export type ComparedMetric = (typeof COMPARED_METRICS)[number];
+
+export interface MetricComparison {
+  metric: ComparedMetric;
+  a: number | null;
+  b: number | null;
+  /** b − a; null when either side is undefined (e.g. NIL precision with no NIL predictions). */
+  difference: number | null;
+  /** (r + 1) / (R + 1), r the shuffles whose |difference| is at least the observed one. */
+  pValue: number | null;
+}
+
+export interface ComparisonResult {
+  n: number;
+  shuffles: number;
+  seed: number;
+  metrics: MetricComparison[];
+}
+
+/** Pairs two prediction sets by (noteId, mentionId); they must cover exactly the same mentions. */
+export function pairPredictions(a: readonly ScoredMention[], b: readonly ScoredMention[], names: [string, string] = ['A', 'B']): [ScoredMention, ScoredMention][] {
+  const byKey = new Map<string, ScoredMention>();
+  for (const m of b) {
+    const key = mentionKey(m.noteId, m.mentionId);
+    if (byKey.has(key)) throw new InputError(`${names[1]}: mention ${m.noteId}/${m.mentionId} appears twice`, 'BAD_PREDICTIONS');
+    byKey.set(key, m);
+  }
+  const pairs: [ScoredMention, ScoredMention][] = [];
+  const seen = new Set<string>();
+  for (const m of a) {
+    const key = mentionKey(m.noteId, m.mentionId);
+    if (seen.has(key)) throw new InputError(`${names[0]}: mention ${m.noteId}/${m.mentionId} appears twice`, 'BAD_PREDICTIONS');
+    seen.add(key);
+    const other = byKey.get(key);
+    if (!other) throw new InputError(`mention ${m.noteId}/${m.mentionId} is in ${names[0]} but not in ${names[1]} (the files must cover the same mentions)`, 'BAD_PREDICTIONS');
+    pairs.push([m, other]);
+  }
+  if (pairs.length !== byKey.size) {
+    const extra = [...byKey.values()].find((m) => !seen.has(mentionKey(m.noteId, m.mentionId)))!;
+    throw new InputError(`mention ${extra.noteId}/${extra.mentionId} is in ${names[1]} but not in ${names[0]} (the files must cover the same mentions)`, 'BAD_PREDICTIONS');
+  }
+  return pairs;
+}
+
+function sumsOf(mentions: Iterable<ScoredMention>): MetricSums {
+  const sums = emptySums();
+  for (const m of mentions) applyScores(sums, m.scores, 1);
+  return sums;
+}
+
+function copySums(s: MetricSums): MetricSums {
+  return { ...s, binCount: [...s.binCount], binConfidence: [...s.binConfidence], binHits: [...s.binHits] };
+}
+
+function gap(x: MetricSummary, y: MetricSummary, metric: ComparedMetric): number | null {
+  const a = x[metric];
+  const b = y[metric];
+  return a === null || b === null ? null : Math.abs(b - a);
+}
+
+/**
+ * Approximate randomization (Noreen 1989; the pseudocode in French 2022, fig. 4): for each of R
+ * shuffles, swap the two systems' outputs for each mention with probability ½ and count the
+ * shuffles whose absolute metric difference is at least the observed one; p = (r + 1) / (R + 1).
+ * Metrics come from the shared metrics module's integer sums, so identical inputs differ by
+ * exactly 0 and give p = 1. A shuffle where a ratio metric has no denominator counts as "at
+ * least as large" (the conservative choice).
+ */
+export function approximateRandomization(pairs: readonly [ScoredMention, ScoredMention][], options: { shuffles: number; seed: number }): ComparisonResult {
+  const { shuffles, seed } = options;
+  const baseA = sumsOf(pairs.map((p) => p[0]));
+  const baseB = sumsOf(pairs.map((p) => p[1]));
+  const observedA = summarize(baseA);
+  const observedB = summarize(baseB);
+  const observed = COMPARED_METRICS.map((metric) => gap(observedA, observedB, metric));
+  const atLeast = COMPARED_METRICS.map(() => 0);
+  const random = seededRandom(seed);
+  for (let r = 0; r < shuffles; r++) {
+    const x = copySums(baseA);
+    const y = copySums(baseB);
+    for (const [a, b] of pairs) {
+      if (random() < 0.5) continue;
+      applyScores(x, a.scores, -1);
+      applyScores(x, b.scores, 1);
+      applyScores(y, b.scores, -1);
+      applyScores(y, a.scores, 1);
+    }
+    const sx = summarize(x);
+    const sy = summarize(y);
+    COMPARED_METRICS.forEach((metric, i) => {
+      const want = observed[i];
+      if (want === null || want === undefined) return;
+      const got = gap(sx, sy, metric);
+      if (got === null || got >= want) atLeast[i]!++;
+    });
+  }
+  return {
+    n: pairs.length,
+    shuffles,
+    seed,
+    metrics: COMPARED_METRICS.map((metric, i) => {
+      const a = observedA[metric];
+      const b = observedB[metric];
+      const difference = a === null || b === null ? null : b - a;
+      return { metric, a, b, difference, pValue: observed[i] === null ? null : (atLeast[i]! + 1) / (shuffles + 1) };
+    }),
+  };
+}

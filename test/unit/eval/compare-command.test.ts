@@ -1,0 +1,59 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compare } from '../../../src/cli/commands/compare.ts';
+import { readPredictions, writePredictions } from '../../../src/eval/prediction-file.ts';
+import type { ScoredMention } from '../../../src/eval/metrics/mention-record.ts';
+
+function mention(i: number, hit: boolean): ScoredMention {
+  return {
+    noteId: 'n1', mentionId: `${i}-${i + 3}`, goldIds: ['MESH:D000001'], predicted: hit ? ['MESH:D000001'] : ['MESH:D000002'], nil: false, topScore: 0.9, label: 'Disease', semanticTypes: ['T047'],
+    scores: { hit1: hit, hit5: hit, reciprocalRank: hit ? 1 : 0, similarity: hit ? 1 : 0, ndcg5: hit ? 1 : 0, goldNil: false, predictedNil: false, confidence: 0.9 },
+  };
+}
+
+async function captureStdout(fn: () => Promise<number>): Promise<{ code: number; out: string }> {
+  const lines: string[] = [];
+  const original = console.log;
+  console.log = (...args: unknown[]) => void lines.push(args.join(' '));
+  try {
+    return { code: await fn(), out: lines.join('\n') };
+  } finally {
+    console.log = original;
+  }
+}
+
+test('prediction files round-trip and `compare` on identical files reports p = 1', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-compare-'));
+  try {
+    const mentions = Array.from({ length: 30 }, (_, i) => mention(i, i % 3 !== 0));
+    const a = join(dir, 'a.jsonl');
+    const b = join(dir, 'b.jsonl');
+    await writePredictions(a, mentions);
+    await writePredictions(b, [...mentions].reverse());
+    assert.deepEqual(await readPredictions(a), mentions);
+    const { code, out } = await captureStdout(() => compare.run([a, b, '--shuffles', '200', '--seed', '5']));
+    assert.equal(code, 0);
+    assert.match(out, /30 paired mentions, 200 shuffles, seed 5/);
+    assert.match(out, /acc1 +0\.6667 +0\.6667 +\+0\.0000 +1\.0000/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('`compare` rejects files that do not cover the same mentions and malformed lines', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-compare-'));
+  try {
+    const a = join(dir, 'a.jsonl');
+    const b = join(dir, 'b.jsonl');
+    await writePredictions(a, [mention(0, true), mention(1, true)]);
+    await writePredictions(b, [mention(0, true)]);
+    await assert.rejects(compare.run([a, b]), /n1\/1-4 is in .*a\.jsonl but not in .*b\.jsonl/);
+    writeFileSync(b, `${JSON.stringify(mention(0, true))}\n{"noteId": 3}\n`);
+    await assert.rejects(compare.run([a, b]), /b\.jsonl:2: 'noteId' must be a string/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
