@@ -1,0 +1,108 @@
+import { writeFileSync } from 'node:fs';
+import type { Command } from '../command.ts';
+import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
+import { InputError } from '../../kb/errors.ts';
+import type { LinkingCore } from '../../link/types.ts';
+import { buildEvalReport } from '../../eval/eval-report.ts';
+import { loadPubTatorCorpus } from '../../eval/gold.ts';
+import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
+import { evaluateCorpus } from '../../eval/offline-eval.ts';
+import { writePredictions } from '../../eval/prediction-file.ts';
+import { formatMetricsTable } from '../../eval/report-format.ts';
+
+const usage = `Usage: cuilink eval --index DIR --corpus FILE.PubTator [options]
+
+Links every annotated mention of a PubTator corpus (title + ' ' + abstract, annotations as
+given; the protocol of shared/data/README.md) through the index and reports, overall and per
+NER type: n, acc@1, acc@5, MRR, NIL rate, NIL precision/recall (gold NIL = gold id not in the
+KB), ontology similarity 1/(1+d), graded nDCG@5, expected calibration error, and mentions/s.
+
+Options:
+  --index DIR            index directory (cuilink index build); its concepts are the KB
+  --corpus FILE          PubTator corpus (may be gzipped)
+  --types REGEX          keep only annotations whose type matches (e.g. 'Disease')
+  --out FILE             write the JSON report (per label and per semantic type included)
+  --predictions FILE     write per-mention predictions as JSONL (input of 'cuilink compare')
+  --batch N              notes per linking call (default 32)
+  --semantic-types       also print the per-semantic-type table
+  -h, --help             this text`;
+
+export type LinkerOpener = (options: { indexDir: string }) => Promise<LinkingCore>;
+
+function writeJson(file: string, value: unknown): void {
+  try {
+    writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
+  } catch (error) {
+    throw new InputError(`cannot write ${file}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
+  }
+}
+
+function parseTypes(value: string | undefined): RegExp | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return new RegExp(value);
+  } catch (error) {
+    throw new InputError(`--types is not a valid regular expression: ${(error as Error).message}`, 'BAD_FLAGS');
+  }
+}
+
+/** `cuilink eval`, given how to open a linking core (openLinker in the CLI, a fake in tests). */
+export function makeEvalCommand(openCore: LinkerOpener): Command {
+  return {
+    name: 'eval',
+    summary: 'Evaluate linking on a PubTator corpus: acc@1/5, MRR, NIL, similarity, nDCG, calibration',
+    usage,
+    async run(argv) {
+      const { values } = parseFlags(argv, {
+        index: { type: 'string' },
+        corpus: { type: 'string' },
+        types: { type: 'string' },
+        out: { type: 'string' },
+        predictions: { type: 'string' },
+        batch: { type: 'string' },
+        'semantic-types': { type: 'boolean', default: false },
+      });
+      const indexDir = requireString(values.index, 'index');
+      const corpusFile = requireString(values.corpus, 'corpus');
+      const batchSize = parseNumberFlag(values.batch, 'batch', 32, { min: 1, integer: true });
+      const types = parseTypes(values.types);
+      // Cheap checks first: a bad corpus or index fails before the model loads.
+      const corpus = await loadPubTatorCorpus(corpusFile, { types });
+      if (corpus.gold.size === 0) throw new InputError(`${corpusFile}: no annotated mentions${types ? ` of types /${values.types}/` : ''}`, 'BAD_CORPUS');
+      const view = kbOntologyView(await loadIndexKb(indexDir));
+      const core = await openCore({ indexDir });
+      let result;
+      try {
+        result = await evaluateCorpus(core, corpus, view, {
+          batchSize,
+          onProgress: (done, total) => {
+            if (process.stderr.isTTY) process.stderr.write(`\reval: ${done}/${total} mentions`);
+          },
+        });
+      } finally {
+        if (process.stderr.isTTY) process.stderr.write('\n');
+        await core.close();
+      }
+      const report = buildEvalReport({ corpus: corpusFile, index: indexDir, types: values.types ?? null, versions: core.versions, stats: corpus.stats, result });
+      console.log(`${corpusFile}: ${result.notes} notes, ${result.mentions} mentions (${corpus.stats.duplicateAnnotations} duplicate annotations, ${corpus.stats.duplicateDocuments} duplicate documents, ${corpus.stats.skippedNoConcept} without a concept skipped)`);
+      console.log(`index ${core.versions.indexVersion}, model ${core.versions.modelVersion}, linker ${core.versions.linkerVersion}`);
+      console.log(`linked in ${result.linkSeconds.toFixed(2)} s: ${result.mentionsPerSecond.toFixed(1)} mentions/s${result.missingPredictions > 0 ? ` (${result.missingPredictions} mentions without output, scored NIL)` : ''}`);
+      console.log('');
+      console.log(formatMetricsTable(result.metrics, 'byLabel'));
+      if (values['semantic-types']) {
+        console.log('');
+        console.log(formatMetricsTable(result.metrics, 'bySemanticType'));
+      }
+      if (values.out !== undefined) writeJson(values.out, report);
+      if (values.predictions !== undefined) {
+        try {
+          await writePredictions(values.predictions, result.scored);
+        } catch (error) {
+          if (error instanceof InputError) throw error;
+          throw new InputError(`cannot write ${values.predictions}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
+        }
+      }
+      return 0;
+    },
+  };
+}

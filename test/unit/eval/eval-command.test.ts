@@ -1,0 +1,73 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeEvalCommand } from '../../../src/cli/commands/eval.ts';
+import { readPredictions } from '../../../src/eval/prediction-file.ts';
+import type { EvalReport } from '../../../src/eval/eval-report.ts';
+import { fakeLinker, SAMPLE_TABLE } from './fake-linker.ts';
+
+const INDEX = 'test/fixtures/eval/index';
+const CORPUS = 'test/fixtures/eval/sample.PubTator';
+
+async function quietly<T>(fn: () => Promise<T>): Promise<{ value: T; out: string }> {
+  const lines: string[] = [];
+  const original = console.log;
+  console.log = (...args: unknown[]) => void lines.push(args.join(' '));
+  try {
+    return { value: await fn(), out: lines.join('\n') };
+  } finally {
+    console.log = original;
+  }
+}
+
+test('`cuilink eval` prints the table, writes the JSON report and per-mention predictions', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-eval-'));
+  try {
+    let closed = false;
+    const evalCommand = makeEvalCommand(async ({ indexDir }) => {
+      assert.equal(indexDir, INDEX);
+      const core = fakeLinker(SAMPLE_TABLE);
+      return { ...core, close: async () => void (closed = true) };
+    });
+    const out = join(dir, 'report.json');
+    const predictions = join(dir, 'predictions.jsonl');
+    const { value: code, out: printed } = await quietly(() => evalCommand.run(['--index', INDEX, '--corpus', CORPUS, '--out', out, '--predictions', predictions, '--batch', '1']));
+    assert.equal(code, 0);
+    assert.ok(closed);
+    assert.match(printed, /3 notes, 8 mentions \(1 duplicate annotations, 1 duplicate documents, 1 without a concept skipped\)/);
+    assert.match(printed, /overall +8 +0\.625 +0\.750 +0\.688/);
+    assert.match(printed, /SpecificDisease +4 /);
+    const report = JSON.parse(readFileSync(out, 'utf8')) as EvalReport;
+    assert.equal(report.metrics.overall.acc1, 0.625);
+    assert.equal(report.counts.mentions, 8);
+    assert.deepEqual(Object.keys(report.metrics.bySemanticType), ['T047', 'T191']);
+    const scored = await readPredictions(predictions);
+    assert.equal(scored.length, 8);
+    assert.deepEqual(scored[1]!.predicted, ['MESH:D010051', 'MESH:D001943']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('`cuilink eval --types` filters annotation types', async () => {
+  const evalCommand = makeEvalCommand(async () => fakeLinker(SAMPLE_TABLE));
+  const { out } = await quietly(() => evalCommand.run(['--index', INDEX, '--corpus', CORPUS, '--types', '^SpecificDisease$']));
+  assert.match(out, /overall +4 /);
+});
+
+test('`cuilink eval`: bad flags and files are one-line InputErrors, before any model loads', async () => {
+  let opened = false;
+  const evalCommand = makeEvalCommand(async () => {
+    opened = true;
+    return fakeLinker({});
+  });
+  await assert.rejects(evalCommand.run(['--corpus', CORPUS]), /missing required flag --index/);
+  await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', CORPUS, '--batch', '0']), /--batch must be ≥ 1/);
+  await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', CORPUS, '--types', '(']), /--types is not a valid regular expression/);
+  await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', 'nope.PubTator']), /cannot read nope\.PubTator/);
+  await assert.rejects(evalCommand.run(['--index', 'test/fixtures/eval', '--corpus', CORPUS]), /manifest\.json: no such file/);
+  await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', CORPUS, '--bogus']), /Unknown option '--bogus'/);
+  assert.equal(opened, false);
+});
