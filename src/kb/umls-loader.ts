@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Concept } from './concept.ts';
-import { addUnique, detach, newConcept, setPreferredName } from './concept-builder.ts';
+import { addUnique, compactConcept, detach, newConcept, setPreferredName } from './concept-builder.ts';
 import { InputError, ParseError } from './errors.ts';
 import { normalizeId } from './ids.ts';
 import { readLines } from './line-reader.ts';
@@ -62,7 +62,12 @@ export async function readUmls(mrconso: string, options: UmlsOptions = {}): Prom
 
   const mrrel = options.mrrel ?? sibling(mrconso, 'MRREL');
   if (mrrel) await readMrrel(mrrel, byCui, sources, options.keepSuppressed ?? false);
-  return [...byCui.values()];
+  const concepts: Concept[] = [];
+  for (const concept of byCui.values()) {
+    compactConcept(concept);
+    concepts.push(concept);
+  }
+  return concepts;
 }
 
 async function readMrconso(path: string, languages: Set<string>, sources: Set<string> | undefined, keepSuppressed: boolean) {
@@ -84,7 +89,7 @@ async function readMrconso(path: string, languages: Set<string>, sources: Set<st
     const isPreferred = row.is(C.TS, 'P') && row.is(C.STT, 'PF') && row.is(C.ISPREF, 'Y');
     let concept = byCui.get(cui);
     if (!concept) {
-      concept = newConcept(`UMLS:${cui}`, detach(str));
+      concept = newConcept(detach(`UMLS:${cui}`), detach(str));
       byCui.set(cui, concept);
       if (isPreferred) preferred.add(concept);
     } else if (isPreferred && !preferred.has(concept)) {
