@@ -76,7 +76,13 @@ export const kbExport: Command = {
     });
     const concepts = store.sorted();
     if (values.out === '-') {
-      await writeConceptJsonl(concepts, process.stdout);
+      try {
+        await writeConceptJsonl(concepts, process.stdout);
+      } catch (error) {
+        // The reader closed the pipe (`| head`): not a failure of the export.
+        if ((error as { code?: string }).code === 'EPIPE') return 0;
+        throw error;
+      }
     } else {
       await writeConceptJsonlFile(concepts, values.out);
     }

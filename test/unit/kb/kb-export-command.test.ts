@@ -1,0 +1,42 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { loadKb } from '../../../src/kb/load.ts';
+import { fixture, tempDir } from './fixtures.ts';
+
+function cuilink(args: string[]) {
+  return spawnSync(process.execPath, ['bin/cuilink.js', ...args], { encoding: 'utf8' });
+}
+
+test('cuilink kb export writes canonical JSONL whose sha256 is the store checksum', async () => {
+  const tmp = tempDir();
+  try {
+    const out = `${tmp.dir}/kb.jsonl`;
+    const run = cuilink(['kb', 'export', '--kb', fixture('ctd-tiny.tsv'), '--kb', fixture('tiny.obo.gz'), '--out', out]);
+    assert.equal(run.status, 0, run.stderr);
+    assert.match(run.stderr, /kb export: 8 concepts, \d+ names from 2 file\(s\) in [\d.]+ s/);
+    const store = await loadKb([fixture('ctd-tiny.tsv'), fixture('tiny.obo.gz')]);
+    assert.equal(createHash('sha256').update(readFileSync(out)).digest('hex'), store.checksum());
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('cuilink kb export: UMLS filters to stdout; bad input exits 2 with a one-line reason', () => {
+  const run = cuilink(['kb', 'export', '--kb', fixture('umls/MRCONSO.RRF'), '--umls-sab', 'MSH', '--umls-tui', 'T047']);
+  assert.equal(run.status, 0, run.stderr);
+  const ids = run.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+  assert.deepEqual(ids, ['UMLS:C0011849', 'UMLS:C0011860', 'UMLS:C0012634', 'UMLS:C0020538']);
+
+  const missing = cuilink(['kb', 'export', '--kb', '/nonexistent/x.obo']);
+  assert.equal(missing.status, 2);
+  assert.equal(missing.stderr.trim(), 'cuilink kb export: cannot read /nonexistent/x.obo: no such file');
+  const noKb = cuilink(['kb', 'export']);
+  assert.equal(noKb.status, 2);
+  assert.match(noKb.stderr, /missing required flag --kb/);
+  const help = cuilink(['kb', 'export', '--help']);
+  assert.equal(help.status, 0);
+  assert.match(help.stdout, /--umls-sab/);
+});
