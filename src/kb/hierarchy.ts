@@ -16,8 +16,12 @@ const EMPTY: readonly string[] = Object.freeze([]);
 export class Hierarchy {
   private readonly index = new Map<string, number>();
   private readonly ids: string[] = [];
-  private readonly parents: number[][] = [];
-  private readonly children: number[][] = [];
+  // Compressed adjacency (CSR): the parents of node n are parentList[parentStart[n] .. parentStart[n+1]).
+  // Two typed arrays instead of two JS arrays per node: ~8 bytes per edge on a 4M-concept UMLS.
+  private readonly parentStart: Int32Array;
+  private readonly parentList: Int32Array;
+  private readonly childStart: Int32Array;
+  private readonly childList: Int32Array;
   private readonly cache = new Map<number, Map<number, number>>();
   private readonly resolveId: (id: string) => string | undefined;
   private readonly cacheLimit: number;
@@ -30,15 +34,23 @@ export class Hierarchy {
   constructor(concepts: Iterable<Concept>, resolve: (id: string) => string | undefined = () => undefined, cacheLimit = 200_000) {
     this.resolveId = resolve;
     this.cacheLimit = cacheLimit;
+    const edgeChild: number[] = [];
+    const edgeParent: number[] = [];
+    const mine: number[] = [];
     for (const concept of concepts) {
       const child = this.node(concept.id);
+      mine.length = 0;
       for (const rawParent of concept.parents) {
         const parent = this.node(resolve(rawParent) ?? rawParent);
-        if (parent === child || this.parents[child]!.includes(parent)) continue;
-        this.parents[child]!.push(parent);
-        this.children[parent]!.push(child);
+        // An alt id and its primary id may both be listed; keep one edge.
+        if (parent === child || mine.includes(parent)) continue;
+        mine.push(parent);
+        edgeChild.push(child);
+        edgeParent.push(parent);
       }
     }
+    [this.parentStart, this.parentList] = toCsr(this.ids.length, edgeChild, edgeParent);
+    [this.childStart, this.childList] = toCsr(this.ids.length, edgeParent, edgeChild);
   }
 
   static fromStore(store: ConceptStore): Hierarchy {
@@ -56,12 +68,12 @@ export class Hierarchy {
 
   parentsOf(id: string): readonly string[] {
     const n = this.lookup(id);
-    return n === undefined ? EMPTY : this.parents[n]!.map((p) => this.ids[p]!);
+    return n === undefined ? EMPTY : this.idsOf(this.parentStart, this.parentList, n);
   }
 
   childrenOf(id: string): readonly string[] {
     const n = this.lookup(id);
-    return n === undefined ? EMPTY : this.children[n]!.map((c) => this.ids[c]!);
+    return n === undefined ? EMPTY : this.idsOf(this.childStart, this.childList, n);
   }
 
   /** Every ancestor of `id` with its shortest distance, `id` itself included at 0; empty if unknown. */
@@ -115,7 +127,7 @@ export class Hierarchy {
           const d = up + down;
           const seen = best.get(node);
           if (seen === undefined || d < seen) best.set(node, d);
-          for (const child of this.children[node]!) next.push(child);
+          for (let i = this.childStart[node]!; i < this.childStart[node + 1]!; i++) next.push(this.childList[i]!);
         }
         frontier = next;
       }
@@ -134,7 +146,8 @@ export class Hierarchy {
     for (let depth = 1; frontier.length > 0; depth++) {
       const next: number[] = [];
       for (const node of frontier) {
-        for (const parent of this.parents[node]!) {
+        for (let i = this.parentStart[node]!; i < this.parentStart[node + 1]!; i++) {
+          const parent = this.parentList[i]!;
           if (depths.has(parent)) continue; // BFS: the first visit is the shortest; also stops cycles
           depths.set(parent, depth);
           next.push(parent);
@@ -160,9 +173,24 @@ export class Hierarchy {
       n = this.ids.length;
       this.index.set(id, n);
       this.ids.push(id);
-      this.parents.push([]);
-      this.children.push([]);
     }
     return n;
   }
+
+  private idsOf(start: Int32Array, list: Int32Array, n: number): string[] {
+    const out: string[] = [];
+    for (let i = start[n]!; i < start[n + 1]!; i++) out.push(this.ids[list[i]!]!);
+    return out;
+  }
+}
+
+/** Builds CSR arrays (offsets, targets) from parallel edge lists, keeping each source's edge order. */
+function toCsr(nodes: number, from: number[], to: number[]): [Int32Array, Int32Array] {
+  const start = new Int32Array(nodes + 1);
+  for (const f of from) start[f + 1]!++;
+  for (let i = 0; i < nodes; i++) start[i + 1]! += start[i]!;
+  const fill = start.slice(0, nodes);
+  const list = new Int32Array(from.length);
+  for (let e = 0; e < from.length; e++) list[fill[from[e]!]!++] = to[e]!;
+  return [start, list];
 }
