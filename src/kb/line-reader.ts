@@ -49,7 +49,8 @@ export async function* readLines(path: string): AsyncGenerator<{ text: string; n
   try {
     for await (const text of reader) {
       line.number += 1;
-      line.text = text;
+      // Editors on Windows prefix a BOM; it would make the first JSON line or OBO tag unparsable.
+      line.text = line.number === 1 && text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
       yield line;
     }
   } catch (error) {

@@ -54,6 +54,17 @@ test('loadKb: a truncated gzip is an InputError, not a hang or a crash', async (
   }
 });
 
+test('loadKb: CRLF line ends and a UTF-8 BOM are tolerated', async () => {
+  const tmp = tempDir();
+  try {
+    const path = tmp.file('win.jsonl', '\ufeff{"id":"X:1","name":"a"}\r\n{"id":"X:2","name":"b"}\r\n');
+    const store = await loadKb([path]);
+    assert.deepEqual([...store].map((c) => `${c.id}=${c.name}`), ['X:1=a', 'X:2=b']);
+  } finally {
+    tmp.cleanup();
+  }
+});
+
 test('loadKb: ParseError from any loader names file and line', async () => {
   const tmp = tempDir();
   try {
