@@ -18,18 +18,18 @@ export interface MetricsReport {
  */
 export class MetricsAccumulator {
   private readonly bins: number;
-  private readonly overall: MetricSums;
+  private readonly totals: MetricSums;
   private readonly labels = new Map<string, MetricSums>();
   private readonly types = new Map<string, MetricSums>();
 
   constructor(options: { bins?: number } = {}) {
     this.bins = options.bins ?? DEFAULT_CALIBRATION_BINS;
     if (!Number.isInteger(this.bins) || this.bins < 1) throw new RangeError(`calibration bins must be a positive integer, got ${this.bins}`);
-    this.overall = emptySums(this.bins);
+    this.totals = emptySums(this.bins);
   }
 
   get size(): number {
-    return this.overall.n;
+    return this.totals.n;
   }
 
   add(mention: ScoredMention): void {
@@ -41,12 +41,17 @@ export class MetricsAccumulator {
     this.apply(mention, -1);
   }
 
+  /** The overall summary alone (no per-group work). */
+  overall(): MetricSummary {
+    return summarize(this.totals);
+  }
+
   report(): MetricsReport {
-    return { overall: summarize(this.overall), byLabel: summarizeGroups(this.labels), bySemanticType: summarizeGroups(this.types) };
+    return { overall: summarize(this.totals), byLabel: summarizeGroups(this.labels), bySemanticType: summarizeGroups(this.types) };
   }
 
   private apply(mention: ScoredMention, sign: 1 | -1): void {
-    applyScores(this.overall, mention.scores, sign);
+    applyScores(this.totals, mention.scores, sign);
     this.applyGroup(this.labels, mention.label, mention, sign);
     for (const type of new Set(mention.semanticTypes)) this.applyGroup(this.types, type, mention, sign);
   }

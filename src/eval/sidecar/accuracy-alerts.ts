@@ -1,0 +1,68 @@
+import type { MetricSummary } from '../metrics/metric-sums.ts';
+
+export interface AlertRules {
+  /** Fire when the window's acc@1 is below this. */
+  floor?: number;
+  /** Expected acc@1 (e.g. the offline `cuilink eval` figure). */
+  baseline?: number;
+  /** Fire when acc@1 is more than this below the baseline. */
+  margin?: number;
+  /** Judge a window only once it holds this many samples (a few mentions say nothing). */
+  minSamples: number;
+}
+
+export type AlertRule = 'floor' | 'baseline';
+
+export interface AlertState {
+  rule: AlertRule;
+  window: string;
+  firing: boolean;
+  acc1: number | null;
+  threshold: number;
+  /** Epoch ms of the last change (firing or resolved). */
+  since: number;
+}
+
+/**
+ * acc@1 alerts per window: below a floor, or more than a margin below a baseline. Transitions
+ * (firing ↔ resolved) are returned so the caller logs one line per change, not one per sample;
+ * current states feed the `cuilink_eval_alert` gauge.
+ */
+export class AccuracyAlerts {
+  private readonly rules: AlertRules;
+  private readonly states = new Map<string, AlertState>();
+
+  constructor(rules: AlertRules) {
+    this.rules = rules;
+  }
+
+  /** Re-judges one window; returns the states that changed. */
+  update(window: string, summary: MetricSummary, now: number): AlertState[] {
+    const changed: AlertState[] = [];
+    const judge = (rule: AlertRule, threshold: number): void => {
+      const key = `${rule}:${window}`;
+      const firing = summary.n >= this.rules.minSamples && summary.acc1 !== null && summary.acc1 < threshold;
+      const previous = this.states.get(key);
+      const state: AlertState = { rule, window, firing, acc1: summary.acc1, threshold, since: previous && previous.firing === firing ? previous.since : now };
+      this.states.set(key, state);
+      if ((previous?.firing ?? false) !== firing) changed.push(state);
+    };
+    if (this.rules.floor !== undefined) judge('floor', this.rules.floor);
+    // Rounded so that 0.8 − 0.1 is 0.7, not 0.7000000000000001 (acc@1 exactly 0.7 does not fire).
+    if (this.rules.baseline !== undefined) judge('baseline', Math.round((this.rules.baseline - (this.rules.margin ?? 0)) * 1e9) / 1e9);
+    return changed;
+  }
+
+  current(): AlertState[] {
+    return [...this.states.values()];
+  }
+}
+
+/** The log line of a transition. */
+export function alertLogLine(state: AlertState): string {
+  const acc = state.acc1 === null ? 'n/a' : state.acc1.toFixed(3);
+  const what = state.rule === 'floor' ? 'the floor' : 'baseline − margin';
+  return state.firing
+    ? `ALERT firing: acc@1 ${acc} in the ${state.window} window is below ${what} (${state.threshold.toFixed(3)})`
+    : `ALERT resolved: acc@1 ${acc} in the ${state.window} window is back at or above ${what} (${state.threshold.toFixed(3)})`;
+}

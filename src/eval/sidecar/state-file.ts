@@ -1,0 +1,40 @@
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { InputError } from '../../kb/errors.ts';
+import type { SidecarSnapshot } from './sidecar-evaluator.ts';
+
+/**
+ * The evaluator's state file: written whole to a temporary name and renamed over the old one,
+ * so a crash mid-write leaves the previous snapshot intact. Kafka offsets are committed only
+ * after a snapshot is on disk (evaluator-service.ts), so a restart re-reads exactly what the
+ * snapshot has not seen.
+ */
+export function saveSnapshot(file: string, snapshot: SidecarSnapshot): void {
+  const tmp = `${file}.tmp-${process.pid}`;
+  try {
+    writeFileSync(tmp, JSON.stringify(snapshot));
+    renameSync(tmp, file);
+  } catch (error) {
+    throw new InputError(`cannot write evaluator state ${file}: ${(error as Error).message}`, 'STATE_WRITE_FAILED', error);
+  }
+}
+
+/** The saved snapshot, or undefined on a first start (no file). */
+export function loadSnapshot(file: string): SidecarSnapshot | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new InputError(`cannot read evaluator state ${file}: ${(error as Error).message}`, 'STATE_READ_FAILED', error);
+  }
+  let value: SidecarSnapshot;
+  try {
+    value = JSON.parse(text) as SidecarSnapshot;
+  } catch (error) {
+    throw new InputError(`evaluator state ${file} is not valid JSON (${(error as Error).message}); move it away to start with empty windows`, 'STATE_CORRUPT', error);
+  }
+  if (value?.version !== 1 || !Array.isArray(value.windows) || typeof value.joiner !== 'object' || value.joiner === null) {
+    throw new InputError(`evaluator state ${file} is not a version-1 snapshot; move it away to start with empty windows`, 'STATE_CORRUPT');
+  }
+  return value;
+}

@@ -1,0 +1,59 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { GoldMention } from '../../../src/eval/gold.ts';
+import { MentionJoiner, type Prediction } from '../../../src/eval/sidecar/mention-joiner.ts';
+
+const gold = (note: string, mention: string): GoldMention => ({ noteId: note, mentionId: mention, ids: ['MESH:D000001'], label: 'Disease', start: 0, end: 3 });
+const prediction = (note: string, mention: string): Prediction => ({
+  noteId: note,
+  mention: { mentionId: mention, start: 0, end: 3, label: 'Disease', conceptId: 'MESH:D000001', conceptName: 'x', semanticTypes: [], score: 0.9, nil: false, reranked: false, candidates: [] },
+});
+
+test('joins by (note id, mention id) whichever side arrives first', () => {
+  const j = new MentionJoiner({ ttlMs: 1000, maxPending: 10 });
+  assert.equal(j.addGold(gold('n1', 'a'), 0), undefined);
+  assert.equal(j.addPrediction(prediction('n1', 'a'), 10)?.mentionId, 'a');
+  assert.equal(j.addPrediction(prediction('n1', 'b'), 20), undefined);
+  assert.equal(j.addGold(gold('n2', 'b'), 30), undefined); // other note: no join
+  assert.equal(j.addGold(gold('n1', 'b'), 40)?.mention.mentionId, 'b');
+  assert.equal(j.counters.joined, 2);
+  assert.equal(j.pendingGold, 1);
+  assert.equal(j.pendingPredictions, 0);
+});
+
+test('half-pairs older than the TTL expire and are counted per side', () => {
+  const j = new MentionJoiner({ ttlMs: 100, maxPending: 10 });
+  j.addGold(gold('n1', 'a'), 0);
+  j.addPrediction(prediction('n1', 'b'), 50);
+  j.expire(120); // gold at 0 is older than 120 − 100 = 20; the prediction at 50 is not
+  assert.deepEqual([j.counters.goldExpired, j.counters.predictionsExpired], [1, 0]);
+  assert.equal(j.addPrediction(prediction('n1', 'a'), 130), undefined); // its gold is gone
+  j.expire(500);
+  assert.deepEqual([j.counters.goldExpired, j.counters.predictionsExpired, j.counters.joined], [1, 2, 0]);
+  assert.equal(j.pendingGold + j.pendingPredictions, 0);
+});
+
+test('beyond maxPending the oldest half-pair is evicted and counted; a repeat replaces', () => {
+  const j = new MentionJoiner({ ttlMs: 10_000, maxPending: 3 });
+  j.addPrediction(prediction('n1', 'p1'), 1);
+  j.addGold(gold('n1', 'g1'), 2);
+  j.addPrediction(prediction('n1', 'p2'), 3);
+  j.addGold(gold('n1', 'g2'), 4); // 4 pending > 3: p1 (oldest) goes
+  assert.deepEqual([j.counters.predictionsEvicted, j.counters.goldEvicted], [1, 0]);
+  j.addGold(gold('n1', 'g3'), 5); // g1 is now the oldest
+  assert.deepEqual([j.counters.predictionsEvicted, j.counters.goldEvicted], [1, 1]);
+  j.addGold(gold('n1', 'g3'), 6);
+  assert.equal(j.counters.goldReplaced, 1);
+  assert.equal(j.pendingGold + j.pendingPredictions, 3);
+});
+
+test('a snapshot restores pending half-pairs and counters', () => {
+  const j = new MentionJoiner({ ttlMs: 1000, maxPending: 10 });
+  j.addGold(gold('n1', 'a'), 0);
+  j.addPrediction(prediction('n1', 'z'), 0);
+  j.expire(5000);
+  j.addGold(gold('n1', 'b'), 5000);
+  const restored = new MentionJoiner({ ttlMs: 1000, maxPending: 10 }, JSON.parse(JSON.stringify(j.snapshot())));
+  assert.deepEqual(restored.counters, j.counters);
+  assert.equal(restored.addPrediction(prediction('n1', 'b'), 5100)?.mentionId, 'b');
+});

@@ -1,0 +1,127 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadKb } from '../../../src/kb/load.ts';
+import { loadPubTatorCorpus } from '../../../src/eval/gold.ts';
+import { kbOntologyView } from '../../../src/eval/kb-ontology-view.ts';
+import { evaluateCorpus } from '../../../src/eval/offline-eval.ts';
+import { seededRandom } from '../../../src/eval/seeded-random.ts';
+import { SidecarEvaluator, type SidecarOptions } from '../../../src/eval/sidecar/sidecar-evaluator.ts';
+import { loadSnapshot, saveSnapshot } from '../../../src/eval/sidecar/state-file.ts';
+import { renderPrometheus } from '../../../src/eval/sidecar/prometheus-text.ts';
+import { startReportServer } from '../../../src/eval/sidecar/report-server.ts';
+import { fakeLinker, SAMPLE_TABLE } from './fake-linker.ts';
+
+const OPTIONS: SidecarOptions = { joiner: { ttlMs: 60_000, maxPending: 1000 }, windows: { lastN: 1000, lastMs: 3_600_000 }, alerts: { floor: 0.7, minSamples: 4 } };
+
+async function fixture() {
+  const corpus = await loadPubTatorCorpus('test/fixtures/eval/sample.PubTator');
+  const view = kbOntologyView(await loadKb(['test/fixtures/eval/mini-kb.jsonl'], { format: 'jsonl' }));
+  const linked = await fakeLinker(SAMPLE_TABLE).linkNotes(corpus.notes);
+  return { corpus, view, linked };
+}
+
+test('sidecar numbers equal offline eval on the same mentions, whatever the arrival order', async () => {
+  const { corpus, view, linked } = await fixture();
+  const offline = await evaluateCorpus(fakeLinker(SAMPLE_TABLE), corpus, view);
+  const events = [...[...corpus.gold.values()].map((g) => ({ gold: g })), ...linked.map((n) => ({ note: n }))];
+  for (const seed of [1, 2, 3]) {
+    const rng = seededRandom(seed);
+    const shuffled = events.map((e) => ({ e, k: rng() })).sort((a, b) => a.k - b.k).map((x) => x.e);
+    const logs: string[] = [];
+    const ev = new SidecarEvaluator(view, OPTIONS, (l) => logs.push(l), undefined, 0);
+    shuffled.forEach((e, i) => ('gold' in e ? ev.addGold(e.gold, i) : ev.addLinkedNote(e.note, i)));
+    const report = ev.report(shuffled.length);
+    const { limit: _limit, ...count } = report.windows.count;
+    assert.deepEqual(count, offline.metrics, `seed ${seed}`);
+    assert.equal(report.join.joined, 8);
+    assert.equal(report.samplesScored, 8);
+    // acc@1 ends at 0.625 < floor 0.7: both windows fire. Lines are logged on changes only, so
+    // per window they alternate firing / resolved and end on firing.
+    assert.ok(report.alerts.every((a) => a.firing));
+    for (const window of ['count', 'time']) {
+      const mine = logs.filter((l) => l.includes(`the ${window} window`)).map((l) => l.split(':')[0]);
+      assert.ok(mine.length > 0 && mine.every((l, i) => l === (i % 2 === 0 ? 'ALERT firing' : 'ALERT resolved')), mine.join(', '));
+      assert.equal(mine.length % 2, 1);
+    }
+  }
+});
+
+test('restart from the state file keeps the windows, pending half-pairs and counters', async () => {
+  const { corpus, view, linked } = await fixture();
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-sidecar-'));
+  try {
+    const file = join(dir, 'state.json');
+    assert.equal(loadSnapshot(file), undefined);
+    const first = new SidecarEvaluator(view, OPTIONS, () => {}, undefined, 0);
+    for (const g of corpus.gold.values()) first.addGold(g, 10);
+    first.addLinkedNote(linked[0]!, 20); // note 1001 joins 5 mentions; 3 gold stay pending
+    saveSnapshot(file, first.snapshot(30));
+    const second = new SidecarEvaluator(view, OPTIONS, () => {}, loadSnapshot(file), 40);
+    assert.deepEqual(second.report(40).windows, first.report(40).windows);
+    for (const note of linked.slice(1)) second.addLinkedNote(note, 50);
+    const report = second.report(60);
+    assert.equal(report.windows.count.overall.n, 8);
+    assert.equal(report.join.joined, 8);
+    assert.equal(report.goldSeen, 8);
+    writeFileSync(file, '{oops');
+    assert.throws(() => loadSnapshot(file), /not valid JSON/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('unmatched gold and predictions expire after the TTL and are counted', async () => {
+  const { corpus, view, linked } = await fixture();
+  const ev = new SidecarEvaluator(view, { ...OPTIONS, joiner: { ttlMs: 100, maxPending: 1000 } }, () => {}, undefined, 0);
+  for (const g of corpus.gold.values()) if (g.noteId === '1001') ev.addGold(g, 0); // 5 gold, never linked
+  ev.addLinkedNote(linked[2]!, 50); // note 1003: 1 prediction, never labelled
+  const report = ev.report(1000);
+  assert.equal(report.join.goldExpired, 5);
+  assert.equal(report.join.predictionsExpired, 1);
+  assert.equal(report.join.pendingGold + report.join.pendingPredictions, 0);
+  assert.equal(report.windows.count.overall.n, 0);
+});
+
+test('baseline alert: fires when acc@1 drops more than the margin, resolves when it recovers', async () => {
+  const { corpus, view, linked } = await fixture();
+  const logs: string[] = [];
+  const ev = new SidecarEvaluator(view, { ...OPTIONS, windows: { lastN: 8, lastMs: 3_600_000 }, alerts: { baseline: 0.8, margin: 0.1, minSamples: 8 } }, (l) => logs.push(l), undefined, 0);
+  for (const g of corpus.gold.values()) ev.addGold(g, 1);
+  for (const n of linked) ev.addLinkedNote(n, 2); // acc@1 0.625 < 0.8 − 0.1
+  assert.deepEqual(logs, ['ALERT firing: acc@1 0.625 in the count window is below baseline − margin (0.700)', 'ALERT firing: acc@1 0.625 in the time window is below baseline − margin (0.700)']);
+  // Re-send the 8 mentions, now all linked to their gold: the count window turns over to acc@1 1.
+  const perfect = fakeLinker(Object.fromEntries([...corpus.gold.values()].map((g) => [corpus.notes.find((n) => n.noteId === g.noteId)!.text.slice(g.start, g.end).toLowerCase(), g.ids])));
+  for (const g of corpus.gold.values()) ev.addGold(g, 3);
+  for (const n of await perfect.linkNotes(corpus.notes)) ev.addLinkedNote(n, 4);
+  // The count window (last 8) crosses back over 0.7 at 6 hits of 8; the time window (all so far) at 7 of 10.
+  assert.match(logs[2]!, /^ALERT resolved: acc@1 0\.750 in the count window/);
+  assert.match(logs[3]!, /^ALERT resolved: acc@1 0\.700 in the time window/);
+  const report = ev.report(5);
+  assert.equal(report.windows.count.overall.acc1, 1);
+  assert.equal(report.windows.time.overall.acc1, 13 / 16);
+  const text = renderPrometheus(report);
+  assert.match(text, /^cuilink_eval_alert\{rule="baseline",window="count"\} 0$/m);
+  assert.match(text, /^cuilink_eval_acc1\{window="count",by="overall",group="all"\} 1$/m);
+  assert.match(text, /^cuilink_eval_acc1\{window="time",by="ner_label",group="SpecificDisease"\} /m);
+  assert.match(text, /^cuilink_eval_join_total\{outcome="joined"\} 16$/m);
+});
+
+test('report server: /metrics is Prometheus text, /report the JSON report, others 404', async () => {
+  const { view } = await fixture();
+  const ev = new SidecarEvaluator(view, OPTIONS, () => {}, undefined, 0);
+  const server = await startReportServer({ port: 0, host: '127.0.0.1', report: () => ev.report(1) });
+  try {
+    const metrics = await fetch(`${server.url}/metrics`);
+    assert.equal(metrics.status, 200);
+    assert.match(metrics.headers.get('content-type')!, /text\/plain; version=0\.0\.4/);
+    assert.match(await metrics.text(), /# TYPE cuilink_eval_acc1 gauge/);
+    const report = (await (await fetch(`${server.url}/report`)).json()) as { windows: { count: { limit: number } } };
+    assert.equal(report.windows.count.limit, 1000);
+    assert.equal((await fetch(`${server.url}/nope`)).status, 404);
+  } finally {
+    await server.close();
+  }
+});
