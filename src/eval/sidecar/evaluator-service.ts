@@ -1,0 +1,96 @@
+import type { LinkedNote } from '../../link/types.ts';
+import type { GoldMention } from '../gold.ts';
+import type { OntologyView } from '../metrics/ontology-view.ts';
+import { registerEvaluatorInstruments } from './otel-metrics.ts';
+import { startReportServer } from './report-server.ts';
+import { SidecarEvaluator, type SidecarOptions, type SidecarReport } from './sidecar-evaluator.ts';
+import { loadSnapshot, saveSnapshot } from './state-file.ts';
+
+/** What the service reads from: the Kafka adapter implements it; tests may feed it directly. */
+export interface EvaluatorSource {
+  /** Starts delivering; handlers run one at a time, in each topic-partition's order. */
+  start(handlers: { gold: (gold: GoldMention) => void; linkedNote: (note: LinkedNote) => void }): Promise<void>;
+  /** Commits what has been delivered so far (called right after a snapshot is on disk). */
+  commit(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface EvaluatorServiceOptions extends SidecarOptions {
+  stateFile: string;
+  /** Snapshot (then commit) at most this often while samples arrive. */
+  snapshotIntervalMs: number;
+  /** HTTP port for /metrics, /report and /healthz; 0 picks a free one. */
+  port: number;
+  host?: string;
+  log: (line: string) => void;
+  now?: () => number;
+}
+
+export interface RunningEvaluator {
+  url: string;
+  report(): SidecarReport;
+  /** Snapshot and commit now (what the timer does). */
+  checkpoint(): Promise<void>;
+  /** Stops the source, writes a last snapshot, commits and closes the server. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The sidecar as a process: restores its windows from the state file, feeds the evaluator from
+ * the source, snapshots then commits on a timer (so offsets never run ahead of the state a
+ * restart will read), and serves /metrics and /report.
+ */
+export async function startEvaluatorService(view: OntologyView, source: EvaluatorSource, options: EvaluatorServiceOptions): Promise<RunningEvaluator> {
+  const now = options.now ?? Date.now;
+  const restored = loadSnapshot(options.stateFile);
+  const evaluator = new SidecarEvaluator(view, options, options.log, restored, now());
+  if (restored) {
+    const r = evaluator.report(now());
+    options.log(`evaluator: restored ${options.stateFile}: ${r.windows.count.overall.n} samples in the count window, ${r.join.pendingGold} gold and ${r.join.pendingPredictions} predictions pending`);
+  }
+  const report = (): SidecarReport => evaluator.report(now());
+  registerEvaluatorInstruments(report);
+  const server = await startReportServer({ port: options.port, host: options.host, report });
+  let dirty = false;
+  let checkpointing: Promise<void> | undefined;
+  const checkpoint = async (): Promise<void> => {
+    // One at a time; the snapshot is synchronous, so it sees a consistent evaluator.
+    while (checkpointing) await checkpointing;
+    checkpointing = (async () => {
+      saveSnapshot(options.stateFile, evaluator.snapshot(now()));
+      dirty = false;
+      await source.commit();
+    })();
+    try {
+      await checkpointing;
+    } finally {
+      checkpointing = undefined;
+    }
+  };
+  const timer = setInterval(() => {
+    evaluator.tick(now());
+    if (dirty) checkpoint().catch((error: unknown) => options.log(`evaluator: checkpoint failed: ${(error as Error).message}`));
+  }, options.snapshotIntervalMs);
+  timer.unref();
+  await source.start({
+    gold: (gold) => {
+      evaluator.addGold(gold, now());
+      dirty = true;
+    },
+    linkedNote: (note) => {
+      evaluator.addLinkedNote(note, now());
+      dirty = true;
+    },
+  });
+  return {
+    url: server.url,
+    report,
+    checkpoint,
+    async stop() {
+      clearInterval(timer);
+      await source.stop();
+      await checkpoint();
+      await server.close();
+    },
+  };
+}
