@@ -281,6 +281,9 @@ def export_model(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
+    # calling the HF tokenizer with padding/truncation leaves that state in the backend: clear it
+    tok.backend_tokenizer.no_padding()
+    tok.backend_tokenizer.no_truncation()
     tok.backend_tokenizer.save(str(out_dir / "tokenizer.json"))
     for name in files.values():
         size = os.path.getsize(out_dir / name)

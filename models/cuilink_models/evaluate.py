@@ -1,0 +1,390 @@
+"""Zero-shot evaluation on a PubTator corpus (NCBI-disease dev) with MEDIC as dictionary.
+
+Protocol (shared/data/README.md "Evaluation protocol"): raw mentions; identical annotations
+(document, start, end) once; gold '-1' skipped; bare MeSH ids become MESH:; composite gold A|B
+or A+B is a hit when any part matches; a concept matches by id or alt id; exact string match
+first, then dense (or lexical) ranking over all dictionary names; acc@k over the first k
+distinct concepts.
+
+    python -m cuilink_models.evaluate --dict work/kb/medic.jsonl \
+        --corpus ../../shared/data/ncbi-disease/NCBIdevelopset_corpus.txt \
+        --onnx default/biencoder [--rerank default/crossencoder]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .data import Concept, normalize_name, read_concepts
+
+
+@dataclass
+class Mention:
+    doc: str
+    start: int
+    end: int
+    text: str
+    gold: list[set[str]]  # alternatives; hit if any set element matches
+    left: str = ""
+    right: str = ""
+
+
+def norm_gold_id(x: str) -> str:
+    x = x.strip()
+    if not x:
+        return x
+    if ":" in x:
+        p, rest = x.split(":", 1)
+        return f"{p.upper().strip()}:{rest.strip()}"
+    if re.match(r"^[CD]\d+$", x):
+        return "MESH:" + x
+    if re.match(r"^\d+$", x):
+        return "OMIM:" + x
+    return x
+
+
+def read_pubtator(path: Path | str, context_chars: int = 64) -> list[Mention]:
+    docs: dict[str, str] = {}
+    seen_docs: set[str] = set()
+    mentions: list[Mention] = []
+    seen: set[tuple] = set()
+    cur_doc, title, abstract = None, "", ""
+    with open(path, encoding="utf-8") as f:
+        block: list[str] = []
+        lines = f.read().split("\n")
+    # group into documents separated by blank lines
+    blocks, block = [], []
+    for line in lines:
+        if not line.strip():
+            if block:
+                blocks.append(block)
+            block = []
+        else:
+            block.append(line)
+    if block:
+        blocks.append(block)
+    for block in blocks:
+        title = abstract = ""
+        doc = None
+        anns = []
+        for line in block:
+            m = re.match(r"^(\d+)\|t\|(.*)$", line)
+            if m:
+                doc, title = m.group(1), m.group(2)
+                continue
+            m = re.match(r"^(\d+)\|a\|(.*)$", line)
+            if m:
+                doc, abstract = m.group(1), m.group(2)
+                continue
+            cols = line.split("\t")
+            if len(cols) >= 6:
+                anns.append(cols)
+        if doc is None or doc in seen_docs:
+            continue
+        seen_docs.add(doc)
+        text = title + " " + abstract
+        for cols in anns:
+            start, end, mention, gold = int(cols[1]), int(cols[2]), cols[3], cols[5]
+            key = (cols[0], start, end)
+            if key in seen:
+                continue
+            seen.add(key)
+            ids = {norm_gold_id(p) for p in re.split(r"[|+]", gold) if p.strip() and p.strip() != "-1"}
+            if not ids:
+                continue
+            mentions.append(
+                Mention(cols[0], start, end, mention, [ids], text[max(0, start - context_chars) : start], text[end : end + context_chars])
+            )
+    return mentions
+
+
+class Dictionary:
+    def __init__(self, concepts: list[Concept]):
+        self.concepts = concepts
+        self.names: list[str] = []
+        self.name_concept: list[int] = []
+        self.exact: dict[str, list[int]] = {}
+        self.keys: list[set[str]] = []
+        for i, c in enumerate(concepts):
+            self.keys.append({norm_gold_id(k) for k in [c.id, *c.altIds]})
+            for n in c.names:
+                self.names.append(n)
+                self.name_concept.append(i)
+                lst = self.exact.setdefault(normalize_name(n), [])
+                if i not in lst:
+                    lst.append(i)
+        self.name_concept_arr = np.array(self.name_concept)
+
+    def hit(self, concept_idx: int, gold: list[set[str]]) -> bool:
+        return any(self.keys[concept_idx] & g for g in gold)
+
+    def rank_from_scores(self, scores: np.ndarray, k: int) -> list[int]:
+        """Distinct concepts by best name score, top k."""
+        top = np.argpartition(-scores, min(len(scores) - 1, k * 8))[: k * 8]
+        top = top[np.argsort(-scores[top])]
+        out: list[int] = []
+        for t in top:
+            c = int(self.name_concept_arr[t])
+            if c not in out:
+                out.append(c)
+                if len(out) == k:
+                    break
+        return out
+
+
+def exact_first(d: Dictionary, mention: str, ranked: list[int], k: int) -> list[int]:
+    ex = d.exact.get(normalize_name(mention), [])
+    out = list(ex)
+    for c in ranked:
+        if c not in out:
+            out.append(c)
+    return out[:k]
+
+
+def accuracy(d: Dictionary, mentions: list[Mention], preds: list[list[int]], ks=(1, 5)) -> dict:
+    res = {}
+    for k in ks:
+        hits = sum(1 for m, p in zip(mentions, preds) if any(d.hit(c, m.gold) for c in p[:k]))
+        res[f"acc@{k}"] = round(hits / max(1, len(mentions)), 4)
+    res["mentions"] = len(mentions)
+    return res
+
+
+# ----------------------------------------------------------------------------------------------
+# encoders
+
+
+class TorchEncoder:
+    def __init__(self, checkpoint, pooling="mean", max_length=32, batch=128, model=None, tokenizer=None):
+        import torch
+
+        from .common import load_encoder, load_tokenizer
+
+        self.torch = torch
+        self.tok = tokenizer or load_tokenizer(checkpoint)
+        self.model = model or load_encoder(checkpoint, self.tok)
+        self.pooling, self.max_length, self.batch = pooling, max_length, batch
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        torch = self.torch
+        self.model.eval()
+        order = np.argsort([len(t) for t in texts])
+        out = np.zeros((len(texts), self.model.config.hidden_size), dtype=np.float32)
+        with torch.no_grad():
+            for i in range(0, len(texts), self.batch):
+                idx = order[i : i + self.batch]
+                enc = self.tok([texts[j] for j in idx], padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+                h = self.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+                if self.pooling == "cls":
+                    v = h[:, 0]
+                else:
+                    m = enc["attention_mask"].unsqueeze(-1).float()
+                    v = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
+                v = torch.nn.functional.normalize(v, dim=-1)
+                out[idx] = v.numpy()
+        return out
+
+
+class OnnxEncoder:
+    def __init__(self, model_dir, precision="int8", batch=64, threads=2):
+        from tokenizers import Tokenizer
+
+        from .export import ort_session
+
+        self.dir = Path(model_dir)
+        self.manifest = json.loads((self.dir / "manifest.json").read_text())
+        self.sess = ort_session(self.dir / self.manifest["files"][precision], threads)
+        self.tok = Tokenizer.from_file(str(self.dir / self.manifest["tokenizer"]))
+        self.tok.enable_truncation(self.manifest["maxLength"])
+        self.batch = batch
+        self.precision = precision
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        from .export import pool
+
+        order = np.argsort([len(t) for t in texts])
+        out = np.zeros((len(texts), self.manifest["dims"]), dtype=np.float32)
+        for i in range(0, len(texts), self.batch):
+            idx = order[i : i + self.batch]
+            encs = self.tok.encode_batch([texts[j] for j in idx])
+            L = max(len(e.ids) for e in encs)
+            ids = np.zeros((len(encs), L), dtype=np.int64)
+            mask = np.zeros((len(encs), L), dtype=np.int64)
+            for r, e in enumerate(encs):
+                ids[r, : len(e.ids)] = e.ids
+                mask[r, : len(e.ids)] = 1
+            h = self.sess.run([self.manifest["outputName"]], {"input_ids": ids, "attention_mask": mask})[0]
+            out[idx] = pool(h, mask, self.manifest["pooling"], self.manifest.get("normalize", True))
+        return out
+
+
+def dense_predictions(encoder, d: Dictionary, mentions: list[Mention], k=20, name_vecs=None):
+    if name_vecs is None:
+        name_vecs = encoder.encode(d.names)
+    q = encoder.encode([m.text for m in mentions])
+    preds = []
+    for i in range(0, len(q), 256):
+        s = q[i : i + 256] @ name_vecs.T
+        for row in s:
+            preds.append(d.rank_from_scores(row, k))
+    return preds, name_vecs
+
+
+def lexical_predictions(d: Dictionary, mentions: list[Mention], k=20):
+    """char-3-gram TF-IDF (word-boundary aware) cosine over all names."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), lowercase=True, sublinear_tf=True)
+    X = vec.fit_transform(d.names)
+    Q = vec.transform([m.text for m in mentions])
+    S = (Q @ X.T).toarray()
+    return [d.rank_from_scores(row, k) for row in S]
+
+
+# ----------------------------------------------------------------------------------------------
+# reranking
+
+
+def marked_query(m: Mention, with_context: bool, markers=("[M]", "[/M]")) -> str:
+    if with_context:
+        return f"{m.left} {markers[0]} {m.text} {markers[1]} {m.right}".strip()
+    return f"{markers[0]} {m.text} {markers[1]}"
+
+
+def candidate_text(c: Concept, include_type: bool) -> str:
+    t = c.semanticTypes[0] if c.semanticTypes else ""
+    return f"{c.name} ; {t}" if include_type and t else c.name
+
+
+class OnnxCrossEncoder:
+    def __init__(self, model_dir, precision="int8", batch=64, threads=2):
+        from tokenizers import Tokenizer
+
+        from .export import ort_session
+
+        self.dir = Path(model_dir)
+        self.manifest = json.loads((self.dir / "manifest.json").read_text())
+        self.sess = ort_session(self.dir / self.manifest["files"][precision], threads)
+        self.tok = Tokenizer.from_file(str(self.dir / self.manifest["tokenizer"]))
+        self.tok.enable_truncation(self.manifest["maxLength"])
+        self.batch = batch
+
+    def score(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        out = np.zeros(len(pairs), dtype=np.float32)
+        for i in range(0, len(pairs), self.batch):
+            chunk = pairs[i : i + self.batch]
+            encs = self.tok.encode_batch(chunk)
+            L = max(len(e.ids) for e in encs)
+            ids = np.zeros((len(encs), L), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            tt = np.zeros_like(ids)
+            for r, e in enumerate(encs):
+                n = len(e.ids)
+                ids[r, :n], mask[r, :n], tt[r, :n] = e.ids, 1, e.type_ids
+            out[i : i + len(chunk)] = self.sess.run(["logits"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": tt})[0][:, 0]
+        return out
+
+
+class TorchCrossEncoder:
+    def __init__(self, model, tokenizer, max_length=64, batch=64):
+        import torch
+
+        self.torch, self.model, self.tok, self.max_length, self.batch = torch, model, tokenizer, max_length, batch
+
+    def score(self, pairs):
+        out = np.zeros(len(pairs), dtype=np.float32)
+        self.model.eval()
+        with self.torch.no_grad():
+            for i in range(0, len(pairs), self.batch):
+                chunk = pairs[i : i + self.batch]
+                enc = self.tok([p[0] for p in chunk], [p[1] for p in chunk], padding=True, truncation="longest_first", max_length=self.max_length, return_tensors="pt")
+                out[i : i + len(chunk)] = self.model(**enc).logits[:, 0].numpy()
+        return out
+
+
+def rerank_predictions(scorer, d: Dictionary, mentions, preds, top_k=10, keep_exact=True, with_context=False, include_type=True):
+    pairs, spans = [], []
+    for m, p in zip(mentions, preds):
+        ex = d.exact.get(normalize_name(m.text), []) if keep_exact else []
+        if ex:
+            spans.append(None)
+            continue
+        cands = p[:top_k]
+        spans.append((len(pairs), cands))
+        pairs.extend((marked_query(m, with_context), candidate_text(d.concepts[c], include_type)) for c in cands)
+    scores = scorer.score(pairs) if pairs else np.zeros(0)
+    out = []
+    for p, sp in zip(preds, spans):
+        if sp is None:
+            out.append(p)
+            continue
+        off, cands = sp
+        s = scores[off : off + len(cands)]
+        order = np.argsort(-s, kind="stable")
+        out.append([cands[j] for j in order] + [c for c in p if c not in cands])
+    return out
+
+
+def measure_speed(encoder, texts, repeat=1) -> float:
+    t = time.time()
+    for _ in range(repeat):
+        encoder.encode(texts)
+    return len(texts) * repeat / (time.time() - t)
+
+
+def main(argv=None):
+    from .common import setup_torch, write_json
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dict", required=True, help="MEDIC concept JSONL (cuilink kb export)")
+    ap.add_argument("--corpus", required=True, help="PubTator file")
+    ap.add_argument("--onnx", help="bi-encoder model directory")
+    ap.add_argument("--precision", default="int8")
+    ap.add_argument("--checkpoint", help="torch bi-encoder checkpoint ('base' or dir)")
+    ap.add_argument("--pooling", default="mean")
+    ap.add_argument("--lexical", action="store_true")
+    ap.add_argument("--rerank", help="cross-encoder model directory")
+    ap.add_argument("--rerank-top", type=int, default=10)
+    ap.add_argument("--context", action="store_true", help="cross-encoder query with context")
+    ap.add_argument("--out", help="write JSON results here")
+    a = ap.parse_args(argv)
+    setup_torch()
+    d = Dictionary(read_concepts(a.dict))
+    mentions = read_pubtator(a.corpus)
+    res: dict = {"corpus": a.corpus, "mentions": len(mentions), "dictionaryNames": len(d.names)}
+    exact_hits = [exact_first(d, m.text, [], 1) for m in mentions]
+    res["exactOnly"] = accuracy(d, mentions, exact_hits)
+    if a.lexical:
+        preds = [exact_first(d, m.text, p, 20) for m, p in zip(mentions, lexical_predictions(d, mentions))]
+        res["lexical"] = accuracy(d, mentions, preds)
+    if a.onnx or a.checkpoint:
+        enc = OnnxEncoder(a.onnx, a.precision) if a.onnx else TorchEncoder(a.checkpoint, a.pooling)
+        t = time.time()
+        raw, _ = dense_predictions(enc, d, mentions)
+        res["encodeSeconds"] = round(time.time() - t, 1)
+        preds = [exact_first(d, m.text, p, 20) for m, p in zip(mentions, raw)]
+        res["dense"] = accuracy(d, mentions, raw)
+        res["exact+dense"] = accuracy(d, mentions, preds)
+        res["mentionsPerSecond"] = round(measure_speed(enc, [m.text for m in mentions]), 1)
+        if a.rerank:
+            ce = OnnxCrossEncoder(a.rerank, a.precision)
+            t = time.time()
+            rr = rerank_predictions(ce, d, mentions, preds, a.rerank_top, with_context=a.context,
+                                    include_type=ce.manifest.get("candidate", {}).get("includeSemanticType", True))
+            res["rerankSeconds"] = round(time.time() - t, 1)
+            res["exact+dense+rerank"] = accuracy(d, mentions, rr)
+    print(json.dumps(res, indent=2))
+    if a.out:
+        write_json(a.out, res)
+    return res
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Fast tests of the JSONL reader, group building and the evaluation protocol (no torch)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuilink_models.data import build_groups, convert_mondo_rare, read_concepts
+from cuilink_models.evaluate import Dictionary, accuracy, exact_first, norm_gold_id, read_pubtator
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def test_read_concepts_skips_blank_lines_and_fills_defaults():
+    cs = read_concepts(FIX / "tiny_kb.jsonl")
+    assert [c.id for c in cs] == ["MESH:D001943", "MESH:D009371", "MESH:D005955", "MESH:D003550"]
+    assert cs[0].names == ["Breast Neoplasms", "Breast Cancer", "Breast Tumors"]
+    assert read_concepts(FIX / "tiny_doid.jsonl")[1].synonyms == ["malignant neoplasm"]
+
+
+def test_read_concepts_error_names_file_and_line(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"id":"X:1","name":"a"}\nnot json\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:2"):
+        read_concepts(p)
+
+
+def test_groups_merge_other_kb_into_anchor_by_alt_id_and_xref():
+    kbs = {"medic": read_concepts(FIX / "tiny_kb.jsonl"), "doid": read_concepts(FIX / "tiny_doid.jsonl")}
+    groups = {g.id: g for g in build_groups(kbs)}
+    assert "DOID:1612" not in groups and "DOID:1485" not in groups  # merged
+    assert "mammary cancer" in groups["MESH:D001943"].names
+    assert "pancreatic cystic fibrosis" in groups["MESH:D003550"].names
+    assert groups["MESH:D001943"].parents == ["MESH:D009371"]
+    assert "DOID:162" in groups  # no anchor concept: stays its own group
+    unmerged = {g.id for g in build_groups(kbs, merge=False)}
+    assert "DOID:1612" in unmerged
+
+
+def test_mondo_rare_conversion(tmp_path):
+    import gzip
+
+    src = tmp_path / "rare.tsv.gz"
+    with gzip.open(src, "wt") as f:
+        f.write("ID\tLABEL\tSYNONYMS\nMONDO:1\tfoo disease\ta|b\nMONDO:2\tbar\t\n")
+    n = convert_mondo_rare(src, tmp_path / "out.jsonl")
+    cs = read_concepts(tmp_path / "out.jsonl")
+    assert n == 2 and cs[0].synonyms == ["a", "b"] and cs[1].synonyms == []
+
+
+def test_gold_id_normalization():
+    assert norm_gold_id(" D005955") == "MESH:D005955"
+    assert norm_gold_id("OMIM:300908") == "OMIM:300908"
+    assert norm_gold_id("mesh:D1") == "MESH:D1"
+
+
+def test_pubtator_protocol_dedup_composite_and_skip():
+    ms = read_pubtator(FIX / "tiny.pubtator")
+    # duplicate annotation, duplicate document and gold -1 are dropped
+    assert [m.text for m in ms] == ["Breast cancer", "G6PD deficiency", "mucoviscidosis", "tumour"]
+    assert ms[1].gold == [{"MESH:D005955", "OMIM:300908"}]
+    assert ms[3].gold == [{"MESH:D009371", "MESH:D001943"}]
+    assert ms[2].left.endswith("We studied ")
+
+
+def test_accuracy_exact_first_and_alt_ids():
+    d = Dictionary(read_concepts(FIX / "tiny_kb.jsonl"))
+    ms = read_pubtator(FIX / "tiny.pubtator")
+    idx = {c.id: i for i, c in enumerate(d.concepts)}
+    ranked = [idx["MESH:D009371"], idx["MESH:D003550"]]
+    preds = [exact_first(d, m.text, ranked, 5) for m in ms]
+    assert preds[0][0] == idx["MESH:D001943"]  # exact (case-insensitive) synonym match first
+    res = accuracy(d, ms, preds)
+    # breast cancer (exact), G6PD (exact), mucoviscidosis (exact), tumour (composite, D009371 at rank 1)
+    assert res == {"acc@1": 1.0, "acc@5": 1.0, "mentions": 4}
+    wrong = [[idx["MESH:D003550"], idx["MESH:D001943"]]] * 4
+    res = accuracy(d, ms, wrong)
+    assert res["acc@1"] == 0.25 and res["acc@5"] == 0.75  # composite gold hits via D001943
+
+
+def test_rank_from_scores_distinct_concepts():
+    d = Dictionary(read_concepts(FIX / "tiny_kb.jsonl"))
+    scores = np.zeros(len(d.names))
+    scores[1], scores[2], scores[3] = 0.9, 0.8, 0.7  # two names of concept 0, then concept 1
+    assert d.rank_from_scores(scores, 2) == [0, 1]

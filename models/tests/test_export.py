@@ -1,0 +1,162 @@
+"""ONNX export checks.
+
+1. With torch and transformers importable (requirements.txt): a tiny random BERT built from a
+   config (no downloads) is exported like the real models; ONNX fp32 and int8 outputs are compared
+   with torch (pooled cosine >= 0.999 fp32, >= 0.99 int8; cross-encoder logits), across batch
+   sizes and sequence lengths (dynamic axes).
+2. With onnxruntime and tokenizers alone (requirements-test.txt): the shipped models/default files
+   are checked against their manifest (sha256, sizes, fields of docs/model-directory.md) and
+   against torch reference outputs recorded at export time (tests/fixtures/reference_*.json).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuilink_models.export import cosine_rows, pool
+
+MODELS = Path(__file__).resolve().parent.parent
+FIX = Path(__file__).parent / "fixtures"
+DEFAULT = MODELS / "default"
+
+
+def _ort(path):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. tiny random BERT, torch vs ONNX
+
+
+def _tiny_bert(kind):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(
+        vocab_size=120, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, max_position_embeddings=64, num_labels=1
+    )
+    if kind == "bi-encoder":
+        return transformers.BertModel(cfg).eval()
+    return transformers.BertForSequenceClassification(cfg).eval()
+
+
+@pytest.mark.parametrize("kind", ["bi-encoder", "cross-encoder"])
+def test_tiny_bert_onnx_matches_torch(tmp_path, kind):
+    torch = pytest.importorskip("torch")
+    from cuilink_models import export as E
+
+    model = _tiny_bert(kind)
+    wrapper = E.bi_wrapper(model) if kind == "bi-encoder" else E.cross_wrapper(model)
+    fp32, int8, fp16 = tmp_path / "m.onnx", tmp_path / "m.int8.onnx", tmp_path / "m.fp16.onnx"
+    E.export_fp32(wrapper, kind, fp32, 120)
+    E.quantize_int8(fp32, int8)
+    E.convert_fp16(fp32, fp16)
+    rng = np.random.default_rng(0)
+    for batch, length in [(1, 3), (5, 11), (3, 29)]:  # other shapes than the export's (2, 7)
+        ids = rng.integers(5, 120, size=(batch, length)).astype(np.int64)
+        mask = np.ones_like(ids)
+        mask[0, length // 2 + 1 :] = 0  # padding in the first row
+        tt = np.zeros_like(ids)
+        tt[:, length // 2 :] = 1
+        with torch.no_grad():
+            if kind == "bi-encoder":
+                ref = wrapper(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+            else:
+                ref = wrapper(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(tt)).numpy()
+        for path, bound in [(fp32, 0.999), (int8, 0.99), (fp16, 0.999)]:
+            sess = _ort(path)
+            if kind == "bi-encoder":
+                out = sess.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask})[0]
+                assert out.shape == ref.shape
+                cos = cosine_rows(pool(out, mask, "mean"), pool(ref, mask, "mean"))
+                assert cos.min() >= bound, (path.name, batch, length, cos)
+            else:
+                out = sess.run(["logits"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": tt})[0]
+                assert out.shape == (batch, 1)
+                tol = 1e-3 if path is fp32 else (2e-2 if path is fp16 else 0.1)
+                assert np.abs(out - ref).max() <= tol * max(1.0, np.abs(ref).max()), (path.name, out, ref)
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. shipped default models, onnxruntime + tokenizers only
+
+REQUIRED = ["schemaVersion", "id", "kind", "base", "files", "tokenizer", "maxLength", "inputNames", "outputName", "query", "sha256", "training", "metrics"]
+
+
+def _shipped():
+    out = []
+    for sub, fixture in [("biencoder", "reference_biencoder.json"), ("crossencoder", "reference_crossencoder.json")]:
+        if (DEFAULT / sub / "manifest.json").exists():
+            out.append(pytest.param(sub, fixture, id=sub))
+    return out
+
+
+@pytest.mark.parametrize("sub,fixture", _shipped())
+def test_shipped_manifest_and_files(sub, fixture):
+    d = DEFAULT / sub
+    m = json.loads((d / "manifest.json").read_text())
+    for k in REQUIRED:
+        assert k in m, k
+    assert m["schemaVersion"] == 1
+    assert m["kind"] == ("bi-encoder" if sub == "biencoder" else "cross-encoder")
+    if m["kind"] == "bi-encoder":
+        assert m["outputName"] == "last_hidden_state" and m["pooling"] in ("cls", "mean") and m["dims"] > 0
+        assert isinstance(m["normalize"], bool)
+    else:
+        assert m["outputName"] == "logits" and isinstance(m["candidate"]["includeSemanticType"], bool)
+    assert set(m["files"]) <= {"fp32", "int8", "fp16"} and "int8" in m["files"]
+    for name, digest in m["sha256"].items():
+        p = d / name
+        assert p.stat().st_size <= 50 * 1000 * 1000, name
+        assert hashlib.sha256(p.read_bytes()).hexdigest() == digest, name
+    for name in [m["tokenizer"], *m["files"].values()]:
+        assert name in m["sha256"]
+    tok = json.loads((d / m["tokenizer"]).read_text())
+    added = {t["content"]: t for t in tok["added_tokens"]}
+    for marker in m["query"]["markers"]:
+        assert added[marker]["special"], marker
+    assert tok["padding"] is None and tok["truncation"] is None
+
+
+@pytest.mark.parametrize("sub,fixture", _shipped())
+def test_shipped_onnx_matches_recorded_torch_outputs(sub, fixture):
+    from tokenizers import Tokenizer
+
+    d = DEFAULT / sub
+    m = json.loads((d / "manifest.json").read_text())
+    ref = json.loads((FIX / fixture).read_text())
+    assert ref["modelId"] == m["id"], "fixture is stale: re-export with --fixture"
+    tok = Tokenizer.from_file(str(d / m["tokenizer"]))
+    if m["kind"] == "bi-encoder":
+        encs = tok.encode_batch(ref["texts"])
+    else:
+        encs = tok.encode_batch([tuple(p) for p in ref["pairs"]])
+    assert [e.ids for e in encs] == ref["input_ids"]
+    L = max(len(e.ids) for e in encs)
+    ids = np.zeros((len(encs), L), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    tt = np.zeros_like(ids)
+    for r, e in enumerate(encs):
+        ids[r, : len(e.ids)], mask[r, : len(e.ids)], tt[r, : len(e.ids)] = e.ids, 1, e.type_ids
+    for prec, name in m["files"].items():
+        sess = _ort(d / name)
+        assert [i.name for i in sess.get_inputs()] == m["inputNames"]
+        if m["kind"] == "bi-encoder":
+            h = sess.run([m["outputName"]], {"input_ids": ids, "attention_mask": mask})[0]
+            cos = cosine_rows(pool(h, mask, m["pooling"]), np.array(ref["embeddings"], dtype=np.float32))
+            bound = {"fp32": 0.999, "fp16": 0.999, "int8": 0.97}[prec]
+            assert cos.min() >= bound, (prec, cos)
+        else:
+            logits = sess.run([m["outputName"]], {"input_ids": ids, "attention_mask": mask, "token_type_ids": tt})[0][:, 0]
+            want = np.array(ref["logits"], dtype=np.float32)
+            tol = {"fp32": 1e-3, "fp16": 0.05, "int8": 0.5}[prec]
+            assert np.abs(logits - want).max() <= tol * max(1.0, float(np.abs(want).max())), (prec, logits, want)
