@@ -1,0 +1,229 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { InputError } from '../kb/errors.ts';
+import { parseLinkConfig } from '../link/link-config.ts';
+import { parseBrokerList, type KafkaConnectionConfig } from './kafka-client.ts';
+
+/**
+ * Everything `cuilink run` can be told, validated once at start. Sources, later winning: the
+ * defaults below, a JSON file (`--config FILE`), environment variables (ENV_VARS). docs/stream.md
+ * lists every option with its default; keep the two in step.
+ */
+const topicName = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'a topic name is 1-249 of [A-Za-z0-9._-]');
+
+export const stageConfigSchema = z
+  .object({
+    /** host:port list; empty means "start the local development broker" (cuilink run only). */
+    brokers: z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'a broker is host:port')).default([]),
+    clientId: z.string().min(1).default('cuilink'),
+    groupId: z.string().min(1).default('cuilink-linker'),
+    topics: z
+      .object({
+        input: topicName.default('cuilink.notes'),
+        output: topicName.default('cuilink.linked'),
+        deadLetter: topicName.default('cuilink.dead-letter'),
+      })
+      .strict()
+      .default({}),
+    batching: z
+      .object({
+        /** A linking batch is cut once it holds this many mentions (whole notes; a bigger note goes alone). */
+        maxMentions: z.number().int().min(1).max(100_000).default(128),
+        /** ...or once its oldest note has waited this long. */
+        maxWaitMs: z.number().int().min(0).max(60_000).default(10),
+        /** Above this many queued or linking mentions the consumer is paused until half have drained. */
+        maxInFlightMentions: z.number().int().min(1).max(1_000_000).default(1024),
+      })
+      .strict()
+      .default({}),
+    limits: z
+      .object({
+        maxNoteChars: z.number().int().min(1).default(100_000),
+        maxMentionsPerNote: z.number().int().min(1).default(1_000),
+        maxMentionChars: z.number().int().min(1).default(512),
+      })
+      .strict()
+      .default({}),
+    /** at-least-once: offsets committed after the output is acknowledged. exactly-once: Kafka transactions. */
+    delivery: z.enum(['at-least-once', 'exactly-once']).default('at-least-once'),
+    /** exactly-once only: stable per instance (a restart with the same id fences its predecessor). Default `<groupId>-<clientId>`. */
+    transactionalId: z.string().min(1).optional(),
+    transactionTimeoutMs: z.number().int().min(1000).default(30_000),
+    consumer: z
+      .object({
+        sessionTimeoutMs: z.number().int().min(6000).default(30_000),
+        heartbeatIntervalMs: z.number().int().min(100).default(3_000),
+        /** Partitions processed at once; their notes share linking batches. */
+        partitionsConsumedConcurrently: z.number().int().min(1).max(256).default(4),
+        /** Where a new consumer group starts. */
+        fromBeginning: z.boolean().default(true),
+        maxBytesPerPartition: z.number().int().min(1024).default(1_048_576),
+      })
+      .strict()
+      .default({}),
+    retry: z
+      .object({
+        /** Attempts for a retriable failure (broker, timeout, retriable CuilinkError) before the batch is handed back to Kafka. */
+        maxAttempts: z.number().int().min(1).max(1000).default(8),
+        initialBackoffMs: z.number().int().min(1).default(200),
+        maxBackoffMs: z.number().int().min(1).default(10_000),
+      })
+      .strict()
+      .default({}),
+    /** On SIGTERM/SIGINT: time to drain in-flight batches and commit before exiting anyway. */
+    drainTimeoutMs: z.number().int().min(0).default(30_000),
+    http: z
+      .object({
+        enabled: z.boolean().default(true),
+        host: z.string().default('0.0.0.0'),
+        /** 0 picks a free port (logged at start). */
+        port: z.number().int().min(0).max(65535).default(8080),
+      })
+      .strict()
+      .default({}),
+    telemetry: z
+      .object({
+        serviceName: z.string().min(1).default('cuilink'),
+        /** OTLP/HTTP base URL; traces and metrics are exported there when set. */
+        otlpEndpoint: z.string().url().optional(),
+        metricExportIntervalMs: z.number().int().min(100).default(15_000),
+        prometheus: z.boolean().default(true),
+        /** Allow note and mention text in logs and spans. Off: they carry ids, offsets and codes only. */
+        logPhi: z.boolean().default(false),
+        logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+        kafkaLogLevel: z.enum(['nothing', 'error', 'warn', 'info', 'debug']).default('warn'),
+      })
+      .strict()
+      .default({}),
+    /** `true` for TLS with the system CAs, or Node TLS options passed through to the client. */
+    ssl: z.union([z.boolean(), z.record(z.unknown())]).optional(),
+    sasl: z.object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']), username: z.string().min(1), password: z.string() }).strict().optional(),
+    avro: z
+      .object({
+        /** `plain`: Avro binary + schema fingerprint header. `confluent`: magic byte + registry id. */
+        wireFormat: z.enum(['plain', 'confluent']).default('plain'),
+        registryUrl: z.string().url().optional(),
+      })
+      .strict()
+      .default({}),
+    linker: z
+      .object({
+        /** Index directory; the default index (HPO + default model, built once and cached) when absent. */
+        indexDir: z.string().min(1).optional(),
+        modelDir: z.string().min(1).optional(),
+        rerankerDir: z.union([z.string().min(1), z.literal(false)]).optional(),
+        threads: z.number().int().min(1).optional(),
+      })
+      .strict()
+      .default({}),
+    /** Link options (src/link/link-config.ts: topK, retrieveK, rerank, nil, typeFilter, abbreviations). */
+    link: z.record(z.unknown()).default({}),
+  })
+  .strict()
+  .superRefine((config, ctx) => {
+    if (config.avro.wireFormat === 'confluent' && !config.avro.registryUrl) ctx.addIssue({ code: 'custom', path: ['avro', 'registryUrl'], message: 'required when wireFormat is confluent' });
+    const topics = new Set([config.topics.input, config.topics.output, config.topics.deadLetter]);
+    if (topics.size !== 3) ctx.addIssue({ code: 'custom', path: ['topics'], message: 'input, output and deadLetter must be three different topics' });
+  });
+
+export type StageConfig = z.output<typeof stageConfigSchema>;
+export type StageConfigInput = z.input<typeof stageConfigSchema>;
+
+type EnvParser = (value: string) => unknown;
+const asString: EnvParser = (v) => v;
+const asInt: EnvParser = (v) => (/^-?\d+$/.test(v.trim()) ? Number(v) : v);
+const asBool: EnvParser = (v) => (/^(1|true|yes|on)$/i.test(v) ? true : /^(0|false|no|off)$/i.test(v) ? false : v);
+
+/** Environment variable → config path. Documented in docs/stream.md. */
+export const ENV_VARS: [string, string[], EnvParser][] = [
+  ['CUILINK_BROKERS', ['brokers'], parseBrokerList],
+  ['CUILINK_CLIENT_ID', ['clientId'], asString],
+  ['CUILINK_GROUP_ID', ['groupId'], asString],
+  ['CUILINK_INPUT_TOPIC', ['topics', 'input'], asString],
+  ['CUILINK_OUTPUT_TOPIC', ['topics', 'output'], asString],
+  ['CUILINK_DEAD_LETTER_TOPIC', ['topics', 'deadLetter'], asString],
+  ['CUILINK_DELIVERY', ['delivery'], asString],
+  ['CUILINK_TRANSACTIONAL_ID', ['transactionalId'], asString],
+  ['CUILINK_MAX_BATCH_MENTIONS', ['batching', 'maxMentions'], asInt],
+  ['CUILINK_MAX_WAIT_MS', ['batching', 'maxWaitMs'], asInt],
+  ['CUILINK_MAX_IN_FLIGHT_MENTIONS', ['batching', 'maxInFlightMentions'], asInt],
+  ['CUILINK_DRAIN_TIMEOUT_MS', ['drainTimeoutMs'], asInt],
+  ['CUILINK_HTTP_PORT', ['http', 'port'], asInt],
+  ['CUILINK_OTLP_ENDPOINT', ['telemetry', 'otlpEndpoint'], asString],
+  ['CUILINK_LOG_PHI', ['telemetry', 'logPhi'], asBool],
+  ['CUILINK_LOG_LEVEL', ['telemetry', 'logLevel'], asString],
+  ['CUILINK_SSL', ['ssl'], asBool],
+  ['CUILINK_SASL_MECHANISM', ['sasl', 'mechanism'], asString],
+  ['CUILINK_SASL_USERNAME', ['sasl', 'username'], asString],
+  ['CUILINK_SASL_PASSWORD', ['sasl', 'password'], asString],
+  ['CUILINK_SCHEMA_REGISTRY_URL', ['avro', 'registryUrl'], asString],
+  ['CUILINK_WIRE_FORMAT', ['avro', 'wireFormat'], asString],
+  ['CUILINK_INDEX_DIR', ['linker', 'indexDir'], asString],
+];
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path[path.length - 1]!] = value;
+}
+
+export interface LoadStageConfigOptions {
+  /** JSON file (`--config`). */
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Applied last (CLI flags). */
+  overrides?: Record<string, unknown>;
+}
+
+/** Reads and validates the stage config; an InputError names the offending field and its source. */
+export function loadStageConfig(options: LoadStageConfigOptions = {}): StageConfig {
+  let raw: Record<string, unknown> = {};
+  if (options.file) {
+    let text: string;
+    try {
+      text = readFileSync(options.file, 'utf8');
+    } catch (error) {
+      throw new InputError(`cannot read config file ${options.file}: ${(error as Error).message}`, 'BAD_CONFIG');
+    }
+    try {
+      raw = JSON.parse(text) as Record<string, unknown>;
+    } catch (error) {
+      throw new InputError(`config file ${options.file} is not valid JSON: ${(error as Error).message}`, 'BAD_CONFIG');
+    }
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InputError(`config file ${options.file} must hold a JSON object`, 'BAD_CONFIG');
+  }
+  const env = options.env ?? process.env;
+  const fromEnv: string[] = [];
+  for (const [name, path, parse] of ENV_VARS) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    setPath(raw, path, parse(value));
+    fromEnv.push(name);
+  }
+  for (const [key, value] of Object.entries(options.overrides ?? {})) setPath(raw, key.split('.'), value);
+  const parsed = stageConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const where = issue.path.join('.') || '(root)';
+    const envHint = ENV_VARS.find(([name, path]) => fromEnv.includes(name) && path.join('.') === where)?.[0];
+    const origin = envHint ? `environment variable ${envHint}` : options.file ? `config ${options.file}` : 'config';
+    throw new InputError(`${origin}: '${where}': ${issue.message}`, 'BAD_CONFIG');
+  }
+  parseLinkConfig(parsed.data.link, 'config link');
+  return parsed.data;
+}
+
+/** The connection part of the config in the shape src/stream/kafka-client.ts takes. */
+export function connectionOf(config: StageConfig, brokers: string[] = config.brokers): KafkaConnectionConfig {
+  return {
+    brokers,
+    clientId: config.clientId,
+    ssl: config.ssl,
+    sasl: config.sasl,
+    logLevel: config.telemetry.kafkaLogLevel,
+  };
+}

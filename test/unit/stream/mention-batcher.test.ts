@@ -1,0 +1,105 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MentionBatcher } from '../../../src/stream/mention-batcher.ts';
+
+interface Item { id: string; mentions: number }
+const item = (id: string, mentions: number): Item => ({ id, mentions });
+
+/** A processor that records each batch and can be held open to observe in-flight state. */
+function recorder() {
+  const batches: string[][] = [];
+  let release: (() => void) | undefined;
+  let hold = false;
+  return {
+    batches,
+    holdNext() { hold = true; },
+    release() { hold = false; release?.(); release = undefined; },
+    async process(items: Item[]) {
+      batches.push(items.map((i) => i.id));
+      if (hold) await new Promise<void>((r) => (release = r));
+      return items.map((i) => `linked:${i.id}`);
+    },
+  };
+}
+
+test('cuts batches by mention count, keeping whole notes and submission order', async () => {
+  const r = recorder();
+  const batcher = new MentionBatcher<Item, string>({ maxMentions: 5, maxWaitMs: 1000, maxInFlightMentions: 100 }, (i) => i.mentions, (items) => r.process(items));
+  const results = await Promise.all([item('a', 2), item('b', 2), item('c', 2), item('d', 3), item('e', 1)].map((i) => batcher.submit(i)));
+  assert.deepEqual(results, ['linked:a', 'linked:b', 'linked:c', 'linked:d', 'linked:e']);
+  // a+b = 4, c would make 6 > 5: cut; c+d = 5 full; e waits for the forced flush... or the size trigger.
+  assert.deepEqual(r.batches.slice(0, 2), [['a', 'b'], ['c', 'd']]);
+  await batcher.shutdown();
+  assert.deepEqual(r.batches.flat(), ['a', 'b', 'c', 'd', 'e']);
+});
+
+test('a note heavier than maxMentions goes alone, never split', async () => {
+  const r = recorder();
+  const batcher = new MentionBatcher<Item, string>({ maxMentions: 3, maxWaitMs: 5, maxInFlightMentions: 100 }, (i) => i.mentions, (items) => r.process(items));
+  await Promise.all([batcher.submit(item('big', 10)), batcher.submit(item('small', 1))]);
+  assert.deepEqual(r.batches, [['big'], ['small']]);
+  await batcher.shutdown();
+});
+
+test('the time limit flushes a partial batch', async () => {
+  const r = recorder();
+  const batcher = new MentionBatcher<Item, string>({ maxMentions: 1000, maxWaitMs: 20, maxInFlightMentions: 10_000 }, (i) => i.mentions, (items) => r.process(items));
+  const started = performance.now();
+  assert.equal(await batcher.submit(item('only', 1)), 'linked:only');
+  assert.ok(performance.now() - started >= 15, 'waited for maxWaitMs before cutting a partial batch');
+  assert.deepEqual(r.batches, [['only']]);
+  await batcher.shutdown();
+});
+
+test('signals pressure at the in-flight limit, releases waiters and relieves it at half', async () => {
+  const r = recorder();
+  const batcher = new MentionBatcher<Item, string>({ maxMentions: 4, maxWaitMs: 1, maxInFlightMentions: 4 }, (i) => i.mentions, (items) => r.process(items));
+  const signals: boolean[] = [];
+  batcher.onPressure((high) => signals.push(high));
+  r.holdNext();
+  const first = batcher.submit(item('a', 4));
+  await sleep(5);
+  assert.equal(batcher.inFlightMentions, 4);
+  assert.deepEqual(signals, [true]);
+  let waited = false;
+  const capacity = batcher.whenBelowLimit().then(() => (waited = true));
+  await sleep(5);
+  assert.equal(waited, false, 'whenBelowLimit blocks while at the limit');
+  r.release();
+  await first;
+  await capacity;
+  assert.equal(waited, true);
+  assert.deepEqual(signals, [true, false]);
+  assert.equal(batcher.inFlightMentions, 0);
+  await batcher.shutdown();
+});
+
+test('rejects (counted) beyond the queue bound and after shutdown; shutdown drains and is idempotent', async () => {
+  const r = recorder();
+  const batcher = new MentionBatcher<Item, string>({ maxMentions: 100, maxWaitMs: 10_000, maxInFlightMentions: 2, maxQueuedMentions: 3 }, (i) => i.mentions, (items) => r.process(items));
+  const queued = [batcher.submit(item('a', 2)), batcher.submit(item('b', 1))];
+  await assert.rejects(batcher.submit(item('c', 1)), { code: 'BATCHER_FULL' });
+  const [s1, s2] = [batcher.shutdown(), batcher.shutdown()];
+  assert.equal(s1, s2, 'the same drain promise');
+  await s1;
+  assert.deepEqual(await Promise.all(queued), ['linked:a', 'linked:b'], 'queued items were processed by the drain');
+  await assert.rejects(batcher.submit(item('d', 1)), { code: 'BATCHER_CLOSED' });
+  assert.equal(batcher.stats.rejected, 2);
+  assert.equal(batcher.stats.submitted, 2);
+});
+
+test('a failing batch rejects exactly its own items and later batches still run', async () => {
+  let calls = 0;
+  const batcher = new MentionBatcher<Item, string>({ maxMentions: 2, maxWaitMs: 1, maxInFlightMentions: 100 }, (i) => i.mentions, async (items) => {
+    calls++;
+    if (calls === 1) throw new Error('encoder crashed');
+    return items.map((i) => i.id);
+  });
+  const a = batcher.submit(item('a', 2));
+  const b = batcher.submit(item('b', 2));
+  await assert.rejects(a, /encoder crashed/);
+  assert.equal(await b, 'b');
+  assert.equal(batcher.stats.failedBatches, 1);
+  await batcher.shutdown();
+});
