@@ -1,0 +1,231 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { CuilinkError } from '../kb/errors.ts';
+import { ensureKafkaJars, requireTool } from './kafka-jars.ts';
+import { createKafkaClient } from './kafka-client.ts';
+
+/**
+ * A single-node Apache Kafka 3.9 broker (KRaft, combined broker and controller) on loopback, run
+ * from the Maven-resolved jars in .kafka/lib: the real broker behind `npm run kafka:start`, the
+ * demo and every integration test.
+ */
+export interface LocalBroker {
+  /** e.g. ['127.0.0.1:PORT'] */
+  brokers: string[];
+  dataDir: string;
+  /** Process id of the broker JVM. */
+  pid: number;
+  /** Idempotent; SIGTERM, then SIGKILL after the stop timeout. */
+  stop(): Promise<void>;
+}
+
+export interface LocalBrokerOptions {
+  /** 0 or undefined: a free loopback port. */
+  port?: number;
+  /** Kept across runs when given (the storage is formatted once); a temporary one is deleted on stop. */
+  dataDir?: string;
+  /** Receives the broker's stdout/stderr lines (its own log is written to dataDir/logs/server.log). */
+  log?: (line: string) => void;
+  startTimeoutMs?: number;
+  stopTimeoutMs?: number;
+  /** Keep the broker running after this process exits (`npm run kafka:start`). */
+  detached?: boolean;
+  /** Extra server.properties entries, e.g. `{ 'num.partitions': '3' }`. */
+  properties?: Record<string, string>;
+}
+
+const JVM_HEAP = ['-Xms256m', '-Xmx512m'];
+
+async function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+function serverProperties(dataDir: string, port: number, controllerPort: number, extra: Record<string, string>): string {
+  const props: Record<string, string> = {
+    'process.roles': 'broker,controller',
+    'node.id': '1',
+    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
+    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+    'advertised.listeners': `PLAINTEXT://127.0.0.1:${port}`,
+    'controller.listener.names': 'CONTROLLER',
+    'inter.broker.listener.name': 'PLAINTEXT',
+    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    'log.dirs': join(dataDir, 'data'),
+    'num.partitions': '1',
+    'auto.create.topics.enable': 'false',
+    'offsets.topic.replication.factor': '1',
+    // Fewer internal partitions: faster first group join and first transaction on a small machine.
+    'offsets.topic.num.partitions': '4',
+    'transaction.state.log.num.partitions': '4',
+    'transaction.state.log.replication.factor': '1',
+    'transaction.state.log.min.isr': '1',
+    'min.insync.replicas': '1',
+    'default.replication.factor': '1',
+    'group.initial.rebalance.delay.ms': '0',
+    'num.network.threads': '2',
+    'num.io.threads': '4',
+    ...extra,
+  };
+  return `${Object.entries(props)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n')}\n`;
+}
+
+function log4jProperties(logFile: string): string {
+  return [
+    'log4j.rootLogger=INFO, file',
+    'log4j.logger.kafka.request.logger=WARN',
+    'log4j.logger.org.apache.kafka.controller=INFO',
+    'log4j.appender.file=org.apache.log4j.FileAppender',
+    `log4j.appender.file.File=${logFile}`,
+    'log4j.appender.file.layout=org.apache.log4j.PatternLayout',
+    'log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n',
+    '',
+  ].join('\n');
+}
+
+/** Formats the KRaft storage of a new data dir; a formatted one keeps its cluster id and data. */
+function formatStorage(classPath: string, dataDir: string, configFile: string, log4jFile: string): void {
+  if (existsSync(join(dataDir, 'data', 'meta.properties'))) return;
+  const clusterId = randomBytes(16).toString('base64url');
+  const result = spawnSync(
+    'java',
+    [`-Dlog4j.configuration=file:${log4jFile}`, '-cp', classPath, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', configFile, '--ignore-formatted'],
+    { encoding: 'utf8' },
+  );
+  if (result.status !== 0) {
+    throw new CuilinkError('BROKER_START_FAILED', `formatting Kafka storage in ${dataDir} failed: ${firstError(`${result.stdout}${result.stderr}`)}`);
+  }
+}
+
+function firstError(output: string): string {
+  const lines = output.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('log4j:') && !/^\s/.test(l));
+  return lines.find((l) => /exception|error/i.test(l)) ?? lines.at(-1) ?? '(no output)';
+}
+
+function exited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+async function waitUntilAnswering(brokers: string[], child: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const admin = createKafkaClient({ brokers, clientId: 'cuilink-broker-probe', connectionTimeoutMs: 1000, requestTimeoutMs: 3000, retry: { retries: 0 }, logLevel: 'nothing' }).admin();
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (exited(child)) {
+      throw new CuilinkError('BROKER_START_FAILED', `the Kafka broker exited during start (code ${child.exitCode ?? child.signalCode}); see ${logFile}: ${tail(logFile)}`);
+    }
+    try {
+      await admin.connect();
+      const cluster = await admin.describeCluster();
+      await admin.disconnect();
+      if (cluster.brokers.length > 0 && cluster.controller !== null) return;
+    } catch (error) {
+      lastError = error;
+      await admin.disconnect().catch(() => {});
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new CuilinkError('BROKER_START_TIMEOUT', `the Kafka broker did not answer on ${brokers.join(',')} within ${timeoutMs} ms (${String(lastError)}); see ${logFile}`, {
+    retriable: true,
+  });
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').trim().split('\n').slice(-3).join(' | ');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** Sends SIGTERM, then SIGKILL when `pid` is still alive after `timeoutMs`; resolves once it is gone. */
+export async function terminateProcess(pid: number, timeoutMs: number): Promise<void> {
+  const alive = (): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!alive()) return;
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + timeoutMs;
+  while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  if (alive()) {
+    process.kill(pid, 'SIGKILL');
+    while (alive()) await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function startLocalBroker(options: LocalBrokerOptions = {}): Promise<LocalBroker> {
+  const log = options.log ?? (() => {});
+  requireTool('java', 'JAVA_NOT_FOUND');
+  const lib = ensureKafkaJars(log);
+  const temporary = options.dataDir === undefined;
+  const dataDir = temporary ? mkdtempSync(join(tmpdir(), 'cuilink-kafka-')) : resolve(options.dataDir!);
+  mkdirSync(join(dataDir, 'logs'), { recursive: true });
+  const port = options.port !== undefined && options.port !== 0 ? options.port : await freeLoopbackPort();
+  const controllerPort = await freeLoopbackPort();
+  const configFile = join(dataDir, 'server.properties');
+  const log4jFile = join(dataDir, 'log4j.properties');
+  const logFile = join(dataDir, 'logs', 'server.log');
+  writeFileSync(configFile, serverProperties(dataDir, port, controllerPort, options.properties ?? {}));
+  writeFileSync(log4jFile, log4jProperties(logFile));
+  const classPath = join(lib, '*');
+  formatStorage(classPath, dataDir, configFile, log4jFile);
+
+  const jvmArgs = [...JVM_HEAP, '-Djava.awt.headless=true', `-Dlog4j.configuration=file:${log4jFile}`, `-Dkafka.logs.dir=${join(dataDir, 'logs')}`, '-cp', classPath, 'kafka.Kafka', configFile];
+  let child: ChildProcess;
+  if (options.detached === true) {
+    const out = openSync(join(dataDir, 'logs', 'broker.out'), 'a');
+    child = spawn('java', jvmArgs, { detached: true, stdio: ['ignore', out, out] });
+    closeSync(out);
+    child.unref();
+  } else {
+    child = spawn('java', jvmArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on('line', log);
+  }
+  const pid = child.pid;
+  if (pid === undefined) throw new CuilinkError('BROKER_START_FAILED', 'could not start `java` for the Kafka broker');
+
+  // A test that crashes must not leave a JVM behind.
+  const killOnExit = (): void => {
+    if (!exited(child)) child.kill('SIGKILL');
+  };
+  if (options.detached !== true) process.once('exit', killOnExit);
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      process.removeListener('exit', killOnExit);
+      if (!exited(child)) await terminateProcess(pid, options.stopTimeoutMs ?? 15_000);
+      if (temporary) rmSync(dataDir, { recursive: true, force: true });
+    })();
+    return stopping;
+  };
+
+  const brokers = [`127.0.0.1:${port}`];
+  try {
+    await waitUntilAnswering(brokers, child, logFile, options.startTimeoutMs ?? 60_000);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  log(`Kafka broker ready on ${brokers[0]} (pid ${pid}, data ${dataDir})`);
+  return { brokers, dataDir, pid, stop };
+}
