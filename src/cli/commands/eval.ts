@@ -9,6 +9,8 @@ import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { evaluateCorpus } from '../../eval/offline-eval.ts';
 import { writePredictions } from '../../eval/prediction-file.ts';
 import { formatMetricsTable } from '../../eval/report-format.ts';
+import type { OpenLinkerOptions } from '../../link/open-linker.ts';
+import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest } from '../linker-flags.ts';
 
 const usage = `Usage: cuilink eval --index DIR --corpus FILE.PubTator [options]
 
@@ -25,9 +27,10 @@ Options:
   --predictions FILE     write per-mention predictions as JSONL (input of 'cuilink compare')
   --batch N              notes per linking call (default 32)
   --semantic-types       also print the per-semantic-type table
+${LINKER_FLAGS_HELP}
   -h, --help             this text`;
 
-export type LinkerOpener = (options: { indexDir: string }) => Promise<LinkingCore>;
+export type LinkerOpener = (options: OpenLinkerOptions) => Promise<LinkingCore>;
 
 function writeJson(file: string, value: unknown): void {
   try {
@@ -54,7 +57,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
     usage,
     async run(argv) {
       const { values } = parseFlags(argv, {
-        index: { type: 'string' },
+        ...LINKER_FLAG_OPTIONS,
         corpus: { type: 'string' },
         types: { type: 'string' },
         out: { type: 'string' },
@@ -70,7 +73,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       const corpus = await loadPubTatorCorpus(corpusFile, { types });
       if (corpus.gold.size === 0) throw new InputError(`${corpusFile}: no annotated mentions${types ? ` of types /${values.types}/` : ''}`, 'BAD_CORPUS');
       const view = kbOntologyView(await loadIndexKb(indexDir));
-      const core = await openCore({ indexDir });
+      const core = await openCore({ ...linkerRequest(values), indexDir });
       let result;
       try {
         result = await evaluateCorpus(core, corpus, view, {

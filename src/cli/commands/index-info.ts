@@ -1,0 +1,43 @@
+import type { Command } from '../command.ts';
+import { parseFlags, requireString } from '../args.ts';
+import { readIndexManifest } from '../../retrieve/index-manifest.ts';
+
+const usage = `Usage: cuilink index info --index DIR [--json]
+
+Prints an index directory's manifest: version, KB checksum and counts, model id and checksum,
+dimensions, HNSW parameters and build timings.
+
+Options:
+  --index DIR   index directory (cuilink index build)
+  --json        print the manifest as JSON
+  -h, --help    this text`;
+
+export const indexInfo: Command = {
+  name: 'index info',
+  summary: 'Show an index directory manifest (versions, counts, build parameters)',
+  usage,
+  async run(argv) {
+    const { values } = parseFlags(argv, { index: { type: 'string' }, json: { type: 'boolean', default: false } });
+    const manifest = readIndexManifest(requireString(values.index, 'index'));
+    if (values.json) {
+      console.log(JSON.stringify(manifest, null, 2));
+      return 0;
+    }
+    const rows: [string, string][] = [
+      ['index version', manifest.indexVersion],
+      ['created', manifest.createdAt],
+      ['kb sources', manifest.kb.sources.join(', ')],
+      ['kb checksum', manifest.kb.checksum],
+      ['concepts', String(manifest.counts.concepts)],
+      ['names (vectors)', String(manifest.counts.names)],
+      ['exact keys', String(manifest.counts.exactKeys)],
+      ['model', `${manifest.model.id} (${manifest.model.precision}, ${manifest.model.dims} dims)`],
+      ['model sha256', manifest.model.sha256],
+      ['hnsw', `M=${manifest.hnsw.m} efConstruction=${manifest.hnsw.efConstruction} efSearch=${manifest.hnsw.efSearch}`],
+      ['build', `${manifest.timings.totalSeconds.toFixed(1)} s total, ${manifest.timings.namesPerSecond.toFixed(0)} names/s encoded`],
+    ];
+    const width = Math.max(...rows.map(([k]) => k.length));
+    for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
+    return 0;
+  },
+};

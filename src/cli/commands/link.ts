@@ -1,0 +1,93 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import type { Command } from '../command.ts';
+import { parseFlags, parseNumberFlag } from '../args.ts';
+import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest } from '../linker-flags.ts';
+import { InputError } from '../../kb/errors.ts';
+import { openLinker } from '../../link/open-linker.ts';
+import { ensureDefaultIndex } from '../../link/default-index.ts';
+import { validateNote } from '../../link/validate-note.ts';
+import type { NoteInput } from '../../link/types.ts';
+
+const usage = `Usage: cuilink link [--index DIR] [--in FILE|-] [--out FILE|-] [options]
+
+Links note events given as JSON lines — {"noteId", "text", "mentions": [{"id", "start", "end",
+"text", "label"}], ...}, the NoteEvent shape the Kafka stage carries — and writes one LinkedNote
+JSON line per note, in input order. A line that is not a valid note event is reported on stderr
+with its line number and skipped; the exit code is then 3.
+
+Options:
+  --index DIR           index directory (default: the default HPO index, built once and cached)
+  --in FILE|-           input JSON lines (default '-', stdin)
+  --out FILE|-          output JSON lines (default '-', stdout)
+  --batch N             notes per linking call (default 32)
+${LINKER_FLAGS_HELP}
+  -h, --help            this text`;
+
+async function write(out: Writable, text: string): Promise<void> {
+  if (!out.write(text)) await once(out, 'drain');
+}
+
+export const link: Command = {
+  name: 'link',
+  summary: 'Link note events (JSON lines) to concepts; LinkedNote JSON lines out',
+  usage,
+  async run(argv) {
+    const { values } = parseFlags(argv, {
+      ...LINKER_FLAG_OPTIONS,
+      in: { type: 'string', default: '-' },
+      out: { type: 'string', default: '-' },
+      batch: { type: 'string' },
+    });
+    const batchSize = parseNumberFlag(values.batch, 'batch', 32, { min: 1, max: 10_000, integer: true });
+    const request = linkerRequest(values);
+    const input = values.in === '-' ? process.stdin : createReadStream(values.in);
+    input.on('error', () => {});
+    const indexDir = request.indexDir ?? (await ensureDefaultIndex({ log: (line) => console.error(`link: ${line}`) }));
+    const core = await openLinker({ ...request, indexDir });
+    const out = values.out === '-' ? process.stdout : createWriteStream(values.out);
+    let bad = 0;
+    let notes = 0;
+    let mentions = 0;
+    const started = performance.now();
+    try {
+      let batch: NoteInput[] = [];
+      const flush = async () => {
+        if (batch.length === 0) return;
+        const linked = await core.linkNotes(batch);
+        for (const note of linked) await write(out, `${JSON.stringify(note)}\n`);
+        batch = [];
+      };
+      let lineNo = 0;
+      try {
+        for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+          lineNo++;
+          if (line.trim() === '') continue;
+          try {
+            const note = validateNote(JSON.parse(line));
+            batch.push(note);
+            notes++;
+            mentions += note.mentions.length;
+          } catch (error) {
+            bad++;
+            const reason = error instanceof SyntaxError ? `not JSON (${error.message})` : (error as Error).message;
+            console.error(`link: ${values.in === '-' ? 'stdin' : values.in}:${lineNo}: ${reason}`);
+            continue;
+          }
+          if (batch.length >= batchSize) await flush();
+        }
+      } catch (error) {
+        throw new InputError(`cannot read ${values.in}: ${(error as Error).message}`, 'BAD_INPUT', error);
+      }
+      await flush();
+    } finally {
+      await core.close();
+      if (out !== process.stdout) await new Promise<void>((resolve) => (out as Writable).end(resolve));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    console.error(`link: ${notes} notes, ${mentions} mentions in ${seconds.toFixed(2)} s (${(mentions / seconds).toFixed(1)} mentions/s)${bad > 0 ? `; ${bad} invalid line(s) skipped` : ''}`);
+    return bad > 0 ? 3 : 0;
+  },
+};

@@ -1,0 +1,21 @@
+import { parseNumberFlag } from './args.ts';
+import { parseProviderChoice, type ProviderChoice } from '../encode/execution-provider.ts';
+
+/** The execution-provider flags shared by every command that runs a model. */
+export const ENCODER_FLAG_OPTIONS = {
+  provider: { type: 'string' },
+  'device-id': { type: 'string' },
+  threads: { type: 'string' },
+} as const;
+
+export const ENCODER_FLAGS_HELP = `  --provider P          auto|cuda|cpu (default auto: CUDA when its provider loads, else CPU, logged)
+  --device-id N         CUDA device (default 0)
+  --threads N           intra-op threads per ONNX session (default: cores, at most 4)`;
+
+export function encoderRequest(values: { provider?: string; 'device-id'?: string; threads?: string }): { provider: ProviderChoice; deviceId: number; threads: number | undefined } {
+  return {
+    provider: parseProviderChoice(values.provider ?? process.env.CUILINK_PROVIDER),
+    deviceId: parseNumberFlag(values['device-id'], 'device-id', 0, { min: 0, integer: true }),
+    threads: values.threads === undefined ? undefined : parseNumberFlag(values.threads, 'threads', 1, { min: 1, max: 256, integer: true }),
+  };
+}

@@ -1,0 +1,64 @@
+import { join } from 'node:path';
+import { InputError } from '../kb/errors.ts';
+import { WordPieceTokenizer } from '../text/tokenizer.ts';
+import type { ProviderChoice } from './execution-provider.ts';
+import { choosePrecision, modelChecksum, readModelManifest, verifyModelFile, type ModelManifest, type Precision } from './manifest.ts';
+import { OnnxSession } from './onnx-session.ts';
+import { CPU_BATCH_LIMITS, GPU_BATCH_LIMITS, type BatchLimits } from './length-batches.ts';
+
+export interface EncoderOptions {
+  provider?: ProviderChoice;
+  deviceId?: number;
+  threads?: number;
+  /** Overrides int8-on-CPU / fp16-on-GPU. */
+  precision?: Precision;
+  batch?: Partial<BatchLimits>;
+  /** Start-up lines (the provider in use); stderr by default. */
+  log?: (line: string) => void;
+}
+
+/** A model directory opened: manifest, tokenizer and an ONNX session on the chosen provider. */
+export interface OpenedModel {
+  dir: string;
+  manifest: ModelManifest;
+  tokenizer: WordPieceTokenizer;
+  session: OnnxSession;
+  precision: Precision;
+  modelSha256: string;
+  batchLimits: BatchLimits;
+  /** Token id of the opening mention marker, when the vocabulary has it. */
+  markerId: number | undefined;
+}
+
+export async function openModelDirectory(dir: string, kind: ModelManifest['kind'], options: EncoderOptions): Promise<OpenedModel> {
+  const manifest = readModelManifest(dir);
+  if (manifest.kind !== kind) throw new InputError(`${dir} holds a ${manifest.kind}, not a ${kind}`, 'BAD_MODEL');
+  const log = options.log ?? ((line: string) => process.stderr.write(`cuilink: ${line}\n`));
+  const tokenizer = WordPieceTokenizer.load(join(dir, manifest.tokenizer));
+  const wantsGpu = options.provider !== 'cpu';
+  // The file depends on the provider, which is only known once a session has started.
+  let precision = choosePrecision(manifest, wantsGpu, options.precision);
+  verifyModelFile(dir, manifest, manifest.files[precision]!);
+  let session = await OnnxSession.open(join(dir, manifest.files[precision]!), { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, log });
+  if (session.provider === 'cpu' && options.precision === undefined && choosePrecision(manifest, false) !== precision) {
+    await session.close();
+    precision = choosePrecision(manifest, false);
+    verifyModelFile(dir, manifest, manifest.files[precision]!);
+    session = await OnnxSession.open(join(dir, manifest.files[precision]!), { provider: 'cpu', deviceId: 0, threads: options.threads, log });
+  }
+  for (const name of manifest.inputNames) {
+    if (!session.inputNames.includes(name)) throw new InputError(`${dir}: the ONNX model has no input '${name}' (has ${session.inputNames.join(', ')})`, 'BAD_MODEL');
+  }
+  const base = session.provider === 'cuda' ? GPU_BATCH_LIMITS : CPU_BATCH_LIMITS;
+  log(`${manifest.kind} ${manifest.id}: ${precision} on ${session.provider}${session.provider === 'cuda' ? ` (device ${options.deviceId ?? 0})` : ` (${session.threads} threads)`}`);
+  return {
+    dir,
+    manifest,
+    tokenizer,
+    session,
+    precision,
+    modelSha256: modelChecksum(dir),
+    batchLimits: { ...base, ...options.batch },
+    markerId: tokenizer.tokenId(manifest.query.markers[0]),
+  };
+}

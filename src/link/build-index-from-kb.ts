@@ -1,0 +1,44 @@
+import { loadKb, type KbLoadOptions } from '../kb/load.ts';
+import { BiEncoder } from '../encode/bi-encoder.ts';
+import type { ProviderChoice } from '../encode/execution-provider.ts';
+import { normalizeName } from '../text/normalize.ts';
+import { buildIndex } from '../retrieve/index-builder.ts';
+import type { HnswParams } from '../retrieve/hnsw-index.ts';
+import type { IndexManifest } from '../retrieve/index-manifest.ts';
+
+export interface BuildIndexFromKbOptions {
+  kbPaths: string[];
+  kbOptions?: KbLoadOptions;
+  modelDir: string;
+  outDir: string;
+  provider?: ProviderChoice;
+  deviceId?: number;
+  threads?: number;
+  hnsw?: Partial<HnswParams>;
+  overwrite?: boolean;
+  progress?: boolean;
+  log?: (line: string) => void;
+}
+
+/** KB files → concept store → every name encoded → index directory (what `cuilink index build` runs). */
+export async function buildIndexFromKb(options: BuildIndexFromKbOptions): Promise<IndexManifest> {
+  const log = options.log ?? (() => {});
+  const store = await loadKb(options.kbPaths, { ...options.kbOptions, onFile: (path, format, n) => log(`loaded ${n} concepts from ${path} (${format})`) });
+  const encoder = await BiEncoder.open(options.modelDir, { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads });
+  try {
+    return await buildIndex({
+      concepts: store.sorted(),
+      kbSources: options.kbPaths,
+      kbChecksum: store.checksum(),
+      encoder,
+      model: { path: options.modelDir, sha256: encoder.modelSha256, precision: encoder.precision },
+      normalize: normalizeName,
+      outDir: options.outDir,
+      hnsw: options.hnsw,
+      overwrite: options.overwrite,
+      progress: options.progress,
+    });
+  } finally {
+    await encoder.close();
+  }
+}

@@ -1,0 +1,73 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { InputError } from '../kb/errors.ts';
+import { BiEncoder } from '../encode/bi-encoder.ts';
+import { CrossEncoder } from '../encode/cross-encoder.ts';
+import type { ProviderChoice } from '../encode/execution-provider.ts';
+import { buildQuery } from '../text/context-window.ts';
+import { findAbbreviationDefinitions } from '../text/abbreviations.ts';
+import { normalizeName } from '../text/normalize.ts';
+import { CandidateRetriever } from '../retrieve/candidate-retriever.ts';
+import { LinkIndex } from '../retrieve/link-index.ts';
+import { Reranker } from '../rerank/reranker.ts';
+import { parseLinkConfig } from './link-config.ts';
+import { Linker, type AbbreviationFinder } from './linker.ts';
+import { LINKER_VERSION } from './version.ts';
+
+export interface OpenLinkerOptions {
+  indexDir: string;
+  /** Bi-encoder directory; the one recorded in the index manifest when absent. */
+  modelDir?: string;
+  /** Cross-encoder directory; `models/default/crossencoder` when present, or none (`false`). */
+  rerankerDir?: string | false;
+  provider?: ProviderChoice;
+  deviceId?: number;
+  /** Intra-op threads per ONNX session. */
+  threads?: number;
+  /** Link options (src/link/link-config.ts), validated here. */
+  config?: Record<string, unknown>;
+}
+
+export const DEFAULT_RERANKER_DIR = join('models', 'default', 'crossencoder');
+
+/**
+ * Opens the one linking core every entry point shares: the index, the bi-encoder it was built
+ * with (checked by checksum), the optional cross-encoder, and the link options.
+ */
+export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
+  const config = parseLinkConfig(options.config ?? {});
+  const index = await LinkIndex.open(options.indexDir, normalizeName, { efSearch: config.efSearch });
+  const modelDir = options.modelDir ?? index.manifest.model.path;
+  const encoderOptions = { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads };
+  const encoder = await BiEncoder.open(modelDir, encoderOptions);
+  if (encoder.modelSha256 !== index.manifest.model.sha256) {
+    await encoder.close();
+    throw new InputError(`${modelDir} is not the model index ${options.indexDir} was built with (checksum ${encoder.modelSha256.slice(0, 12)} ≠ ${index.manifest.model.sha256.slice(0, 12)}); rebuild the index or pass --model`, 'MODEL_MISMATCH');
+  }
+  const rerankerDir = options.rerankerDir === undefined ? (existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false) : options.rerankerDir;
+  const cross = rerankerDir === false || config.rerank.policy === 'never' ? undefined : await CrossEncoder.open(rerankerDir, encoderOptions);
+  const findAbbreviations: AbbreviationFinder = (text) => {
+    const map = new Map<string, { longForm: string; start: number; end: number }>();
+    for (const d of findAbbreviationDefinitions(text)) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });
+    return map;
+  };
+  return new Linker({
+    index,
+    retriever: new CandidateRetriever(index),
+    encoder,
+    reranker: cross ? new Reranker(cross, { includeSemanticType: cross.manifest.candidate?.includeSemanticType ?? false }) : undefined,
+    biEncoderQuery: (text, mention, override) => buildQuery(text, mention, encoder.manifest.query, override),
+    rerankQuery: (text, mention, override) => buildQuery(text, mention, cross!.manifest.query, override),
+    findAbbreviations,
+    config,
+    versions: {
+      linkerVersion: LINKER_VERSION,
+      modelVersion: cross ? `${encoder.modelId}+${cross.modelId}` : encoder.modelId,
+      indexVersion: index.manifest.indexVersion,
+    },
+    release: async () => {
+      await encoder.close();
+      await cross?.close();
+    },
+  });
+}

@@ -1,0 +1,63 @@
+/**
+ * In-note abbreviation definitions, `long form (SF)`, found with the Schwartz & Hearst (2003)
+ * algorithm: the short form's characters are matched right to left inside the words before the
+ * parenthesis, the first short-form character at a word start.
+ */
+export interface AbbreviationDefinition {
+  shortForm: string;
+  longForm: string;
+  shortFormStart: number;
+  longFormStart: number;
+  /** Exclusive. */
+  longFormEnd: number;
+}
+
+const MAX_SHORT_FORM_CHARS = 10;
+
+function isShortFormCandidate(candidate: string): boolean {
+  if (candidate.length < 2 || candidate.length > MAX_SHORT_FORM_CHARS) return false;
+  if (candidate.split(/\s+/).length > 2) return false;
+  if (!/\p{L}/u.test(candidate)) return false;
+  return /^[\p{L}\p{N}]/u.test(candidate);
+}
+
+/** Offset in `longForm` where the best long form starts, or -1 (the paper's findBestLongForm). */
+function bestLongFormStart(shortForm: string, longForm: string): number {
+  let s = shortForm.length - 1;
+  let l = longForm.length - 1;
+  const sf = shortForm.toLowerCase();
+  const lf = longForm.toLowerCase();
+  for (; s >= 0; s--) {
+    const c = sf[s]!;
+    if (!/[\p{L}\p{N}]/u.test(c)) continue;
+    while (l >= 0 && (lf[l] !== c || (s === 0 && l > 0 && /[\p{L}\p{N}]/u.test(lf[l - 1]!)))) l--;
+    if (l < 0) return -1;
+    l--;
+  }
+  return lf.lastIndexOf(' ', l) + 1;
+}
+
+/** Every `long form (SF)` definition in the text, in order of appearance. */
+export function findAbbreviationDefinitions(text: string): AbbreviationDefinition[] {
+  const found: AbbreviationDefinition[] = [];
+  for (const match of text.matchAll(/\(([^()]{1,40})\)/g)) {
+    const open = match.index!;
+    // "(SF; other words)" and "(SF, other words)" still define SF.
+    const inner = match[1]!.split(/[;,]/)[0]!.trim();
+    if (!isShortFormCandidate(inner)) continue;
+    const shortFormStart = open + 1 + match[1]!.indexOf(inner);
+    const before = text.slice(0, open).replace(/\s+$/, '');
+    const maxWords = Math.min(inner.length + 5, inner.length * 2);
+    const sentenceStart = Math.max(before.lastIndexOf('. '), before.lastIndexOf('('), before.lastIndexOf(')')) + 1;
+    const words = [...before.slice(sentenceStart).matchAll(/\S+/g)].slice(-maxWords);
+    if (words.length === 0) continue;
+    const windowStart = sentenceStart + words[0]!.index!;
+    const window = text.slice(windowStart, before.length);
+    const offset = bestLongFormStart(inner, window);
+    if (offset < 0) continue;
+    const longForm = window.slice(offset).trim();
+    if (longForm.length <= inner.length || longForm.toLowerCase() === inner.toLowerCase()) continue;
+    found.push({ shortForm: inner, longForm, shortFormStart, longFormStart: windowStart + offset, longFormEnd: windowStart + offset + longForm.length });
+  }
+  return found;
+}

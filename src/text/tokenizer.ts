@@ -1,0 +1,87 @@
+import { readFileSync } from 'node:fs';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { InputError } from '../kb/errors.ts';
+
+/** One tokenized sequence with its special tokens, ready for a BERT-style encoder. */
+export interface TokenizedSequence {
+  ids: number[];
+  /** Segment ids: 0 for the first text (and [CLS]), 1 for the pair's second text. */
+  typeIds: number[];
+}
+
+/**
+ * A BERT WordPiece tokenizer read from a model directory's tokenizer.json (no network). It does
+ * its own truncation: a marked mention keeps its markers and the words around them, and pairs
+ * are cut longest-first, as the Python training side does.
+ */
+export class WordPieceTokenizer {
+  private readonly tokenizer: Tokenizer;
+  private readonly cls: number;
+  private readonly sep: number;
+  readonly padId: number;
+
+  private constructor(tokenizer: Tokenizer, cls: number, sep: number, padId: number) {
+    this.tokenizer = tokenizer;
+    this.cls = cls;
+    this.sep = sep;
+    this.padId = padId;
+  }
+
+  static load(file: string): WordPieceTokenizer {
+    let json: { added_tokens?: { id: number; content: string }[] };
+    try {
+      json = JSON.parse(readFileSync(file, 'utf8')) as typeof json;
+    } catch (error) {
+      throw new InputError(`cannot read tokenizer ${file}: ${(error as Error).message}`, 'BAD_MODEL', error);
+    }
+    const tokenizer = new Tokenizer(json, {});
+    const special = tokenizer.encode('', { add_special_tokens: true }).ids;
+    if (special.length !== 2) throw new InputError(`${file}: expected a [CLS] … [SEP] template, got ${special.length} special tokens`, 'BAD_MODEL');
+    const pad = json.added_tokens?.find((t) => t.content === '[PAD]')?.id ?? 0;
+    return new WordPieceTokenizer(tokenizer, special[0]!, special[1]!, pad);
+  }
+
+  /** Id of a single token (a marker), or undefined when the vocabulary lacks it. */
+  tokenId(token: string): number | undefined {
+    const ids = this.tokenizer.encode(token, { add_special_tokens: false }).ids;
+    return ids.length === 1 ? ids[0] : undefined;
+  }
+
+  pieces(text: string): number[] {
+    return this.tokenizer.encode(text, { add_special_tokens: false }).ids;
+  }
+
+  /** `[CLS] text [SEP]` in at most maxLength tokens; the window follows `anchorId` when given. */
+  encode(text: string, maxLength: number, anchorId?: number): TokenizedSequence {
+    const ids = fitAround(this.pieces(text), maxLength - 2, anchorId);
+    return { ids: [this.cls, ...ids, this.sep], typeIds: new Array<number>(ids.length + 2).fill(0) };
+  }
+
+  /** `[CLS] a [SEP] b [SEP]` in at most maxLength tokens, the longer side cut first. */
+  encodePair(a: string, b: string, maxLength: number, anchorId?: number): TokenizedSequence {
+    let first = this.pieces(a);
+    let second = this.pieces(b);
+    const budget = Math.max(2, maxLength - 3);
+    let cutFirst = 0;
+    let cutSecond = 0;
+    while (first.length - cutFirst + second.length - cutSecond > budget) {
+      if (first.length - cutFirst >= second.length - cutSecond) cutFirst++;
+      else cutSecond++;
+    }
+    first = fitAround(first, first.length - cutFirst, anchorId);
+    second = second.slice(0, second.length - cutSecond);
+    return {
+      ids: [this.cls, ...first, this.sep, ...second, this.sep],
+      typeIds: [...new Array<number>(first.length + 2).fill(0), ...new Array<number>(second.length + 1).fill(1)],
+    };
+  }
+}
+
+/** At most `max` ids; when too long, a window centred on the first `anchorId` rather than the head. */
+function fitAround(ids: number[], max: number, anchorId?: number): number[] {
+  if (ids.length <= max) return ids;
+  const at = anchorId === undefined ? -1 : ids.indexOf(anchorId);
+  if (at < 0) return ids.slice(0, max);
+  const start = Math.min(Math.max(0, at - Math.floor(max / 4)), ids.length - max);
+  return ids.slice(start, start + max);
+}
