@@ -1,0 +1,104 @@
+import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { InputError } from '../kb/errors.ts';
+import { INDEX_MANIFEST_FILE, readIndexManifest, type IndexManifest } from './index-manifest.ts';
+
+/**
+ * An index root holds immutable version directories side by side (`ROOT/<version>/manifest.json`)
+ * and a `CURRENT` file naming the one to serve. A new KB or model is rolled out by building a new
+ * version next to the old ones and then rewriting `CURRENT` (atomically); replicas pick it up as
+ * they restart, each ready only once its index is loaded, and rollback is `CURRENT` set back.
+ */
+export const CURRENT_VERSION_FILE = 'CURRENT';
+
+/** A version name is one plain path segment, so `CURRENT` can never point outside the root. */
+const VERSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+/** index-builder.ts writes `<outDir>.building-<pid>` and renames it when complete. */
+const STAGING_MARK = '.building-';
+
+export interface IndexVersion {
+  name: string;
+  dir: string;
+  manifest: IndexManifest;
+}
+
+export interface ResolvedIndex {
+  dir: string;
+  /** The version directory's name; absent when the path was itself an index directory. */
+  version?: string;
+  /** How it was chosen: the path was an index, a pinned version, the root's CURRENT, or the newest complete one. */
+  chosenBy: 'index-dir' | 'pinned' | 'current' | 'newest';
+}
+
+function checkVersionName(version: string, where: string): void {
+  if (!VERSION_NAME.test(version) || version.includes(STAGING_MARK)) {
+    throw new InputError(`${where}: '${version}' is not a version name (one path segment of letters, digits, '.', '_' or '-')`, 'BAD_INDEX_VERSION');
+  }
+}
+
+function versionAt(root: string, name: string): IndexVersion {
+  const dir = join(root, name);
+  return { name, dir, manifest: readIndexManifest(dir) };
+}
+
+/** The complete version directories under `root` (a manifest that validates), oldest first by build time. */
+export function listIndexVersions(root: string): IndexVersion[] {
+  let names: string[];
+  try {
+    names = readdirSync(root);
+  } catch (error) {
+    throw new InputError(`${root}: ${(error as Error).message}`, 'BAD_INDEX', error);
+  }
+  const versions: IndexVersion[] = [];
+  for (const name of names) {
+    if (!VERSION_NAME.test(name) || name.includes(STAGING_MARK)) continue;
+    const dir = join(root, name);
+    if (!statSync(dir).isDirectory() || !existsSync(join(dir, INDEX_MANIFEST_FILE))) continue;
+    try {
+      versions.push(versionAt(root, name));
+    } catch {
+      // A manifest that does not validate marks a broken or foreign directory: never served.
+    }
+  }
+  return versions.sort((a, b) => a.manifest.createdAt.localeCompare(b.manifest.createdAt) || a.name.localeCompare(b.name));
+}
+
+/** The version `CURRENT` names, or undefined when the root has no `CURRENT`. */
+export function readCurrentVersion(root: string): string | undefined {
+  const file = join(root, CURRENT_VERSION_FILE);
+  if (!existsSync(file)) return undefined;
+  const version = readFileSync(file, 'utf8').trim();
+  checkVersionName(version, file);
+  return version;
+}
+
+/**
+ * The index directory to open for `path`: the path itself when it is an index directory;
+ * otherwise, `path` being an index root, the pinned `version`, else the one `CURRENT` names, else
+ * the newest complete version. A pinned or current version that is missing or incomplete is an
+ * error, never a silent fallback to another version.
+ */
+export function resolveIndexDir(path: string, options: { version?: string } = {}): ResolvedIndex {
+  if (options.version !== undefined && options.version !== '') {
+    checkVersionName(options.version, 'pinned index version');
+    return { dir: versionAt(path, options.version).dir, version: options.version, chosenBy: 'pinned' };
+  }
+  if (existsSync(join(path, INDEX_MANIFEST_FILE))) return { dir: path, chosenBy: 'index-dir' };
+  const current = readCurrentVersion(path);
+  if (current !== undefined) return { dir: versionAt(path, current).dir, version: current, chosenBy: 'current' };
+  const newest = listIndexVersions(path).at(-1);
+  if (newest === undefined) {
+    throw new InputError(`${path}: neither an index directory nor an index root with a complete version (build one with \`cuilink index build\`)`, 'BAD_INDEX');
+  }
+  return { dir: newest.dir, version: newest.name, chosenBy: 'newest' };
+}
+
+/** Points `CURRENT` at `version` after checking it is complete; the rename makes the switch atomic. */
+export function activateIndexVersion(root: string, version: string): IndexVersion {
+  checkVersionName(version, 'index version');
+  const target = versionAt(root, version);
+  const temporary = join(root, `.${CURRENT_VERSION_FILE}.${process.pid}`);
+  writeFileSync(temporary, `${version}\n`);
+  renameSync(temporary, join(root, CURRENT_VERSION_FILE));
+  return target;
+}
