@@ -9,12 +9,14 @@ import { findAbbreviationDefinitions } from '../text/abbreviations.ts';
 import { normalizeName } from '../text/normalize.ts';
 import { CandidateRetriever } from '../retrieve/candidate-retriever.ts';
 import { LinkIndex } from '../retrieve/link-index.ts';
+import { resolveIndexDir } from '../retrieve/index-versions.ts';
 import { Reranker } from '../rerank/reranker.ts';
 import { parseLinkConfig } from './link-config.ts';
 import { Linker, type AbbreviationFinder } from './linker.ts';
 import { LINKER_VERSION } from './version.ts';
 
 export interface OpenLinkerOptions {
+  /** An index directory, or an index root of versions (src/retrieve/index-versions.ts: `CURRENT`, else the newest). */
   indexDir: string;
   /** Bi-encoder directory; the one recorded in the index manifest when absent. */
   modelDir?: string;
@@ -36,13 +38,14 @@ export const DEFAULT_RERANKER_DIR = join('models', 'default', 'crossencoder');
  */
 export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const config = parseLinkConfig(options.config ?? {});
-  const index = await LinkIndex.open(options.indexDir, normalizeName, { efSearch: config.efSearch });
+  const indexDir = resolveIndexDir(options.indexDir).dir;
+  const index = await LinkIndex.open(indexDir, normalizeName, { efSearch: config.efSearch });
   const modelDir = options.modelDir ?? index.manifest.model.path;
   const encoderOptions = { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads };
   const encoder = await BiEncoder.open(modelDir, encoderOptions);
   if (encoder.modelSha256 !== index.manifest.model.sha256) {
     await encoder.close();
-    throw new InputError(`${modelDir} is not the model index ${options.indexDir} was built with (checksum ${encoder.modelSha256.slice(0, 12)} ≠ ${index.manifest.model.sha256.slice(0, 12)}); rebuild the index or pass --model`, 'MODEL_MISMATCH');
+    throw new InputError(`${modelDir} is not the model index ${indexDir} was built with (checksum ${encoder.modelSha256.slice(0, 12)} ≠ ${index.manifest.model.sha256.slice(0, 12)}); rebuild the index or pass --model`, 'MODEL_MISMATCH');
   }
   const rerankerDir = options.rerankerDir === undefined ? (existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false) : options.rerankerDir;
   const cross = rerankerDir === false || config.rerank.policy === 'never' ? undefined : await CrossEncoder.open(rerankerDir, encoderOptions);

@@ -2,10 +2,11 @@ import type { Command } from '../command.ts';
 import { kbExport } from './kb-export.ts';
 import { indexBuild } from './index-build.ts';
 import { indexInfo } from './index-info.ts';
+import { indexActivate } from './index-activate.ts';
 import { link } from './link.ts';
 import { makeEvalCommand } from './eval.ts';
 import { compare } from './compare.ts';
 import { openLinker } from '../../link/open-linker.ts';
 
 /** Every command, in the order `cuilink --help` lists them. Add yours here. */
-export const commands: Command[] = [kbExport, indexBuild, indexInfo, link, makeEvalCommand(openLinker), compare];
+export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), compare];

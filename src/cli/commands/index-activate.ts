@@ -1,0 +1,40 @@
+import type { Command } from '../command.ts';
+import { parseFlags, requireString } from '../args.ts';
+import { activateIndexVersion, listIndexVersions, readCurrentVersion } from '../../retrieve/index-versions.ts';
+
+const usage = `Usage: cuilink index activate --root DIR --version NAME
+       cuilink index activate --root DIR --list
+
+An index root holds complete index versions side by side (ROOT/NAME, each written by
+\`cuilink index build --out ROOT/NAME\`) and a CURRENT file naming the one linkers open when
+given --index ROOT. Activating checks the version is complete and rewrites CURRENT atomically;
+running linkers keep their loaded version until they restart (a rolling restart rolls it out,
+activating the previous version rolls it back). deploy/README.md has the whole procedure.
+
+Options:
+  --root DIR       index root
+  --version NAME   version directory to serve from now on
+  --list           list the complete versions, oldest first, marking CURRENT
+  -h, --help       this text`;
+
+export const indexActivate: Command = {
+  name: 'index activate',
+  summary: 'Point an index root at one of its versions (rollout and rollback of a KB or model)',
+  usage,
+  async run(argv) {
+    const { values } = parseFlags(argv, { root: { type: 'string' }, version: { type: 'string' }, list: { type: 'boolean', default: false } });
+    const root = requireString(values.root, 'root');
+    if (values.list) {
+      const current = readCurrentVersion(root);
+      for (const v of listIndexVersions(root)) {
+        console.log(`${v.name === current ? '*' : ' '} ${v.name}\t${v.manifest.indexVersion}\t${v.manifest.createdAt}\t${v.manifest.counts.concepts} concepts\t${v.manifest.model.id}`);
+      }
+      return 0;
+    }
+    const version = requireString(values.version, 'version');
+    const previous = readCurrentVersion(root);
+    const target = activateIndexVersion(root, version);
+    console.error(`index activate: ${root} now serves ${target.name} (index ${target.manifest.indexVersion}); was ${previous ?? 'unset'}`);
+    return 0;
+  },
+};
