@@ -1,0 +1,35 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { choosePrecision, readModelManifest } from '../../../src/encode/manifest.ts';
+import { parseProviderChoice } from '../../../src/encode/execution-provider.ts';
+
+const shipped = JSON.parse(readFileSync('models/default/biencoder/manifest.json', 'utf8')) as Record<string, unknown>;
+
+function dirWith(manifest: unknown): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-manifest-'));
+  writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
+  return dir;
+}
+
+test('the shipped manifest validates; precision follows the provider', () => {
+  const m = readModelManifest('models/default/biencoder');
+  assert.equal(m.kind, 'bi-encoder');
+  assert.equal(choosePrecision(m, false), 'int8');
+  assert.equal(choosePrecision(m, true), 'fp16');
+  assert.throws(() => choosePrecision(m, false, 'fp32'), /ships no fp32/);
+});
+
+test('invalid manifests name the field', () => {
+  assert.throws(() => readModelManifest(dirWith({ ...shipped, pooling: 'max' })), /'pooling'/);
+  assert.throws(() => readModelManifest(dirWith({ ...shipped, dims: undefined })), /needs pooling and dims/);
+  assert.throws(() => readModelManifest(dirWith({ ...shipped, files: {} })), /names no ONNX file/);
+});
+
+test('provider choice is validated', () => {
+  assert.equal(parseProviderChoice(undefined), 'auto');
+  assert.equal(parseProviderChoice('cpu'), 'cpu');
+  assert.throws(() => parseProviderChoice('tpu'), /auto, cuda, cpu/);
+});
