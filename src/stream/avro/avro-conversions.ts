@@ -1,0 +1,107 @@
+import type { LinkedNote, NoteInput } from '../../link/types.ts';
+import type { RecordHeaders } from '../../telemetry/kafka-trace-context.ts';
+import type { HeaderRecord, LinkedNoteRecord, NoteEventRecord } from './avro-records.ts';
+
+/**
+ * Avro records ↔ the linking core's shapes (src/link/types.ts). The schemas mirror those types
+ * field for field, so this only turns absent optionals into nulls and back.
+ */
+
+export function noteEventToNoteInput(record: NoteEventRecord): NoteInput {
+  return {
+    noteId: record.noteId,
+    text: record.text,
+    mentions: record.mentions.map((m) => ({ id: m.id, start: m.start, end: m.end, text: m.text, label: m.label, score: m.score })),
+    source: record.source,
+    timestamp: record.timestamp,
+    nerModelVersion: record.nerModelVersion,
+  };
+}
+
+/** `now` stamps a note that has no timestamp (the schema requires one). */
+export function noteInputToNoteEvent(note: NoteInput, now: number = Date.now()): NoteEventRecord {
+  return {
+    noteId: note.noteId,
+    text: note.text,
+    mentions: note.mentions.map((m) => ({ id: m.id, start: m.start, end: m.end, text: m.text, label: m.label, score: m.score ?? null })),
+    source: note.source ?? null,
+    timestamp: note.timestamp ?? now,
+    nerModelVersion: note.nerModelVersion ?? null,
+  };
+}
+
+export function linkedNoteToAvro(note: LinkedNote): LinkedNoteRecord {
+  return {
+    noteId: note.noteId,
+    mentions: note.mentions.map((m) => ({
+      mentionId: m.mentionId,
+      start: m.start,
+      end: m.end,
+      label: m.label,
+      conceptId: m.conceptId,
+      conceptName: m.conceptName,
+      semanticTypes: m.semanticTypes,
+      score: m.score,
+      nil: m.nil,
+      reranked: m.reranked,
+      candidates: m.candidates.map((c) => ({
+        conceptId: c.conceptId,
+        name: c.name,
+        semanticTypes: c.semanticTypes,
+        score: c.score,
+        retrievalScore: c.retrievalScore,
+        exact: c.exact,
+      })),
+      expandedFrom: m.expandedFrom ?? null,
+    })),
+    linkerVersion: note.linkerVersion,
+    modelVersion: note.modelVersion,
+    indexVersion: note.indexVersion,
+    linkedAt: note.linkedAt,
+  };
+}
+
+export function avroToLinkedNote(record: LinkedNoteRecord): LinkedNote {
+  return {
+    noteId: record.noteId,
+    mentions: record.mentions.map((m) => ({
+      mentionId: m.mentionId,
+      start: m.start,
+      end: m.end,
+      label: m.label,
+      conceptId: m.conceptId,
+      conceptName: m.conceptName,
+      semanticTypes: m.semanticTypes,
+      score: m.score,
+      nil: m.nil,
+      reranked: m.reranked,
+      candidates: m.candidates.map((c) => ({ ...c })),
+      expandedFrom: m.expandedFrom,
+    })),
+    linkerVersion: record.linkerVersion,
+    modelVersion: record.modelVersion,
+    indexVersion: record.indexVersion,
+    linkedAt: record.linkedAt,
+  };
+}
+
+/** kafkajs headers as the DeadLetter's ordered (key, bytes) list; repeated keys stay repeated. */
+export function headersToAvro(headers: RecordHeaders | undefined): HeaderRecord[] {
+  const out: HeaderRecord[] = [];
+  for (const [key, value] of Object.entries(headers ?? {})) {
+    const values = Array.isArray(value) ? value : [value];
+    for (const v of values) out.push({ key, value: v === undefined ? null : Buffer.isBuffer(v) ? v : Buffer.from(v) });
+  }
+  return out;
+}
+
+/** The DeadLetter's header list back as kafkajs headers, e.g. to replay the original record. */
+export function avroToHeaders(headers: HeaderRecord[]): Record<string, Buffer | Buffer[]> {
+  const out: Record<string, Buffer | Buffer[]> = {};
+  for (const { key, value } of headers) {
+    const bytes = value ?? Buffer.alloc(0);
+    const existing = out[key];
+    out[key] = existing === undefined ? bytes : Array.isArray(existing) ? [...existing, bytes] : [existing, bytes];
+  }
+  return out;
+}

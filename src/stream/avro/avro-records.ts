@@ -1,0 +1,91 @@
+/**
+ * The Avro records as avsc reads and writes them (schemas/*.avsc): optional fields are `null`,
+ * timestamp-millis are epoch-millisecond numbers, bytes are Buffers.
+ */
+
+export interface NerMentionRecord {
+  id: string;
+  start: number;
+  end: number;
+  text: string;
+  label: string;
+  score: number | null;
+}
+
+export interface NoteEventRecord {
+  noteId: string;
+  text: string;
+  mentions: NerMentionRecord[];
+  source: string | null;
+  timestamp: number;
+  nerModelVersion: string | null;
+}
+
+export interface CandidateRecord {
+  conceptId: string;
+  name: string;
+  semanticTypes: string[];
+  score: number;
+  retrievalScore: number;
+  exact: boolean;
+}
+
+export interface LinkedMentionRecord {
+  mentionId: string;
+  start: number;
+  end: number;
+  label: string;
+  conceptId: string | null;
+  conceptName: string | null;
+  semanticTypes: string[];
+  score: number;
+  nil: boolean;
+  reranked: boolean;
+  candidates: CandidateRecord[];
+  expandedFrom: string | null;
+}
+
+export interface LinkedNoteRecord {
+  noteId: string;
+  mentions: LinkedMentionRecord[];
+  linkerVersion: string;
+  modelVersion: string;
+  indexVersion: string;
+  linkedAt: number;
+}
+
+export interface GoldMentionRecord {
+  noteId: string;
+  mentionId: string;
+  ids: string[];
+  label: string;
+  start: number;
+  end: number;
+  annotator: string | null;
+  annotatedAt: number;
+}
+
+export interface HeaderRecord {
+  key: string;
+  value: Buffer | null;
+}
+
+export interface DeadLetterRecord {
+  originalKey: Buffer | null;
+  original: Buffer | null;
+  originalHeaders: HeaderRecord[];
+  errorCode: string;
+  reason: string;
+  sourceTopic: string;
+  partition: number;
+  offset: number;
+  stage: string;
+  failedAt: number;
+}
+
+export interface RecordOfKind {
+  NoteEvent: NoteEventRecord;
+  LinkedNote: LinkedNoteRecord;
+  GoldMention: GoldMentionRecord;
+  DeadLetter: DeadLetterRecord;
+}

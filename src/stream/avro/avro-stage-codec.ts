@@ -1,0 +1,33 @@
+import type { LinkedNote, NoteInput } from '../../link/types.ts';
+import type { RecordHeaders } from '../../telemetry/kafka-trace-context.ts';
+import type { DeadLetterInfo, EncodedRecord, StageCodec } from '../stage-codec.ts';
+import { headersToAvro, linkedNoteToAvro, noteEventToNoteInput } from './avro-conversions.ts';
+import type { RecordCodec } from './record-codec.ts';
+
+/** The stage's codec over Avro: NoteEvent in, LinkedNote and DeadLetter out. */
+export class AvroStageCodec implements StageCodec {
+  constructor(private readonly codec: RecordCodec) {}
+
+  async decodeNote(value: Buffer, headers: RecordHeaders): Promise<NoteInput> {
+    return noteEventToNoteInput(await this.codec.decode('NoteEvent', value, headers));
+  }
+
+  async encodeLinkedNote(note: LinkedNote): Promise<EncodedRecord> {
+    return this.codec.encode('LinkedNote', linkedNoteToAvro(note));
+  }
+
+  async encodeDeadLetter(info: DeadLetterInfo): Promise<EncodedRecord> {
+    return this.codec.encode('DeadLetter', {
+      originalKey: info.key,
+      original: info.value,
+      originalHeaders: headersToAvro(info.headers),
+      errorCode: info.errorCode,
+      reason: info.reason,
+      sourceTopic: info.sourceTopic,
+      partition: info.sourcePartition,
+      offset: Number(info.sourceOffset),
+      stage: info.stage,
+      failedAt: info.failedAt,
+    });
+  }
+}

@@ -1,0 +1,72 @@
+import { createServer, type Server } from 'node:http';
+
+/**
+ * The subset of the Confluent Schema Registry REST API that @kafkajs/confluent-schema-registry
+ * calls (subject config, register, schema by id), in process. A stand-in because neither
+ * Confluent Schema Registry nor Karapace can be installed from the registries this project
+ * reaches; it checks nothing about compatibility, so it tests the wire format, not a registry.
+ */
+export interface SchemaRegistryStandIn {
+  url: string;
+  /** Registers a schema directly, as another producer would; returns its id. */
+  register(subject: string, schema: string): number;
+  requests: string[];
+  close(): Promise<void>;
+}
+
+export async function startSchemaRegistryStandIn(): Promise<SchemaRegistryStandIn> {
+  const ids = new Map<string, number>();
+  const schemas: string[] = [];
+  const configs = new Map<string, string>();
+  const requests: string[] = [];
+  const register = (subject: string, schema: string): number => {
+    const canonical = JSON.stringify(JSON.parse(schema));
+    let id = ids.get(canonical);
+    if (id === undefined) {
+      schemas.push(canonical);
+      id = schemas.length;
+      ids.set(canonical, id);
+    }
+    void subject;
+    return id;
+  };
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      requests.push(`${req.method} ${req.url}`);
+      const send = (status: number, payload: unknown): void => {
+        res.writeHead(status, { 'content-type': 'application/vnd.schemaregistry.v1+json' });
+        res.end(JSON.stringify(payload));
+      };
+      const url = decodeURIComponent(req.url ?? '');
+      let match: RegExpMatchArray | null;
+      if ((match = url.match(/^\/config\/(.+)$/))) {
+        if (req.method === 'PUT') {
+          const compatibility = (JSON.parse(body) as { compatibility: string }).compatibility;
+          configs.set(match[1]!, compatibility);
+          return send(200, { compatibility });
+        }
+        const level = configs.get(match[1]!);
+        return level === undefined ? send(404, { error_code: 40401, message: 'Subject not found.' }) : send(200, { compatibilityLevel: level });
+      }
+      if ((match = url.match(/^\/subjects\/(.+)\/versions$/)) && req.method === 'POST') {
+        return send(200, { id: register(match[1]!, (JSON.parse(body) as { schema: string }).schema) });
+      }
+      if ((match = url.match(/^\/schemas\/ids\/(\d+)$/))) {
+        const schema = schemas[Number(match[1]) - 1];
+        return schema === undefined ? send(404, { error_code: 40403, message: 'Schema not found' }) : send(200, { schema });
+      }
+      send(404, { error_code: 404, message: 'not found' });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    register,
+    requests,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}

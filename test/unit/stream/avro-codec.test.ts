@@ -1,0 +1,188 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LinkedNote, NoteInput } from '../../../src/link/types.ts';
+import type { GoldMention } from '../../../src/eval/gold.ts';
+import { avroToGoldMention, goldMentionToAvro } from '../../../src/eval/gold-avro.ts';
+import {
+  avroToHeaders,
+  avroToLinkedNote,
+  headersToAvro,
+  knownSchemas,
+  linkedNoteToAvro,
+  noteEventToNoteInput,
+  noteInputToNoteEvent,
+  PlainAvroCodec,
+  SCHEMA_FINGERPRINT_HEADER,
+  SCHEMA_NAME_HEADER,
+  type DeadLetterRecord,
+} from '../../../src/stream/avro/index.ts';
+import { CuilinkError } from '../../../src/kb/errors.ts';
+
+const note: NoteInput = {
+  noteId: 'n-1',
+  text: 'Patient with ataxia-telangiectasia (A-T).',
+  mentions: [
+    { id: '13-33', start: 13, end: 33, text: 'ataxia-telangiectasia', label: 'Disease', score: 0.97 },
+    { id: '35-38', start: 35, end: 38, text: 'A-T', label: 'Disease' },
+  ],
+  source: 'ehr',
+  timestamp: 1_700_000_000_123,
+  nerModelVersion: 'ner-2',
+};
+
+const linked: LinkedNote = {
+  noteId: 'n-1',
+  mentions: [
+    {
+      mentionId: '13-33',
+      start: 13,
+      end: 33,
+      label: 'Disease',
+      conceptId: 'MESH:D001260',
+      conceptName: 'Ataxia Telangiectasia',
+      semanticTypes: ['T047'],
+      score: 0.91,
+      nil: false,
+      reranked: true,
+      candidates: [
+        { conceptId: 'MESH:D001260', name: 'Ataxia Telangiectasia', semanticTypes: ['T047'], score: 0.91, retrievalScore: 0.83, exact: true },
+        { conceptId: 'MESH:D001259', name: 'Ataxia', semanticTypes: [], score: 0.2, retrievalScore: 0.61, exact: false },
+      ],
+      expandedFrom: null,
+    },
+    { mentionId: '35-38', start: 35, end: 38, label: 'Disease', conceptId: null, conceptName: null, semanticTypes: [], score: 0.1, nil: true, reranked: false, candidates: [], expandedFrom: 'A-T' },
+  ],
+  linkerVersion: 'cuilink-0.1.0',
+  modelVersion: 'm1',
+  indexVersion: 'i1',
+  linkedAt: 1_700_000_000_999,
+};
+
+/** avsc reads records as instances of generated classes; compare their fields only. */
+function plain(value: unknown): unknown {
+  if (Buffer.isBuffer(value) || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(plain);
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+}
+
+async function assertCode(promise: Promise<unknown>, code: string): Promise<void> {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof CuilinkError, `expected CuilinkError, got ${String(error)}`);
+    assert.equal(error.code, code, error.message);
+    assert.equal(error.retriable, false);
+    return true;
+  });
+}
+
+test('NoteEvent round trip: NoteInput → Avro bytes with fingerprint and name headers → the same NoteInput', async () => {
+  const codec = new PlainAvroCodec();
+  const encoded = await codec.encode('NoteEvent', noteInputToNoteEvent(note));
+  const current = knownSchemas().current('NoteEvent');
+  assert.equal(encoded.headers[SCHEMA_FINGERPRINT_HEADER], current.fingerprint);
+  assert.match(current.fingerprint, /^[0-9a-f]{64}$/);
+  assert.equal(encoded.headers[SCHEMA_NAME_HEADER], 'org.cuilink.NoteEvent');
+  const decoded = noteEventToNoteInput(await codec.decode('NoteEvent', encoded.value, encoded.headers));
+  assert.deepEqual(decoded, { ...note, mentions: [note.mentions[0], { ...note.mentions[1], score: null }] });
+});
+
+test('a NoteInput without a timestamp is stamped with the given time; headers as Buffers decode too', async () => {
+  const codec = new PlainAvroCodec();
+  const encoded = await codec.encode('NoteEvent', noteInputToNoteEvent({ noteId: 'x', text: 't', mentions: [] }, 42));
+  const headers = { [SCHEMA_FINGERPRINT_HEADER]: Buffer.from(encoded.headers[SCHEMA_FINGERPRINT_HEADER]!) };
+  const decoded = await codec.decode('NoteEvent', encoded.value, headers);
+  assert.deepEqual(plain(decoded), { noteId: 'x', text: 't', mentions: [], source: null, timestamp: 42, nerModelVersion: null });
+});
+
+test('LinkedNote round trip keeps every field, nil mentions and candidate order', async () => {
+  const codec = new PlainAvroCodec();
+  const encoded = await codec.encode('LinkedNote', linkedNoteToAvro(linked));
+  assert.deepEqual(avroToLinkedNote(await codec.decode('LinkedNote', encoded.value, encoded.headers)), linked);
+});
+
+test('GoldMention round trip, with annotator provenance', async () => {
+  const codec = new PlainAvroCodec();
+  const gold: GoldMention = { noteId: 'n-1', mentionId: '13-33', ids: ['MESH:D001260', 'OMIM:208900'], label: 'Disease', start: 13, end: 33 };
+  const record = goldMentionToAvro(gold, { annotator: 'coder-7', annotatedAt: 5 });
+  const encoded = await codec.encode('GoldMention', record);
+  const decoded = await codec.decode('GoldMention', encoded.value, encoded.headers);
+  assert.deepEqual(plain(decoded), record);
+  assert.deepEqual(avroToGoldMention(decoded), gold);
+});
+
+test('DeadLetter round trip keeps the original bytes and repeated headers in order', async () => {
+  const codec = new PlainAvroCodec();
+  const headers = { traceparent: '00-abc-def-01', multi: [Buffer.from('a'), 'b'], [SCHEMA_FINGERPRINT_HEADER]: 'ff' };
+  const record: DeadLetterRecord = {
+    originalKey: Buffer.from('n-9'),
+    original: Buffer.from([0xde, 0xad, 0xbe, 0xef]),
+    originalHeaders: headersToAvro(headers),
+    errorCode: 'UNDECODABLE',
+    reason: 'truncated buffer',
+    sourceTopic: 'notes',
+    partition: 3,
+    offset: 9_007_199_254,
+    stage: 'decode',
+    failedAt: 77,
+  };
+  const encoded = await codec.encode('DeadLetter', record);
+  const decoded = await codec.decode('DeadLetter', encoded.value, encoded.headers);
+  assert.deepEqual(plain(decoded), record);
+  assert.deepEqual(
+    decoded.originalHeaders.map((h) => [h.key, h.value?.toString()]),
+    [
+      ['traceparent', '00-abc-def-01'],
+      ['multi', 'a'],
+      ['multi', 'b'],
+      [SCHEMA_FINGERPRINT_HEADER, 'ff'],
+    ],
+  );
+  assert.deepEqual(avroToHeaders(decoded.originalHeaders).multi, [Buffer.from('a'), Buffer.from('b')]);
+});
+
+test('evolution: a NoteEvent written with the v1 schema (no nerModelVersion) is read by the current reader with the default', async () => {
+  const schemas = knownSchemas();
+  const v1 = schemas.all('NoteEvent').find((s) => !s.current);
+  assert.ok(v1 !== undefined, 'schemas/history holds an older NoteEvent');
+  assert.match(v1.file, /history[/\\]note-event\.v1\.avsc$/);
+  assert.notEqual(v1.fingerprint, schemas.current('NoteEvent').fingerprint);
+  const { nerModelVersion: _dropped, ...v1Record } = noteInputToNoteEvent(note);
+  const bytes = v1.type.toBuffer(v1Record);
+  // The current reader alone cannot read v1 bytes: resolution is what makes this work.
+  assert.throws(() => schemas.current('NoteEvent').type.fromBuffer(bytes));
+  const decoded = await new PlainAvroCodec().decode('NoteEvent', bytes, { [SCHEMA_FINGERPRINT_HEADER]: v1.fingerprint });
+  assert.equal(decoded.nerModelVersion, null);
+  assert.deepEqual(plain(decoded), { ...noteInputToNoteEvent(note), nerModelVersion: null });
+});
+
+test('bad input: empty value, garbage, truncated and trailing bytes are UNDECODABLE', async () => {
+  const codec = new PlainAvroCodec();
+  const fingerprint = knownSchemas().current('NoteEvent').fingerprint;
+  const headers = { [SCHEMA_FINGERPRINT_HEADER]: fingerprint };
+  const good = (await codec.encode('NoteEvent', noteInputToNoteEvent(note))).value;
+  await assertCode(codec.decode('NoteEvent', null, headers), 'UNDECODABLE');
+  await assertCode(codec.decode('NoteEvent', Buffer.alloc(0), headers), 'UNDECODABLE');
+  await assertCode(codec.decode('NoteEvent', Buffer.from('{"noteId":"json, not avro"}'), headers), 'UNDECODABLE');
+  await assertCode(codec.decode('NoteEvent', good.subarray(0, good.length - 5), headers), 'UNDECODABLE');
+  await assertCode(codec.decode('NoteEvent', Buffer.concat([good, Buffer.from([1, 2])]), headers), 'UNDECODABLE');
+});
+
+test('bad input: a missing or unknown fingerprint and a record of another kind are UNKNOWN_SCHEMA', async () => {
+  const codec = new PlainAvroCodec();
+  const good = await codec.encode('NoteEvent', noteInputToNoteEvent(note));
+  await assertCode(codec.decode('NoteEvent', good.value, {}), 'UNKNOWN_SCHEMA');
+  await assertCode(codec.decode('NoteEvent', good.value, { [SCHEMA_FINGERPRINT_HEADER]: '0'.repeat(64) }), 'UNKNOWN_SCHEMA');
+  const linkedBytes = await codec.encode('LinkedNote', linkedNoteToAvro(linked));
+  await assertCode(codec.decode('NoteEvent', linkedBytes.value, linkedBytes.headers), 'UNKNOWN_SCHEMA');
+});
+
+test('encoding an invalid record fails with INVALID_RECORD naming the field, never its (PHI) value', async () => {
+  const codec = new PlainAvroCodec();
+  const bad = { ...noteInputToNoteEvent(note), mentions: [{ ...noteInputToNoteEvent(note).mentions[0]!, start: 'secret text' as unknown as number }] };
+  await assert.rejects(codec.encode('NoteEvent', bad), (error: unknown) => {
+    assert.ok(error instanceof CuilinkError);
+    assert.equal(error.code, 'INVALID_RECORD');
+    assert.match(error.message, /mentions\.0\.start = string/);
+    assert.doesNotMatch(error.message, /secret/);
+    return true;
+  });
+});
