@@ -60,6 +60,11 @@ export class HnswIndex {
     this.index.addPoint(Array.from(vector), label);
   }
 
+  /** The stored vector of a label (benchmarks compare HNSW with exact search over these). */
+  vector(label: number): Float32Array {
+    return Float32Array.from(this.index.getPoint(label));
+  }
+
   save(file: string): void {
     this.index.writeIndexSync(file);
   }

@@ -1,0 +1,105 @@
+// npm run bench:link — MEDIC index build + NCBI-disease dev linking, next to the lexical baseline,
+// in one run. Prints a table and writes bench/results/link.json.
+//   --kb FILE --corpus FILE --model DIR --reranker DIR|none --index DIR (reuse) --rebuild --out FILE
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { cpus } from 'node:os';
+import { loadPubTatorCorpus } from '../src/eval/gold.ts';
+import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
+import { evaluateCorpus, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
+import { openLinker, DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
+import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
+import { readModelManifest } from '../src/encode/manifest.ts';
+import { readIndexManifest } from '../src/retrieve/index-manifest.ts';
+import { LinkIndex } from '../src/retrieve/link-index.ts';
+import { BiEncoder } from '../src/encode/bi-encoder.ts';
+import { normalizeName } from '../src/text/normalize.ts';
+import { LexicalLinkingCore } from './lexical-linking-core.ts';
+
+const SHARED = join('..', 'shared', 'data');
+const { values } = parseArgs({
+  options: {
+    kb: { type: 'string', default: join(SHARED, 'medic', 'CTD_diseases.tsv.gz') },
+    corpus: { type: 'string', default: join(SHARED, 'ncbi-disease', 'NCBIdevelopset_corpus.txt') },
+    model: { type: 'string', default: DEFAULT_MODEL_DIR },
+    reranker: { type: 'string', default: DEFAULT_RERANKER_DIR },
+    index: { type: 'string' },
+    rebuild: { type: 'boolean', default: false },
+    out: { type: 'string', default: join('bench', 'results', 'link.json') },
+  },
+});
+for (const file of [values.kb, values.corpus]) {
+  if (!existsSync(file)) {
+    console.error(`bench:link: ${file} not found (the benchmark needs ../shared/data)`);
+    process.exit(2);
+  }
+}
+
+const model = readModelManifest(values.model);
+const indexDir = values.index ?? join('.cache', 'cuilink', 'bench', `medic--${model.id}`);
+let buildSeconds: number | null = null;
+if (values.rebuild || !existsSync(join(indexDir, 'manifest.json'))) {
+  console.log(`building ${indexDir} …`);
+  const t0 = performance.now();
+  // A child process, so the build's memory does not count in the linking RSS measured below.
+  const build = spawnSync(process.execPath, ['bin/cuilink.js', 'index', 'build', '--kb', values.kb, '--model', values.model, '--out', indexDir, '--force', '--no-progress', '--provider', 'cpu'], { stdio: 'inherit' });
+  if (build.status !== 0) process.exit(build.status ?? 1);
+  buildSeconds = (performance.now() - t0) / 1000;
+}
+const indexManifest = readIndexManifest(indexDir);
+const corpus = await loadPubTatorCorpus(values.corpus);
+const view = kbOntologyView(await loadIndexKb(indexDir));
+
+interface Row { system: string; result: OfflineEvalResult }
+const rows: Row[] = [];
+const rssAfter: Record<string, number> = {};
+const rerankerPresent = values.reranker !== 'none' && existsSync(join(values.reranker, 'manifest.json'));
+const configs: { system: string; reranker: string | false; policy: 'never' | 'ambiguous' | 'always' }[] = [
+  { system: 'bi-encoder', reranker: false, policy: 'never' },
+  ...(rerankerPresent ? [{ system: 'bi-encoder + reranker (ambiguous)', reranker: values.reranker, policy: 'ambiguous' as const }, { system: 'bi-encoder + reranker (always)', reranker: values.reranker, policy: 'always' as const }] : []),
+];
+for (const c of configs) {
+  const core = await openLinker({ indexDir, modelDir: values.model, rerankerDir: c.reranker, provider: 'cpu', config: { rerank: { policy: c.policy } } });
+  await core.linkNotes(corpus.notes.slice(0, 2)); // warm-up
+  rows.push({ system: c.system, result: await evaluateCorpus(core, corpus, view, { batchSize: 32 }) });
+  await core.close();
+  rssAfter[c.system] = process.resourceUsage().maxRSS * 1024;
+}
+const peakLinkRss = process.resourceUsage().maxRSS * 1024;
+
+// HNSW against exact search on real name embeddings: recall@10 for the corpus's mention queries.
+const index = await LinkIndex.open(indexDir, normalizeName);
+const encoder = await BiEncoder.open(values.model, { provider: 'cpu', log: () => {} });
+const queries = await encoder.encode(corpus.notes.flatMap((n) => n.mentions.map((m) => m.text)).slice(0, 300));
+await encoder.close();
+const all = Array.from({ length: index.names.size }, (_, i) => index.hnsw.vector(i));
+let overlap = 0;
+for (const q of queries) {
+  const approx = new Set(index.hnsw.search(q, 10).map((n) => n.label));
+  const exact = all.map((v, i) => ({ i, s: v.reduce((acc, x, j) => acc + x * q[j]!, 0) })).sort((a, b) => b.s - a.s).slice(0, 10);
+  overlap += exact.filter((e) => approx.has(e.i)).length;
+}
+const recallAt10 = overlap / (queries.length * 10);
+
+const lexical = new LexicalLinkingCore(index.concepts, normalizeName);
+rows.push({ system: 'lexical baseline (exact + char-3-gram TF-IDF)', result: await evaluateCorpus(lexical, corpus, view, { batchSize: 32 }) });
+
+const fmt = (x: number | null) => (x === null ? "  -  " : x.toFixed(3));
+console.log(`\nNCBI-disease dev: ${corpus.notes.length} notes, ${corpus.gold.size} mentions; index ${indexManifest.counts.concepts} concepts / ${indexManifest.counts.names} names, model ${model.id}`);
+console.log(`index build ${buildSeconds === null ? `(cached; recorded ${indexManifest.timings.totalSeconds.toFixed(0)} s)` : `${buildSeconds.toFixed(0)} s`}; HNSW recall@10 vs exact search ${fmt(recallAt10)} (efSearch ${indexManifest.hnsw.efSearch}); peak RSS while linking ${(peakLinkRss / 2 ** 20).toFixed(0)} MiB\n`);
+console.log('system'.padEnd(48) + 'acc@1  acc@5  MRR    mentions/s');
+for (const r of rows) {
+  const o = r.result.metrics.overall;
+  console.log(r.system.padEnd(48) + `${fmt(o.acc1)}  ${fmt(o.acc5)}  ${fmt(o.mrr)}  ${r.result.mentionsPerSecond.toFixed(0)}`);
+}
+mkdirSync(join(values.out, '..'), { recursive: true });
+writeFileSync(values.out, `${JSON.stringify({
+  benchmark: 'bench:link', date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
+  kb: values.kb, corpus: values.corpus, model: model.id, reranker: rerankerPresent ? values.reranker : null,
+  index: { dir: indexDir, concepts: indexManifest.counts.concepts, names: indexManifest.counts.names, buildSeconds: buildSeconds ?? indexManifest.timings.totalSeconds, buildCached: buildSeconds === null, hnsw: indexManifest.hnsw, recallAt10VsExact: recallAt10 },
+  peakRssBytesWhileLinking: peakLinkRss, rssAfter,
+  systems: rows.map((r) => ({ system: r.system, n: r.result.mentions, mentionsPerSecond: r.result.mentionsPerSecond, acc1: r.result.metrics.overall.acc1, acc5: r.result.metrics.overall.acc5, mrr: r.result.metrics.overall.mrr })),
+}, null, 2)}\n`);
+console.log(`\nwrote ${values.out}`);
