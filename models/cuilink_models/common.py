@@ -70,6 +70,16 @@ def load_encoder(path: Path | str | None = None, tokenizer=None):
     return model
 
 
+def progress_lr_factor(progress: float, warmup: float = 0.05) -> float:
+    """Linear warm-up then linear decay to 0 over training progress in [0, 1]. Progress is the larger
+    of steps done / step cap and seconds used / time budget, so a run cut short by its time budget
+    (a busy shared CPU) still ends at learning rate 0."""
+    progress = min(max(progress, 0.0), 1.0)
+    if progress < warmup:
+        return max(progress / warmup, 1e-3)
+    return max(0.0, (1.0 - progress) / (1.0 - warmup))
+
+
 def sha256_file(path: Path | str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

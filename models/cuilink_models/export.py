@@ -12,6 +12,7 @@ can re-check the shipped files with onnxruntime alone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -142,20 +143,37 @@ def export_fp32(wrapper, kind: str, path: Path, vocab_size: int) -> None:
         )
 
 
+@contextlib.contextmanager
+def scratch_cwd():
+    """onnxruntime's symbolic shape inference saves `sym_shape_infer_temp.onnx` (+ a uuid-named
+    external-data file) into the current directory when it gives up; run the converters inside a
+    throw-away directory so that such files never land in the repository."""
+    d = tempfile.mkdtemp(prefix="cuilink-onnx-scratch-")
+    try:
+        with contextlib.chdir(d):
+            yield Path(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def quantize_int8(src: Path, dst: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(src), str(dst), per_channel=True, weight_type=QuantType.QInt8)
+    src, dst = Path(src).resolve(), Path(dst).resolve()
+    with scratch_cwd():
+        quantize_dynamic(str(src), str(dst), per_channel=True, weight_type=QuantType.QInt8)
 
 
 def convert_fp16(src: Path, dst: Path) -> None:
     import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
-    model = onnx.load(str(src))
-    # Inputs stay int64 and outputs stay float32 (casts at the edges), so callers need no fp16 tensors.
-    model16 = convert_float_to_float16(model, keep_io_types=True, disable_shape_infer=False)
-    onnx.save(model16, str(dst))
+    src, dst = Path(src).resolve(), Path(dst).resolve()
+    with scratch_cwd():
+        model = onnx.load(str(src))
+        # Inputs stay int64 and outputs stay float32 (casts at the edges), so callers need no fp16 tensors.
+        model16 = convert_float_to_float16(model, keep_io_types=True, disable_shape_infer=False)
+        onnx.save(model16, str(dst))
 
 
 def ort_session(path: Path, threads: int = 2):

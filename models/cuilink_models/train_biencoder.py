@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import base_model_dir, load_encoder, load_tokenizer, rel, setup_torch, write_json
+from .common import base_model_dir, load_encoder, load_tokenizer, progress_lr_factor, rel, setup_torch, write_json
 from .data import build_groups, file_sha256, read_concepts
 
 
@@ -139,6 +139,29 @@ def neighbours_by_embedding(torch, model, tok, groups, pooling, k=8, batch=256, 
     return nb
 
 
+def add_pubtator_mentions(groups, anchor_concepts, path) -> int:
+    """Opt-in fine-tuning data: each annotated mention with a single gold id found in the anchor
+    KB becomes one more name of that concept's group."""
+    from .evaluate import norm_gold_id, read_pubtator
+
+    key_to_id = {}
+    for c in anchor_concepts:
+        for k in [c.id, *c.altIds]:
+            key_to_id.setdefault(norm_gold_id(k), c.id)
+    by_id = {g.id: g for g in groups}
+    added = 0
+    for m in read_pubtator(path):
+        ids = m.gold[0]
+        if len(ids) != 1:
+            continue
+        gid = key_to_id.get(next(iter(ids)))
+        g = by_id.get(gid)
+        if g is not None and m.text.lower() not in {n.lower() for n in g.names}:
+            g.names.append(m.text)
+            added += 1
+    return added
+
+
 def train(args):
     torch = setup_torch(args.threads, args.seed)
     device = torch.device(args.device)
@@ -150,6 +173,9 @@ def train(args):
         name, _, path = spec.partition("=") if "=" in spec else (Path(spec).stem, "", spec)
         kbs[name] = read_concepts(path)
     groups = build_groups(kbs, anchor=args.anchor, merge=not args.no_merge)
+    if args.pubtator:
+        added = add_pubtator_mentions(groups, kbs[args.anchor], args.pubtator)
+        print(f"fine-tuning: {added} annotated mention strings added as names of their gold concepts", flush=True)
     src = args.init or str(base_model_dir())
     tok = load_tokenizer(src)
     model = load_encoder(src, tok).to(device)
@@ -172,21 +198,25 @@ def train(args):
 
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     total = args.steps
-    warm = max(1, int(total * 0.05))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm)) if s >= warm else (s + 1) / warm
-    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = open(out / "train.log", "a")
     model.train()
     step, losses = 0, []
     t_train = time.time()
-    deadline = t_train + args.minutes * 60 if args.minutes else None
+    budget = args.minutes * 60 if args.minutes else None
+
+    def progress():
+        p = step / total
+        return max(p, (time.time() - t_train) / budget) if budget else p
+
     while step < total:
-        if deadline and time.time() > deadline:
+        if progress() >= 1.0:
             print(f"time budget reached at step {step}", flush=True)
             break
+        lr = args.lr * progress_lr_factor(progress())
+        for grp in opt.param_groups:
+            grp["lr"] = lr
         if neighbours is not None and args.refresh_every and step > 0 and step % args.refresh_every == 0:
             sampler.neighbours = neighbours_by_embedding(torch, model.cpu(), tok, groups, args.pooling)
             model.to(device).train()
@@ -199,11 +229,10 @@ def train(args):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        sched.step()
         step += 1
         losses.append(float(loss))
         if step % 20 == 0:
-            msg = f"step {step}/{total} loss {np.mean(losses[-20:]):.4f} hardpos {hp:.0f} hardneg {hn:.0f} lr {sched.get_last_lr()[0]:.2e} {(time.time() - t_train) / step:.2f}s/step"
+            msg = f"step {step}/{total} loss {np.mean(losses[-20:]):.4f} hardpos {hp:.0f} hardneg {hn:.0f} lr {lr:.2e} {(time.time() - t_train) / step:.2f}s/step"
             print(msg, flush=True)
             log.write(msg + "\n")
             log.flush()
@@ -226,6 +255,7 @@ def train(args):
             "refreshEvery": args.refresh_every, "msLoss": {"alpha": args.alpha, "beta": args.beta, "base": args.base, "miningEpsilon": args.eps},
             "maxLength": args.max_length, "seed": args.seed, "threads": args.threads, "device": args.device, "mergeIntoAnchor": not args.no_merge,
             "init": "base" if not args.init else rel(args.init),
+            "pubtator": rel(args.pubtator) if args.pubtator else None,
         },
         "trainSeconds": round(train_seconds),
         "totalSeconds": round(time.time() - t_start),
@@ -242,6 +272,7 @@ def parser():
     ap.add_argument("--anchor", default="medic")
     ap.add_argument("--no-merge", action="store_true")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--pubtator", help="opt-in fine-tuning: annotated PubTator mentions become extra names of their gold concepts")
     ap.add_argument("--init", help="start from this checkpoint instead of the base weights")
     ap.add_argument("--pooling", choices=["mean", "cls"], default="mean")
     ap.add_argument("--steps", type=int, default=1200)

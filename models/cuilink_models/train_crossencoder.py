@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import MARKERS, base_model_dir, load_tokenizer, rel, setup_torch, write_json
+from .common import MARKERS, base_model_dir, load_tokenizer, progress_lr_factor, rel, setup_torch, write_json
 from .data import build_groups, file_sha256, normalize_name, read_concepts
 from .evaluate import Dictionary, OnnxEncoder, candidate_text
 
@@ -93,19 +93,24 @@ def train(args):
     model.to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     steps = min(args.steps, len(queries) // args.batch)
-    warm = max(1, steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (s + 1) / warm if s < warm else max(0.0, (steps - s) / max(1, steps - warm)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = open(out / "train.log", "a")
-    deadline = time.time() + args.minutes * 60 if args.minutes else None
+    budget = args.minutes * 60 if args.minutes else None
     t_train = time.time()
     losses, step = [], 0
     n = args.negatives
+
+    def progress():
+        p = step / steps
+        return max(p, (time.time() - t_train) / budget) if budget else p
+
     while step < steps:
-        if deadline and time.time() > deadline:
+        if progress() >= 1.0:
             print(f"time budget reached at step {step}", flush=True)
             break
+        for grp in opt.param_groups:
+            grp["lr"] = args.lr * progress_lr_factor(progress())
         batch = range(step * args.batch, (step + 1) * args.batch)
         firsts, seconds = [], []
         for qi in batch:
@@ -137,7 +142,6 @@ def train(args):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        sched.step()
         step += 1
         losses.append(float(loss))
         if step % 20 == 0:
@@ -166,6 +170,7 @@ def train(args):
     }
     write_json(out / "training.json", info)
     print(json.dumps(info, indent=2), flush=True)
+    return info
 
 
 def parser():

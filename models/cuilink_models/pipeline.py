@@ -1,0 +1,237 @@
+"""The whole default-model run after the KB export: baselines, bi-encoder training, negative
+mining and cross-encoder training, export, evaluation, shipping and MODEL_CARD.md.
+Called by models/train.sh (which makes the venv and runs `cuilink kb export`).
+
+The trained models replace the shipped ones only when they beat what they replace on the
+evaluation corpus; otherwise the base (or previous) model is kept and the card says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import time
+from pathlib import Path
+
+from .common import MODELS_DIR, WORK_DIR, read_json, rel, write_json
+
+BI_ID = "cuilink-biencoder-minilm-sapbert-medic-v1"
+CE_ID = "cuilink-crossencoder-minilm-kbsyn-v1"
+BASE_ID = "cuilink-biencoder-minilm-base-untrained"
+# The reranker was trained on `[M] mention [/M]` (no context: synthetic mentions from KB names).
+# src/text/context-window.ts builds exactly that for mode "context" with 0 context characters,
+# while mode "mention" would send the bare mention.
+CE_QUERY = {"query_mode": "context", "context_chars": 0}
+CE_MAX_LENGTH = 64
+
+
+def kb_args(kb_dir: Path, names):
+    out = []
+    for n in names:
+        p = kb_dir / f"{n}.jsonl"
+        if p.exists():
+            out += ["--kb", f"{n}={p}"]
+        else:
+            print(f"warning: {p} missing, skipped")
+    return out
+
+
+def evaluate(model_dir, args, out_json, rerank=None, lexical=False):
+    from . import evaluate as ev
+
+    if args.resume and Path(out_json).exists():
+        return read_json(out_json)
+
+    argv = ["--dict", str(args.kb_dir / "medic.jsonl"), "--corpus", args.corpus, "--onnx", str(model_dir), "--out", str(out_json)]
+    if rerank:
+        argv += ["--rerank", str(rerank), "--rerank-top", str(args.rerank_top)]
+    if lexical:
+        argv += ["--lexical"]
+    return ev.main(argv)
+
+
+def resumable(a, done_marker: Path, fn, *fargs, **kwargs):
+    """Runs a stage unless --resume is given and the stage's output exists (a rerun after a crash
+    in a later stage does not retrain)."""
+    if a.resume and done_marker.exists():
+        print(f"resume: keeping {rel(done_marker)}", flush=True)
+        return read_json(done_marker) if done_marker.suffix == ".json" else None
+    return fn(*fargs, **kwargs)
+
+
+def main(argv=None):
+    from . import export as ex
+    from . import train_biencoder as tb
+    from . import train_crossencoder as tc
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--kb-dir", type=Path, default=WORK_DIR / "kb")
+    ap.add_argument("--corpus", required=True, help="evaluation PubTator file (NCBI-disease dev)")
+    ap.add_argument("--out", type=Path, default=MODELS_DIR / "default")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--bi-minutes", type=float, default=30)
+    ap.add_argument("--bi-steps", type=int, default=4000, help="step cap; --bi-minutes is normally what ends the run")
+    ap.add_argument("--graph-share", type=float, default=0.1)
+    ap.add_argument("--ce-minutes", type=float, default=25)
+    ap.add_argument("--ce-steps", type=int, default=4000, help="step cap (also capped by queries / batch)")
+    ap.add_argument("--ce-queries", type=int, default=8000, help="synthetic queries mined for the cross-encoder")
+    ap.add_argument("--rerank-top", type=int, default=10)
+    ap.add_argument("--pubtator", help="fine-tune: annotated PubTator mentions as extra synonyms (opt-in)")
+    ap.add_argument("--init-bi", help="fine-tune: start the bi-encoder from this checkpoint")
+    ap.add_argument("--skip-ce", action="store_true")
+    ap.add_argument("--ablation-steps", type=int, default=120, help="steps of each short ablation run (0: none)")
+    ap.add_argument("--resume", action="store_true", help="keep the outputs of stages that already finished in work/")
+    ap.add_argument("--bi-lr", type=float, default=5e-5)
+    ap.add_argument("--bi-pairs", type=int, default=64)
+    ap.add_argument("--fixtures", action="store_true", help="write tests/fixtures/reference_*.json (default output only)")
+    a = ap.parse_args(argv)
+    a.kb_dir = Path(a.kb_dir)
+    t0 = time.time()
+    work = WORK_DIR / ("finetune" if a.pubtator else "pipeline")
+    work.mkdir(parents=True, exist_ok=True)
+    kbs = kb_args(a.kb_dir, ["medic", "doid", "hpo", "mondo"])
+    res: dict = {}
+
+    # baselines: untrained base bi-encoder and lexical
+    base_dir = work / "export-base"
+    resumable(a, base_dir / "manifest.json", ex.export_model, "bi-encoder", "base", base_dir, BASE_ID, fixture=work / "reference_base.json")
+    res["base"] = evaluate(base_dir, a, work / "eval-base.json", lexical=True)
+
+    # bi-encoder
+    bi_run = work / "runs-bi"
+    targs = kbs + ["--out", str(bi_run), "--steps", str(a.bi_steps), "--minutes", str(a.bi_minutes), "--graph-share", str(a.graph_share),
+                   "--lr", str(a.bi_lr), "--pairs", str(a.bi_pairs), "--threads", str(a.threads), "--device", a.device, "--neighbours-cache", str(work / "nb.npy")]
+    if a.init_bi:
+        targs += ["--init", a.init_bi]
+    if a.pubtator:
+        targs += ["--pubtator", a.pubtator]
+    bi_info = resumable(a, bi_run / "training.json", tb.train, tb.parser().parse_args(targs))
+    bi_dir = work / "export-bi"
+    resumable(a, bi_dir / "manifest.json", ex.export_model, "bi-encoder", str(bi_run / "final"), bi_dir, BI_ID, training=bi_info,
+              fixture=work / "reference_bi.json")
+    res["bi"] = evaluate(bi_dir, a, work / "eval-bi.json")
+
+    base_acc = res["base"]["exact+dense"]["acc@1"]
+    bi_acc = res["bi"]["exact+dense"]["acc@1"]
+    ship_trained_bi = bi_acc > base_acc
+    chosen_bi = bi_dir if ship_trained_bi else base_dir
+
+    # cross-encoder
+    ce_info = None
+    if not a.skip_ce:
+        ce_run = work / "runs-ce"
+        cargs = ["--dict", str(a.kb_dir / "medic.jsonl")] + kbs + ["--biencoder", str(chosen_bi), "--out", str(ce_run),
+                 "--steps", str(a.ce_steps), "--minutes", str(a.ce_minutes), "--queries", str(a.ce_queries), "--threads", str(a.threads), "--device", a.device]
+        ce_info = resumable(a, ce_run / "training.json", tc.train, tc.parser().parse_args(cargs))
+        ce_dir = work / "export-ce"
+        resumable(a, ce_dir / "manifest.json", ex.export_model, "cross-encoder", str(ce_run / "final"), ce_dir, CE_ID,
+                  max_length=CE_MAX_LENGTH, training=ce_info, fixture=work / "reference_crossencoder.json", **CE_QUERY)
+        res["reranked"] = evaluate(chosen_bi, a, work / "eval-rerank.json", rerank=ce_dir)
+    ship_ce = ce_info is not None and res["reranked"]["exact+dense+rerank"]["acc@1"] > res["reranked"]["exact+dense"]["acc@1"]
+
+    # ship
+    out = Path(a.out)
+    corpus_name = Path(a.corpus).name
+    bi_metrics = {
+        "corpus": corpus_name, "dictionary": "MEDIC (CTD_diseases.tsv.gz)", "protocol": "shared/data/README.md, exact match first, int8 ONNX",
+        "acc@1": res["bi" if ship_trained_bi else "base"]["exact+dense"]["acc@1"], "acc@5": res["bi" if ship_trained_bi else "base"]["exact+dense"]["acc@5"],
+        "untrainedBase": res["base"]["exact+dense"], "lexicalBaseline": res["base"]["lexical"],
+        "mentionsPerSecondInt8_2threads": res["bi" if ship_trained_bi else "base"]["mentionsPerSecond"],
+    }
+    fx = MODELS_DIR / "tests" / "fixtures" if a.fixtures else None
+    ship(chosen_bi, out / "biencoder", bi_metrics, work / ("reference_bi.json" if ship_trained_bi else "reference_base.json"),
+         fx / "reference_biencoder.json" if fx else None)
+    if ship_ce:
+        ce_metrics = {"corpus": corpus_name, "rerankTop": a.rerank_top, "withBiEncoder": res["reranked"]["exact+dense"],
+                      "reranked": res["reranked"]["exact+dense+rerank"], "note": "exact-string matches are kept first, not reranked"}
+        ship(ce_dir, out / "crossencoder", ce_metrics, work / "reference_crossencoder.json",
+             fx / "reference_crossencoder.json" if fx else None)
+    elif (out / "crossencoder").exists() and not a.pubtator:
+        shutil.rmtree(out / "crossencoder")
+    summary = {
+        "results": res, "shippedTrainedBiEncoder": ship_trained_bi, "shippedCrossEncoder": ship_ce,
+        "biTraining": bi_info, "ceTraining": ce_info, "totalSeconds": round(time.time() - t0),
+        "machine": machine_description(a.threads, a.device), "rerankTop": a.rerank_top,
+    }
+    write_json(work / "summary.json", summary)
+    from .model_card import write_card
+
+    write_card(out, summary)
+    print(f"shipped in {time.time() - t0:.0f}s -> {rel(out)}", flush=True)
+    if a.ablation_steps > 0 and not a.pubtator:
+        ablation(a, kbs, work, res)
+        write_card(out, summary)
+    print(f"pipeline done in {time.time() - t0:.0f}s -> {rel(out)}", flush=True)
+
+
+def ship(src: Path, dst: Path, metrics: dict, fixture_src: Path, fixture_dst: Path | None) -> None:
+    """Copies an evaluated export into place and records its metrics. The sha256 map stays valid:
+    it covers the ONNX and tokenizer files, which are copied byte for byte."""
+    from .common import sha256_file
+
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    m = read_json(dst / "manifest.json")
+    m["metrics"] = metrics
+    for name, digest in m["sha256"].items():
+        if sha256_file(dst / name) != digest:
+            raise RuntimeError(f"{dst / name}: checksum differs from the manifest after copying")
+    write_json(dst / "manifest.json", m)
+    if fixture_dst is not None:
+        ref = read_json(fixture_src)
+        ref["modelDir"] = rel(dst)
+        write_json(fixture_dst, ref)
+
+
+def ablation(a, kbs, work: Path, res: dict) -> None:
+    """Short runs from the base weights, equal step counts, one ingredient changed at a time."""
+    from . import export as ex
+    from . import train_biencoder as tb
+
+    variants = [
+        ("synonym pairs only (MS loss + online pair mining)", {"--graph-share": "0", "--hard-share": "0"}),
+        ("+ near-neighbour hard-negative batches", {"--graph-share": "0", "--hard-share": "0.5"}),
+        (f"+ child/parent graph pairs ({a.graph_share:.0%} of pairs) = default recipe", {"--graph-share": str(a.graph_share), "--hard-share": "0.5"}),
+    ]
+    rows = [["untrained base", res["base"]["exact+dense"]]]
+    for i, (name, opts) in enumerate(variants):
+        run = work / "ablation" / f"v{i}"
+        targs = kbs + ["--out", str(run), "--steps", str(a.ablation_steps), "--threads", str(a.threads), "--device", a.device,
+                       "--lr", str(a.bi_lr), "--pairs", str(a.bi_pairs),
+                       "--neighbours-cache", str(work / "nb.npy")]
+        for k, v in opts.items():
+            targs += [k, v]
+        resumable(a, run / "training.json", tb.train, tb.parser().parse_args(targs))
+        exp = work / "ablation" / f"v{i}-export"
+        resumable(a, exp / "manifest.json", ex.export_model, "bi-encoder", str(run / "final"), exp, f"ablation-v{i}")
+        r = evaluate(exp, a, work / "ablation" / f"v{i}-eval.json")
+        rows.append([name, r["exact+dense"]])
+        write_json(WORK_DIR / "ablation.json", {
+            "note": f"Each variant trained for {a.ablation_steps} steps from the base weights (same seed, same batch size), "
+                    "evaluated like the shipped model (exact match first, int8 ONNX, NCBI-disease dev). Short runs: the "
+                    "differences show the direction of each ingredient, not its effect at full length.",
+            "rows": rows,
+        })
+
+
+def machine_description(threads: int, device: str) -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if device.startswith("cuda") and torch.cuda.is_available() else "no GPU used"
+    return f"{cpu}, {threads} torch threads, device {device} ({gpu}), torch {torch.__version__}, Python {platform.python_version()}"
+
+
+if __name__ == "__main__":
+    main()
