@@ -6,7 +6,9 @@ import { indexActivate } from './index-activate.ts';
 import { link } from './link.ts';
 import { makeEvalCommand } from './eval.ts';
 import { compare } from './compare.ts';
+import { evaluator } from './evaluator.ts';
+import { goldSample } from './gold-sample.ts';
 import { openLinker } from '../../link/open-linker.ts';
 
 /** Every command, in the order `cuilink --help` lists them. Add yours here. */
-export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), compare];
+export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), compare, evaluator, goldSample];

@@ -12,7 +12,10 @@ export interface EvaluatorSource {
   start(handlers: { gold: (gold: GoldMention) => void; linkedNote: (note: LinkedNote) => void }): Promise<void>;
   /** Commits what has been delivered so far (called right after a snapshot is on disk). */
   commit(): Promise<void>;
+  /** Stops delivering; commit() must still work afterwards (the last checkpoint follows). */
   stop(): Promise<void>;
+  /** Releases the source after the last commit (e.g. leaves the consumer group). */
+  close?(): Promise<void>;
 }
 
 export interface EvaluatorServiceOptions extends SidecarOptions {
@@ -89,8 +92,12 @@ export async function startEvaluatorService(view: OntologyView, source: Evaluato
     async stop() {
       clearInterval(timer);
       await source.stop();
-      await checkpoint();
-      await server.close();
+      try {
+        await checkpoint();
+      } finally {
+        await source.close?.();
+        await server.close();
+      }
     },
   };
 }

@@ -1,0 +1,73 @@
+import type { Command } from '../command.ts';
+import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
+import { InputError } from '../../kb/errors.ts';
+import { createKafkaClient } from '../../stream/kafka-client.ts';
+import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
+import { ensureTopics, requireTopics } from '../../stream/topics.ts';
+import { publishGoldSample } from '../../eval/gold-publisher.ts';
+import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-flags.ts';
+
+const usage = `Usage: cuilink gold-sample --corpus FILE.PubTator --fraction F [options]
+
+Samples a fraction of a PubTator corpus's annotated notes (a deterministic draw per note id and
+seed, the same in every run) and publishes their gold mentions (GoldMention Avro, keyed by note
+id) to the gold topic; with --notes-topic also publishes every annotated note (NoteEvent Avro,
+its annotations as NER mentions) to the stage's input topic. For demos, tests and benchmarks of
+'cuilink evaluator'.
+
+Options:
+  --corpus FILE          PubTator corpus (may be gzipped); the 'cuilink eval' protocol applies
+  --fraction F           share of notes whose gold is published, 0..1
+  --seed N               sampling seed (default 1)
+  --gold-topic T         gold topic (default cuilink.gold)
+  --notes-topic T        also publish the notes to this input topic (e.g. cuilink.notes)
+  --types REGEX          keep only annotations whose type matches
+  --annotator NAME       annotator recorded on each gold mention
+  --create-topics        create missing topics (with --partitions, default 1) instead of failing
+  --partitions N         partitions of created topics
+${KAFKA_FLAGS_HELP}
+  -h, --help             this text`;
+
+export const goldSample: Command = {
+  name: 'gold-sample',
+  summary: 'Publish the gold mentions (and optionally the notes) of a sampled PubTator corpus to Kafka',
+  usage,
+  async run(argv) {
+    const { values } = parseFlags(argv, {
+      ...KAFKA_FLAG_OPTIONS,
+      corpus: { type: 'string' },
+      fraction: { type: 'string' },
+      seed: { type: 'string' },
+      'gold-topic': { type: 'string' },
+      'notes-topic': { type: 'string' },
+      types: { type: 'string' },
+      annotator: { type: 'string' },
+      'create-topics': { type: 'boolean', default: false },
+      partitions: { type: 'string' },
+    });
+    const corpusFile = requireString(values.corpus, 'corpus');
+    const fraction = parseNumberFlag(requireString(values.fraction, 'fraction'), 'fraction', 1, { min: 0, max: 1 });
+    const seed = parseNumberFlag(values.seed, 'seed', 1, { integer: true });
+    const partitions = parseNumberFlag(values.partitions, 'partitions', 1, { min: 1, integer: true });
+    const goldTopic = values['gold-topic'] ?? 'cuilink.gold';
+    const notesTopic = values['notes-topic'];
+    if (notesTopic === goldTopic) throw new InputError('--notes-topic and --gold-topic must differ', 'BAD_FLAGS');
+    let types: RegExp | undefined;
+    try {
+      types = values.types === undefined ? undefined : new RegExp(values.types);
+    } catch (error) {
+      throw new InputError(`--types is not a valid regular expression: ${(error as Error).message}`, 'BAD_FLAGS');
+    }
+    const { connection, schemaRegistry } = kafkaRequest(values, 'cuilink-gold-sample');
+    const kafka = createKafkaClient(connection);
+    const topics = notesTopic === undefined ? [goldTopic] : [goldTopic, notesTopic];
+    if (values['create-topics']) await ensureTopics(kafka, topics, { partitions });
+    else await requireTopics(kafka, topics);
+    const result = await publishGoldSample({ kafka, codec: createRecordCodec({ schemaRegistry }), corpusFile, fraction, seed, goldTopic, notesTopic, types, annotator: values.annotator });
+    console.log(
+      `${corpusFile}: ${result.notes} annotated notes, ${result.sampledNotes} sampled (fraction ${fraction}, seed ${seed}); ` +
+        `${result.goldPublished} gold mentions → ${goldTopic}${notesTopic === undefined ? '' : `, ${result.notesPublished} notes → ${notesTopic}`}`,
+    );
+    return 0;
+  },
+};

@@ -1,0 +1,43 @@
+import { InputError } from '../kb/errors.ts';
+import { parseBrokerList, validateKafkaConnection, type ValidatedKafkaConnection } from '../stream/kafka-client.ts';
+import type { SchemaRegistryOptions } from '../stream/avro/confluent-avro-codec.ts';
+
+/** Broker and schema-registry flags of the Kafka tools (`evaluator`, `gold-sample`); the stage reads its config file instead. */
+export const KAFKA_FLAG_OPTIONS = {
+  brokers: { type: 'string' },
+  'schema-registry': { type: 'string' },
+  'client-id': { type: 'string' },
+} as const;
+
+export const KAFKA_FLAGS_HELP = `  --brokers H:P,H:P      Kafka bootstrap brokers (or CUILINK_BROKERS; 'npm run kafka:start' runs a local one)
+  --schema-registry URL  use the Confluent wire format through this registry (or CUILINK_SCHEMA_REGISTRY_URL);
+                         default plain Avro with a schema fingerprint header
+  --client-id ID         Kafka client id
+  TLS/SASL from the environment: CUILINK_SSL=true, CUILINK_SASL_MECHANISM (plain|scram-sha-256|scram-sha-512),
+  CUILINK_SASL_USERNAME, CUILINK_SASL_PASSWORD`;
+
+interface KafkaFlagValues {
+  brokers?: string;
+  'schema-registry'?: string;
+  'client-id'?: string;
+}
+
+export function kafkaRequest(values: KafkaFlagValues, defaultClientId: string, env: NodeJS.ProcessEnv = process.env): { connection: ValidatedKafkaConnection; schemaRegistry?: SchemaRegistryOptions } {
+  const brokers = parseBrokerList(values.brokers ?? env.CUILINK_BROKERS ?? '');
+  if (brokers.length === 0) {
+    throw new InputError("no Kafka brokers: pass --brokers host:port or set CUILINK_BROKERS ('npm run kafka:start' starts a local broker)", 'BAD_FLAGS');
+  }
+  const mechanism = env.CUILINK_SASL_MECHANISM;
+  const connection = validateKafkaConnection({
+    brokers,
+    clientId: values['client-id'] ?? defaultClientId,
+    ssl: env.CUILINK_SSL === undefined ? undefined : /^(1|true|yes)$/i.test(env.CUILINK_SSL),
+    sasl:
+      mechanism === undefined
+        ? undefined
+        : { mechanism: mechanism as 'plain', username: env.CUILINK_SASL_USERNAME ?? '', password: env.CUILINK_SASL_PASSWORD ?? '' },
+  });
+  const registryUrl = values['schema-registry'] ?? env.CUILINK_SCHEMA_REGISTRY_URL;
+  if (registryUrl !== undefined && !/^https?:\/\/\S+$/.test(registryUrl)) throw new InputError(`--schema-registry must be an http(s) URL, got '${registryUrl}'`, 'BAD_FLAGS');
+  return { connection, schemaRegistry: registryUrl === undefined ? undefined : { url: registryUrl } };
+}

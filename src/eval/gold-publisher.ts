@@ -1,0 +1,82 @@
+import { Partitioners, type Kafka, type Message } from 'kafkajs';
+import { noteInputToNoteEvent } from '../stream/avro/avro-conversions.ts';
+import type { RecordCodec } from '../stream/avro/record-codec.ts';
+import { documentToNote } from './gold.ts';
+import { goldMentionToAvro } from './gold-avro.ts';
+import { inGoldSample } from './gold-sampling.ts';
+import { emptyPubTatorStats, readPubTator, type PubTatorStats } from './pubtator.ts';
+
+export interface GoldPublishOptions {
+  kafka: Kafka;
+  codec: RecordCodec;
+  corpusFile: string;
+  /** Share of notes whose gold is published (inGoldSample: deterministic per note id and seed). */
+  fraction: number;
+  seed: number;
+  goldTopic: string;
+  /** When set, every annotated note is also published here as a NoteEvent (the stream the gold samples). */
+  notesTopic?: string;
+  types?: RegExp;
+  annotator?: string;
+  /** Records per produce request. */
+  batchSize?: number;
+  now?: () => number;
+}
+
+export interface GoldPublishResult {
+  notes: number;
+  sampledNotes: number;
+  goldPublished: number;
+  notesPublished: number;
+  stats: PubTatorStats;
+}
+
+/**
+ * `cuilink gold-sample`: reads a PubTator corpus (the evaluation protocol of cuilink eval),
+ * publishes the gold mentions of the sampled notes to the gold topic and, optionally, every
+ * note to the input topic; all keyed by note id with Kafka's default (murmur2) partitioner, so
+ * a note's gold and its linked output land on the same partition number when the topics are
+ * partitioned alike.
+ */
+export async function publishGoldSample(options: GoldPublishOptions): Promise<GoldPublishResult> {
+  const now = options.now ?? Date.now;
+  const batchSize = options.batchSize ?? 500;
+  const producer = options.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false });
+  await producer.connect();
+  const result: GoldPublishResult = { notes: 0, sampledNotes: 0, goldPublished: 0, notesPublished: 0, stats: emptyPubTatorStats() };
+  let gold: Message[] = [];
+  let notes: Message[] = [];
+  const flush = async (): Promise<void> => {
+    const topicMessages = [];
+    if (gold.length > 0) topicMessages.push({ topic: options.goldTopic, messages: gold });
+    if (notes.length > 0 && options.notesTopic !== undefined) topicMessages.push({ topic: options.notesTopic, messages: notes });
+    if (topicMessages.length > 0) await producer.sendBatch({ topicMessages, acks: -1 });
+    result.goldPublished += gold.length;
+    result.notesPublished += notes.length;
+    gold = [];
+    notes = [];
+  };
+  try {
+    for await (const doc of readPubTator(options.corpusFile, { types: options.types, stats: result.stats })) {
+      if (doc.annotations.length === 0) continue;
+      result.notes++;
+      const converted = documentToNote(doc);
+      if (options.notesTopic !== undefined) {
+        const encoded = await options.codec.encode('NoteEvent', noteInputToNoteEvent(converted.note, now()));
+        notes.push({ key: doc.pmid, value: encoded.value, headers: encoded.headers });
+      }
+      if (inGoldSample(doc.pmid, options.fraction, options.seed)) {
+        result.sampledNotes++;
+        for (const g of converted.gold) {
+          const encoded = await options.codec.encode('GoldMention', goldMentionToAvro(g, { annotator: options.annotator ?? null, annotatedAt: now() }));
+          gold.push({ key: g.noteId, value: encoded.value, headers: encoded.headers });
+        }
+      }
+      if (gold.length + notes.length >= batchSize) await flush();
+    }
+    await flush();
+  } finally {
+    await producer.disconnect();
+  }
+  return result;
+}

@@ -1,0 +1,39 @@
+import type { Kafka } from 'kafkajs';
+import type { RecordCodec } from '../../stream/avro/record-codec.ts';
+import { requireTopics } from '../../stream/topics.ts';
+import type { OntologyView } from '../metrics/ontology-view.ts';
+import { startEvaluatorService, type EvaluatorServiceOptions, type RunningEvaluator } from './evaluator-service.ts';
+import { KafkaEvaluatorSource, type SkippedCounts } from './kafka-evaluator-source.ts';
+
+export interface KafkaEvaluatorOptions extends EvaluatorServiceOptions {
+  kafka: Kafka;
+  codec: RecordCodec;
+  linkedTopic: string;
+  goldTopic: string;
+  groupId: string;
+}
+
+export interface RunningKafkaEvaluator extends RunningEvaluator {
+  /** Records skipped as undecodable, by error code. */
+  skipped(): Readonly<SkippedCounts>;
+}
+
+/** `cuilink evaluator`: the sidecar service fed from the LinkedNote and GoldMention topics. */
+export async function startKafkaEvaluator(view: OntologyView, options: KafkaEvaluatorOptions): Promise<RunningKafkaEvaluator> {
+  await requireTopics(options.kafka, [options.linkedTopic, options.goldTopic]);
+  const source = new KafkaEvaluatorSource({
+    kafka: options.kafka,
+    codec: options.codec,
+    linkedTopic: options.linkedTopic,
+    goldTopic: options.goldTopic,
+    groupId: options.groupId,
+    log: options.log,
+  });
+  try {
+    const running = await startEvaluatorService(view, source, options);
+    return { ...running, skipped: () => source.skipped };
+  } catch (error) {
+    await source.close();
+    throw error;
+  }
+}
