@@ -5,7 +5,21 @@
 export function inGoldSample(noteId: string, fraction: number, seed: number): boolean {
   if (fraction >= 1) return true;
   if (fraction <= 0) return false;
-  return fnv1a32(`${seed}\u0000${noteId}`) / 4294967296 < fraction;
+  return fmix32(fnv1a32(`${seed}\u0000${noteId}`)) / 4294967296 < fraction;
+}
+
+/**
+ * MurmurHash3's finalizer. FNV-1a alone barely moves the high bits when only the last character
+ * changes, so consecutive ids (2001, 2002, ...) drew nearly the same number: all or none sampled.
+ */
+function fmix32(hash: number): number {
+  let h = hash;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
 }
 
 /** FNV-1a, 32 bits, over UTF-16 code units: tiny, stable, well spread for short ids. */

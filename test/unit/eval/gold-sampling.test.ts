@@ -15,3 +15,14 @@ test('gold sampling: deterministic per note id and seed, close to the fraction, 
   const quarter = new Set(ids.filter((id) => inGoldSample(id, 0.25, 42)));
   assert.ok(picked.every((id) => quarter.has(id)));
 });
+
+test('gold sampling: consecutive note ids are drawn independently (not all in or all out together)', () => {
+  let allOrNone = 0;
+  for (let block = 0; block < 200; block++) {
+    const ids = Array.from({ length: 12 }, (_, i) => String(2000 + block * 12 + i));
+    const picked = ids.filter((id) => inGoldSample(id, 0.5, 1 + (block % 7))).length;
+    if (picked === 0 || picked === ids.length) allOrNone++;
+  }
+  // Independent draws: P(all or none of 12 at ½) = 1/2048 per block.
+  assert.ok(allOrNone <= 2, `${allOrNone} of 200 blocks of consecutive ids were sampled all or nothing`);
+});
