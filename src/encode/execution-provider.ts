@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -24,6 +25,21 @@ export function cudaProviderMissing(): string | undefined {
     if (!existsSync(join(dir, lib))) return `${lib} is not installed in ${dir} (install it with 'npm run gpu:install-provider', see docs/gpu.md)`;
   }
   return undefined;
+}
+
+/** The CUDA 13 libraries the 1.29 provider links against; onnxruntime itself only says "failed to load". */
+const CUDA_RUNTIME_LIBRARIES = ['libcudart.so.13', 'libcublas.so.13', 'libcublasLt.so.13', 'libcurand.so.10', 'libcufft.so.12', 'libcudnn.so.9'];
+
+/** CUDA runtime libraries neither the loader cache nor LD_LIBRARY_PATH provides. */
+export function missingCudaLibraries(): string[] {
+  let cache = '';
+  try {
+    cache = execFileSync('ldconfig', ['-p'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    // No ldconfig: only LD_LIBRARY_PATH can be checked.
+  }
+  const dirs = (process.env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean);
+  return CUDA_RUNTIME_LIBRARIES.filter((lib) => !cache.includes(lib) && !dirs.some((dir) => existsSync(join(dir, lib))));
 }
 
 export function parseProviderChoice(value: string | undefined, fallback: ProviderChoice = 'auto'): ProviderChoice {

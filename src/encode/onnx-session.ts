@@ -3,7 +3,7 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { CuilinkError } from '../kb/errors.ts';
-import { cudaProviderMissing, CudaUnavailableError, type ProviderChoice } from './execution-provider.ts';
+import { cudaProviderMissing, CudaUnavailableError, missingCudaLibraries, type ProviderChoice } from './execution-provider.ts';
 import type { FeedTensor, Pooling, RunReply, WorkerReply, WorkerRequest } from './onnx-worker-protocol.ts';
 
 export interface OnnxSessionOptions {
@@ -70,7 +70,8 @@ export class OnnxSession {
     try {
       return await OnnxSession.start(modelPath, 'cuda', options.deviceId, threads);
     } catch (error) {
-      const reason = `onnxruntime could not start CUDA device ${options.deviceId}: ${(error as Error).message}`;
+      const missingLibs = missingCudaLibraries();
+      const reason = `onnxruntime could not start CUDA device ${options.deviceId}: ${(error as Error).message}${missingLibs.length > 0 ? ` (not on the loader path: ${missingLibs.join(', ')})` : ''}`;
       if (options.provider === 'cuda') throw new CudaUnavailableError(reason, error);
       options.log(`execution provider: cpu (auto: ${reason})`);
       return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads);
