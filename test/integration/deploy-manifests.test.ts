@@ -1,0 +1,219 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ENV_VARS, loadStageConfig } from '../../src/stream/stage-config.ts';
+import { crdModels, deployLint, installOrSkip, kustomize, pythonTools, run } from '../support/deploy-tools.ts';
+
+// deploy/k8s and deploy/docker checked as far as a machine without a cluster or a Docker engine
+// can: kustomize renders, the Kubernetes schemas (strict) and the CRD schemas validate, hadolint
+// lints, and the manifests agree with the stage's real config schema and with each other.
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const OVERLAYS = ['cpu', 'gpu'] as const;
+const K8S_VERSIONS = ['1.29.0', '1.33.0'];
+const rendered = new Map<string, { yaml: string; docs: Json[] }>();
+let scratch: string;
+let lint: string | undefined;
+let setupSkip: string | undefined;
+
+const byKind = (docs: Json[], kind: string, name?: string): Json => {
+  const found = docs.find((d) => d.kind === kind && (name === undefined || d.metadata.name === name));
+  assert.ok(found, `${kind}${name ? `/${name}` : ''} missing`);
+  return found;
+};
+const container = (deployment: Json): Json => deployment.spec.template.spec.containers[0];
+/** Environment variables the image and Node read themselves, besides the stage's ENV_VARS. */
+const RUNTIME_ENV = new Set(['NODE_EXTRA_CA_CERTS', 'CUILINK_CACHE_DIR']);
+
+before(async () => {
+  scratch = mkdtempSync(join(tmpdir(), 'cuilink-deploy-'));
+  const [renderer, linter] = await Promise.all([installOrSkip(kustomize), installOrSkip(deployLint)]);
+  setupSkip = renderer.skip ?? linter.skip;
+  if (setupSkip) return;
+  lint = linter.tool!;
+  for (const overlay of OVERLAYS) {
+    const yaml = await renderer.tool!(`deploy/k8s/overlays/${overlay}`);
+    const file = join(scratch, `${overlay}.yaml`);
+    writeFileSync(file, yaml);
+    const json = await run(lint, ['yaml', file]);
+    assert.equal(json.code, 0, json.stderr);
+    rendered.set(overlay, { yaml: file, docs: JSON.parse(json.stdout) as Json[] });
+  }
+});
+
+test('every rendered core manifest validates against the Kubernetes schemas in strict mode', async (t) => {
+  if (setupSkip) return t.skip(setupSkip);
+  const { tool, skip } = await installOrSkip(pythonTools);
+  if (skip) return t.skip(skip);
+  for (const overlay of OVERLAYS) {
+    const args = ['--strict', ...K8S_VERSIONS.flatMap((v) => ['-k', v]), rendered.get(overlay)!.yaml];
+    const result = await run(tool!.kubernetesValidate, args);
+    assert.equal(result.code, 0, `${overlay}: ${result.stdout}${result.stderr}`);
+    const passed = (result.stdout + result.stderr).match(/passed for resource/g)?.length ?? 0;
+    const core = rendered.get(overlay)!.docs.filter((d) => !/(^|\.)(keda\.sh|coreos\.com)\//.test(d.apiVersion)).length;
+    assert.equal(passed, core * K8S_VERSIONS.length, `${overlay}: every core resource checked for every version`);
+  }
+  // The validator is live: a misspelt field in the same render is refused.
+  const broken = join(scratch, 'broken.yaml');
+  writeFileSync(broken, readFileSync(rendered.get('cpu')!.yaml, 'utf8').replace('readinessProbe:', 'readinessProb:'));
+  const refused = await run(tool!.kubernetesValidate, ['--strict', '-k', K8S_VERSIONS[0]!, broken]);
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.stdout + refused.stderr, /readinessProb/);
+});
+
+test('KEDA and Prometheus Operator resources validate against their CRD schemas', async (t) => {
+  if (setupSkip) return t.skip(setupSkip);
+  const { tool: modules, skip } = await installOrSkip(crdModels);
+  if (skip) return t.skip(skip);
+  const load = async (path: string, name: string) => (await import(join(modules!, path)))[name] as new (data: Json) => { validate(): void };
+  const models: Record<string, new (data: Json) => { validate(): void }> = {
+    ScaledObject: await load('@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject.js', 'ScaledObject'),
+    TriggerAuthentication: await load('@kubernetes-models/keda/keda.sh/v1alpha1/TriggerAuthentication.js', 'TriggerAuthentication'),
+    ServiceMonitor: await load('@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor.js', 'ServiceMonitor'),
+    PrometheusRule: await load('@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule.js', 'PrometheusRule'),
+  };
+  for (const overlay of OVERLAYS) {
+    const custom = rendered.get(overlay)!.docs.filter((d) => /(^|\.)(keda\.sh|coreos\.com)\//.test(d.apiVersion));
+    assert.deepEqual(custom.map((d) => d.kind).sort(), Object.keys(models).sort());
+    for (const doc of custom) assert.doesNotThrow(() => new models[doc.kind]!(doc).validate(), `${overlay} ${doc.kind}`);
+  }
+  const wrong = structuredClone(byKind(rendered.get('cpu')!.docs, 'ScaledObject'));
+  wrong.spec.maxReplicaCount = 'six';
+  assert.throws(() => new models.ScaledObject!(wrong).validate(), /maxReplicaCount/);
+});
+
+test('the stage config and environment of the manifests pass the stage\'s own config schema', (t) => {
+  if (setupSkip) return t.skip(setupSkip);
+  for (const overlay of OVERLAYS) {
+    const docs = rendered.get(overlay)!.docs;
+    const stageJson = docs.find((d) => d.kind === 'ConfigMap' && d.data?.['stage.json'])!.data['stage.json'] as string;
+    const shared: Record<string, string> = docs.find((d) => d.kind === 'ConfigMap' && d.data?.CUILINK_BROKERS)!.data;
+    const secret = byKind(docs, 'Secret', 'cuilink-kafka-credentials').stringData;
+    for (const name of Object.keys(shared)) assert.ok(ENV_VARS.some(([n]) => n === name) || RUNTIME_ENV.has(name), `cuilink-env: ${name} is read by nobody`);
+    const file = join(scratch, `${overlay}-stage.json`);
+    writeFileSync(file, stageJson);
+    const configOf = (deployment: Json) => {
+      const env = { ...shared };
+      for (const v of container(deployment).env ?? []) {
+        assert.ok(ENV_VARS.some(([name]) => name === v.name) || RUNTIME_ENV.has(v.name), `${deployment.metadata.name}: ${v.name} is read by nobody`);
+        env[v.name] = v.value ?? (v.valueFrom?.secretKeyRef ? secret[v.valueFrom.secretKeyRef.key] : 'pod-name');
+      }
+      return { env, config: loadStageConfig({ file, env }) };
+    };
+    for (const deployment of docs.filter((d) => d.kind === 'Deployment')) {
+      const { config } = configOf(deployment);
+      assert.equal(container(deployment).ports[0].containerPort, config.http.port, `${deployment.metadata.name} serves its probes where the config says`);
+    }
+    const { env, config } = configOf(byKind(docs, 'Deployment', 'cuilink'));
+    assert.equal(config.sasl?.mechanism, 'scram-sha-512');
+    assert.equal(config.ssl, true);
+
+    const linker = byKind(docs, 'Deployment', 'cuilink');
+    const spec = linker.spec.template.spec;
+    assert.ok(spec.terminationGracePeriodSeconds * 1000 > config.drainTimeoutMs + config.consumer.sessionTimeoutMs / 2, `${overlay}: grace period must outlast the drain`);
+    assert.equal(container(linker).readinessProbe.httpGet.path, '/readyz');
+    assert.equal(container(linker).livenessProbe.httpGet.path, '/healthz');
+
+    const scaled = byKind(docs, 'ScaledObject', 'cuilink');
+    const trigger = scaled.spec.triggers[0].metadata;
+    assert.equal(trigger.consumerGroup, config.groupId);
+    assert.equal(trigger.topic, config.topics.input);
+    assert.equal(trigger.bootstrapServers, env.CUILINK_BROKERS);
+    assert.ok(scaled.spec.maxReplicaCount <= inputPartitions(), `${overlay}: more linkers than input partitions`);
+    assert.equal(trigger.allowIdleConsumers, 'false');
+  }
+});
+
+test('the linker reads the index volume read-only, the index-build Job writes it, and nothing else is writable', (t) => {
+  if (setupSkip) return t.skip(setupSkip);
+  const docs = rendered.get('cpu')!.docs;
+  const mountOf = (podSpec: Json, volume: string) => {
+    const claim = podSpec.volumes.find((v: Json) => v.name === volume);
+    const mount = podSpec.containers[0].volumeMounts.find((m: Json) => m.name === volume);
+    return { claim: claim?.persistentVolumeClaim, mount };
+  };
+  const linker = mountOf(byKind(docs, 'Deployment', 'cuilink').spec.template.spec, 'indexes');
+  const job = mountOf(byKind(docs, 'Job', 'cuilink-index-build').spec.template.spec, 'indexes');
+  assert.equal(linker.claim.claimName, job.claim.claimName);
+  assert.equal(linker.claim.readOnly, true);
+  assert.equal(linker.mount.readOnly, true);
+  assert.notEqual(job.mount.readOnly, true);
+  assert.equal(byKind(docs, 'PersistentVolumeClaim', linker.claim.claimName).spec.accessModes[0], 'ReadWriteMany');
+  const env = docs.find((d) => d.kind === 'ConfigMap' && d.data?.CUILINK_INDEX_DIR)!.data;
+  assert.ok(env.CUILINK_INDEX_DIR.startsWith(linker.mount.mountPath), 'CUILINK_INDEX_DIR is on the index volume');
+  for (const workload of docs.filter((d) => d.kind === 'Deployment' || d.kind === 'Job')) {
+    const pod = workload.spec.template.spec;
+    assert.equal(pod.securityContext.runAsNonRoot, true, workload.metadata.name);
+    for (const c of pod.containers) {
+      assert.equal(c.securityContext.readOnlyRootFilesystem, true, `${workload.metadata.name}/${c.name}`);
+      assert.ok(c.volumeMounts.some((m: Json) => m.mountPath === '/tmp'), `${workload.metadata.name} has a writable /tmp`);
+    }
+  }
+  const pdb = byKind(docs, 'PodDisruptionBudget', 'cuilink');
+  assert.deepEqual(pdb.spec.selector.matchLabels, byKind(docs, 'Deployment', 'cuilink').spec.selector.matchLabels);
+});
+
+test('the gpu overlay asks for a GPU on a GPU node with the CUDA image; the cpu overlay does not', (t) => {
+  if (setupSkip) return t.skip(setupSkip);
+  const gpu = byKind(rendered.get('gpu')!.docs, 'Deployment', 'cuilink').spec.template.spec;
+  const cpu = byKind(rendered.get('cpu')!.docs, 'Deployment', 'cuilink').spec.template.spec;
+  assert.equal(gpu.containers[0].resources.limits['nvidia.com/gpu'], '1');
+  assert.ok(gpu.tolerations.some((x: Json) => x.key === 'nvidia.com/gpu'));
+  assert.ok(Object.keys(gpu.nodeSelector).some((k) => k.startsWith('nvidia.com/')));
+  assert.match(gpu.containers[0].image, /cuda/);
+  assert.equal(cpu.containers[0].resources.limits['nvidia.com/gpu'], undefined);
+  assert.equal(cpu.nodeSelector, undefined);
+});
+
+test('the PrometheusRule carries exactly the alert rules of deploy/prometheus', async (t) => {
+  if (setupSkip) return t.skip(setupSkip);
+  const rulesFile = await run(lint!, ['yaml', 'deploy/prometheus/cuilink-alerts.rules.yml']);
+  const groups = (JSON.parse(rulesFile.stdout) as Json[])[0]!.groups;
+  assert.deepEqual(byKind(rendered.get('cpu')!.docs, 'PrometheusRule', 'cuilink').spec.groups, groups);
+});
+
+test('both Dockerfiles pass hadolint, and hadolint is live', async (t) => {
+  const { tool, skip } = await installOrSkip(pythonTools);
+  if (skip) return t.skip(skip);
+  const config = ['--config', 'deploy/docker/.hadolint.yaml'];
+  const result = await run(tool!.hadolint, [...config, 'deploy/docker/Dockerfile', 'deploy/docker/Dockerfile.cuda']);
+  assert.equal(result.code, 0, result.stdout + result.stderr);
+  const rootImage = join(mkdtempSync(join(tmpdir(), 'cuilink-hadolint-')), 'Dockerfile');
+  writeFileSync(rootImage, 'FROM node:20-bookworm-slim\nUSER root\nCMD ["node"]\n');
+  const refused = await run(tool!.hadolint, [...config, rootImage]);
+  assert.match(refused.stdout, /DL3002/, 'last USER root is reported');
+});
+
+test('the images run the checkout\'s command line as a non-root user with no build tools in the final stage', () => {
+  for (const file of ['deploy/docker/Dockerfile', 'deploy/docker/Dockerfile.cuda']) {
+    const text = readFileSync(file, 'utf8').replace(/\\\n/g, ' ');
+    const finalStage = text.slice(text.lastIndexOf('\nFROM '));
+    assert.match(finalStage, /^ENTRYPOINT \["node", "bin\/cuilink\.js"\]$/m, file);
+    assert.match(finalStage, /^CMD \["run"\]$/m, file);
+    assert.match(finalStage, /^USER 1000:1000$/m, file);
+    assert.match(finalStage, /^HEALTHCHECK .*\/healthz/m, file);
+    assert.doesNotMatch(finalStage, /apt-get install|npm (ci|install)|g\+\+|python3/, `${file}: build tools or installs in the final stage`);
+    assert.match(text, /npm ci --omit=dev/, `${file}: production dependencies only`);
+    // Every path the image copies from the context must survive its .dockerignore.
+    const allowed = readFileSync(`${file}.dockerignore`, 'utf8').split('\n').filter((l) => l.startsWith('!')).map((l) => l.slice(1).replace(/\/\*\*$/, ''));
+    for (const m of text.matchAll(/^COPY (?!--from)(?:--\S+ )*(.+) \S+$/gm)) {
+      for (const source of m[1]!.split(' ')) {
+        const path = source.replace(/^\$\{INDEX_SRC\}$/, 'deploy/docker/no-index').replace(/\/$/, '');
+        assert.ok(allowed.some((a) => path === a || path.startsWith(`${a}/`)), `${file}: COPY ${path} is excluded by ${file}.dockerignore`);
+      }
+    }
+  }
+  const packageJson = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
+  assert.ok(packageJson.dependencies.tsx, 'bin/cuilink.js runs the sources through tsx, so tsx must be a production dependency');
+});
+
+function inputPartitions(): number {
+  const compose = readFileSync('deploy/compose/compose.yaml', 'utf8');
+  const match = compose.match(/cuilink\.notes:(\d+)/);
+  assert.ok(match, 'compose creates cuilink.notes with a partition count');
+  return Number(match[1]);
+}
+
+after(() => rmSync(scratch, { recursive: true, force: true }));
