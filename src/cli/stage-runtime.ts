@@ -1,0 +1,88 @@
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { ensureDefaultIndex } from '../link/default-index.ts';
+import { openLinker } from '../link/open-linker.ts';
+import type { LinkingCore } from '../link/types.ts';
+import { createLogger, type Logger, type LogSink } from '../telemetry/logger.ts';
+import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
+import { AvroStageCodec, createRecordCodec, type RecordCodec } from '../stream/avro/index.ts';
+import { startHealthServer, type HealthServer } from '../stream/health-server.ts';
+import { LinkingStage } from '../stream/linking-stage.ts';
+import type { StageConfig } from '../stream/stage-config.ts';
+
+export interface StageRuntime {
+  stage: LinkingStage;
+  linker: LinkingCore;
+  recordCodec: RecordCodec;
+  logger: Logger;
+  health?: HealthServer;
+  /** Drains the stage, then closes the linker, the HTTP server and telemetry. `true` when the drain finished in time. */
+  close(): Promise<boolean>;
+}
+
+export interface StartStageRuntimeOptions {
+  brokers?: string[];
+  logSink?: LogSink;
+  /** Extra span processors (tests). */
+  spanProcessors?: SpanProcessor[];
+  /** Open the linker differently (tests); openLinker over the configured or default index otherwise. */
+  openCore?: () => Promise<LinkingCore>;
+}
+
+/**
+ * Everything `cuilink run` holds for the stage's lifetime, started in the order readiness needs:
+ * telemetry, HTTP (live, not ready), the linker and its index, the codec, the stage (ready once
+ * its consumer joined the group).
+ */
+export async function startStageRuntime(config: StageConfig, options: StartStageRuntimeOptions = {}): Promise<StageRuntime> {
+  const logger = createLogger({ level: config.telemetry.logLevel, logPhi: config.telemetry.logPhi, sink: options.logSink, fields: { service: config.telemetry.serviceName } });
+  const telemetry: Telemetry = await startTelemetry({
+    serviceName: config.telemetry.serviceName,
+    otlpEndpoint: config.telemetry.otlpEndpoint,
+    prometheus: config.telemetry.prometheus,
+    metricExportIntervalMs: config.telemetry.metricExportIntervalMs,
+    spanProcessors: options.spanProcessors,
+  });
+  let stage: LinkingStage | undefined;
+  let health: HealthServer | undefined;
+  let linker: LinkingCore | undefined;
+  try {
+    if (config.http.enabled) {
+      health = await startHealthServer({ host: config.http.host, port: config.http.port, live: () => stage?.live ?? true, ready: () => stage?.ready ?? false, metrics: telemetry.prometheusHandler });
+      logger.info('http listening', { url: health.url, paths: ['/healthz', '/readyz', '/metrics'] });
+    }
+    linker = options.openCore ? await options.openCore() : await openConfiguredLinker(config, logger);
+    logger.info('linker loaded', { ...linker.versions });
+    const recordCodec = createRecordCodec(config.avro.wireFormat === 'confluent' ? { schemaRegistry: { url: config.avro.registryUrl! } } : {});
+    stage = new LinkingStage({ config, linker, codec: new AvroStageCodec(recordCodec), logger, brokers: options.brokers, tracer: telemetry.tracer, meter: telemetry.meter });
+    await stage.start();
+    const started = { stage, linker, recordCodec };
+    let closing: Promise<boolean> | undefined;
+    return {
+      ...started,
+      logger,
+      health,
+      close: () => {
+        closing ??= (async () => {
+          const drained = await started.stage.stop();
+          await started.linker.close();
+          await recordCodec.close?.();
+          await health?.close();
+          await telemetry.shutdown();
+          return drained;
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    await stage?.stop().catch(() => {});
+    await linker?.close().catch(() => {});
+    await health?.close();
+    await telemetry.shutdown();
+    throw error;
+  }
+}
+
+async function openConfiguredLinker(config: StageConfig, logger: Logger): Promise<LinkingCore> {
+  const indexDir = config.linker.indexDir ?? (await ensureDefaultIndex({ log: (line) => logger.info(line) }));
+  return openLinker({ indexDir, modelDir: config.linker.modelDir, rerankerDir: config.linker.rerankerDir, threads: config.linker.threads, config: config.link });
+}

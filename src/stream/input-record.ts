@@ -1,0 +1,42 @@
+import type { KafkaMessage } from 'kafkajs';
+import { CuilinkError } from '../kb/errors.ts';
+import { validateNote, type NoteLimits } from '../link/validate-note.ts';
+import { recordSpanContext, type RecordHeaders } from '../telemetry/kafka-trace-context.ts';
+import type { QueuedNote } from './note-batch-linker.ts';
+import type { StageCodec } from './stage-codec.ts';
+
+export type DecodedRecord = { kind: 'note'; queued: QueuedNote } | RejectedRecord;
+
+/** A record the stage cannot use, and at which step that was found. */
+export interface RejectedRecord {
+  kind: 'rejected';
+  error: CuilinkError;
+  step: 'decode' | 'validate';
+}
+
+/**
+ * Turns one input record into a validated note, or says why it cannot be one. Only retriable
+ * errors (e.g. a schema registry that does not answer) are thrown; everything the record itself
+ * is to blame for comes back as `rejected` with the codec's or the validator's code.
+ */
+export async function decodeInputRecord(codec: StageCodec, message: KafkaMessage, limits: NoteLimits): Promise<DecodedRecord> {
+  if (message.value === null || message.value.length === 0) return { kind: 'rejected', step: 'decode', error: new CuilinkError('EMPTY_RECORD', 'record has no value (tombstone or empty)') };
+  const headers = (message.headers ?? {}) as RecordHeaders;
+  let note: unknown;
+  try {
+    note = await codec.decodeNote(message.value, headers);
+  } catch (error) {
+    if (error instanceof CuilinkError) {
+      if (error.retriable) throw error;
+      return { kind: 'rejected', step: 'decode', error };
+    }
+    return { kind: 'rejected', step: 'decode', error: new CuilinkError('UNDECODABLE', `record cannot be decoded as a NoteEvent: ${(error as Error)?.message ?? String(error)}`) };
+  }
+  try {
+    const valid = validateNote(note, limits);
+    return { kind: 'note', queued: { note: valid, mentionCount: valid.mentions.length, recordContext: recordSpanContext(headers) } };
+  } catch (error) {
+    if (error instanceof CuilinkError) return { kind: 'rejected', step: 'validate', error };
+    throw error;
+  }
+}

@@ -1,0 +1,184 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { metrics as otelMetrics, trace, type Meter, type Tracer } from '@opentelemetry/api';
+import type { Consumer, Kafka, Producer } from 'kafkajs';
+import type { LinkingCore } from '../link/types.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import { StageMetrics, type StageCounts } from '../telemetry/stage-metrics.ts';
+import { createKafkaClient } from './kafka-client.ts';
+import { MentionBatcher, type BatcherStats } from './mention-batcher.ts';
+import { NoteBatchLinker, codeOf, type NoteOutcome, type QueuedNote } from './note-batch-linker.ts';
+import { OutputDelivery } from './output-delivery.ts';
+import { PartitionBatchHandler } from './partition-batch-handler.ts';
+import type { StageCodec } from './stage-codec.ts';
+import { connectionOf, type StageConfig } from './stage-config.ts';
+import { requireTopics } from './topics.ts';
+
+export interface LinkingStageOptions {
+  config: StageConfig;
+  linker: LinkingCore;
+  codec: StageCodec;
+  logger: Logger;
+  /** Brokers to use; `config.brokers` when absent (the run command passes the local broker's). */
+  brokers?: string[];
+  tracer?: Tracer;
+  meter?: Meter;
+}
+
+export interface StageStats {
+  counts: StageCounts;
+  batcher: BatcherStats;
+  inFlightMentions: number;
+}
+
+/**
+ * The Kafka stage: a consumer group on the input topic, the micro-batcher in front of the shared
+ * LinkingCore, and the output/dead-letter producer. Delivery is at-least-once (commit after the
+ * output is acknowledged) or exactly-once (transactions, read_committed). stop() stops fetching,
+ * drains what is in flight, commits and disconnects within the drain timeout.
+ */
+export class LinkingStage {
+  readonly metrics: StageMetrics;
+  private readonly options: LinkingStageOptions;
+  private readonly kafka: Kafka;
+  private readonly consumer: Consumer;
+  private readonly producer: Producer;
+  private readonly batcher: MentionBatcher<QueuedNote, NoteOutcome>;
+  private readonly logger: Logger;
+  private readonly handle: PartitionBatchHandler['handle'];
+  private joined = false;
+  private stopping = false;
+  private failed = false;
+  private stopPromise: Promise<boolean> | undefined;
+  private joinWaiters: (() => void)[] = [];
+  private fatalListeners: ((error: unknown) => void)[] = [];
+
+  constructor(options: LinkingStageOptions) {
+    this.options = options;
+    const { config, logger } = options;
+    this.logger = logger;
+    const kafkaLog = logger.child({ component: 'kafkajs' });
+    this.kafka = createKafkaClient(connectionOf(config, options.brokers ?? config.brokers), (entry) => {
+      const write = entry.level === 'error' ? kafkaLog.error : entry.level === 'warn' ? kafkaLog.warn : entry.level === 'debug' ? kafkaLog.debug : kafkaLog.info;
+      write(entry.message, { namespace: entry.namespace, ...entry.extra });
+    });
+    const exactlyOnce = config.delivery === 'exactly-once';
+    this.consumer = this.kafka.consumer({
+      groupId: config.groupId,
+      sessionTimeout: config.consumer.sessionTimeoutMs,
+      heartbeatInterval: config.consumer.heartbeatIntervalMs,
+      maxBytesPerPartition: config.consumer.maxBytesPerPartition,
+      readUncommitted: false,
+      allowAutoTopicCreation: false,
+    });
+    this.producer = this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      ...(exactlyOnce ? { transactionalId: config.transactionalId ?? `${config.groupId}-${config.clientId}`, transactionTimeout: config.transactionTimeoutMs } : {}),
+    });
+    const retry = { maxAttempts: config.retry.maxAttempts, initialBackoffMs: config.retry.initialBackoffMs, maxBackoffMs: config.retry.maxBackoffMs };
+    const tracer = options.tracer ?? trace.getTracer('cuilink.stream');
+    this.metrics = new StageMetrics(() => this.batcher.inFlightMentions, options.meter ?? otelMetrics.getMeter('cuilink.stream'));
+    const noteLinker = new NoteBatchLinker(options.linker, tracer, this.metrics, retry, logger);
+    this.batcher = new MentionBatcher<QueuedNote, NoteOutcome>(config.batching, (q) => q.mentionCount, (items) => noteLinker.link(items));
+    this.batcher.onPressure((high) => {
+      const topics = [{ topic: config.topics.input }];
+      if (high) this.consumer.pause(topics);
+      else this.consumer.resume(topics);
+      logger.debug(high ? 'in-flight mentions at the limit: consumer paused' : 'consumer resumed', { inFlightMentions: this.batcher.inFlightMentions });
+    });
+    const handler = new PartitionBatchHandler({
+      config, codec: options.codec, batcher: this.batcher, delivery: new OutputDelivery(this.producer, this.consumer, config),
+      metrics: this.metrics, tracer, logger, retry, isStopping: () => this.stopping,
+    });
+    this.handle = (payload) => handler.handle(payload);
+  }
+
+  /** Connects, checks the topics exist, joins the group and starts consuming. */
+  async start(): Promise<void> {
+    const { config } = this.options;
+    await requireTopics(this.kafka, [config.topics.input, config.topics.output, config.topics.deadLetter]);
+    this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
+      this.joined = true;
+      this.logger.info('joined consumer group', { groupId: config.groupId, memberId: event.payload.memberId, assignment: event.payload.memberAssignment });
+      for (const wake of this.joinWaiters.splice(0)) wake();
+    });
+    this.consumer.on(this.consumer.events.CRASH, (event) => {
+      this.logger.error('consumer crashed', { error: event.payload.error, restart: event.payload.restart });
+      if (!event.payload.restart) {
+        this.failed = true;
+        for (const listener of this.fatalListeners) listener(event.payload.error);
+      }
+    });
+    await this.producer.connect();
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topics: [config.topics.input], fromBeginning: config.consumer.fromBeginning });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: config.consumer.partitionsConsumedConcurrently,
+      eachBatch: async (payload) => {
+        try {
+          await this.handle(payload);
+        } catch (error) {
+          this.logger.warn('partition batch handed back to Kafka', { topic: payload.batch.topic, partition: payload.batch.partition, code: codeOf(error) });
+          throw error;
+        }
+      },
+    });
+    this.logger.info('stage started', { delivery: config.delivery, input: config.topics.input, output: config.topics.output, deadLetter: config.topics.deadLetter });
+  }
+
+  /** Ready once the consumer has joined its group (the linker was loaded before the stage existed). */
+  get ready(): boolean {
+    return this.joined && !this.stopping && !this.failed;
+  }
+
+  get live(): boolean {
+    return !this.failed;
+  }
+
+  whenJoined(): Promise<void> {
+    return this.joined ? Promise.resolve() : new Promise((resolve) => this.joinWaiters.push(resolve));
+  }
+
+  /** Called when the consumer gave up (crash without restart): the process should exit non-zero. */
+  onFatal(listener: (error: unknown) => void): void {
+    this.fatalListeners.push(listener);
+  }
+
+  stats(): StageStats {
+    return { counts: this.metrics.counts, batcher: this.batcher.stats, inFlightMentions: this.batcher.inFlightMentions };
+  }
+
+  /**
+   * Stops fetching, drains in-flight batches, commits and disconnects. Resolves `true` when that
+   * finished within the drain timeout, `false` when it was cut short (uncommitted records are
+   * consumed again by the next owner). Idempotent.
+   */
+  stop(): Promise<boolean> {
+    this.stopPromise ??= (async () => {
+      this.stopping = true;
+      const { drainTimeoutMs } = this.options.config;
+      this.logger.info('stopping: draining in-flight batches', { inFlightMentions: this.batcher.inFlightMentions, drainTimeoutMs });
+      const drain = (async () => {
+        try {
+          await this.consumer.stop();
+          await this.batcher.shutdown();
+          await this.consumer.disconnect();
+          await this.producer.disconnect();
+          return true;
+        } catch (error) {
+          this.logger.error('error while draining', { error });
+          return false;
+        }
+      })();
+      const timeout = sleep(drainTimeoutMs, false, { ref: false });
+      const drained = await Promise.race([drain, timeout]);
+      if (!drained) this.logger.warn('drain timeout reached; uncommitted records will be consumed again', { drainTimeoutMs });
+      else this.logger.info('stopped', { ...this.metrics.counts });
+      return drained;
+    })();
+    return this.stopPromise;
+  }
+}

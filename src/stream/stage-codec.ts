@@ -1,0 +1,33 @@
+import type { LinkedNote, NoteInput } from '../link/types.ts';
+import type { RecordHeaders } from '../telemetry/kafka-trace-context.ts';
+
+/** What a dead-letter record says about the input it replaces (schemas/DeadLetter.avsc). */
+export interface DeadLetterInfo {
+  errorCode: string;
+  reason: string;
+  sourceTopic: string;
+  sourcePartition: number;
+  sourceOffset: string;
+  stage: string;
+  /** Epoch milliseconds. */
+  failedAt: number;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: RecordHeaders;
+}
+
+export interface EncodedRecord {
+  value: Buffer;
+  headers: Record<string, string | Buffer>;
+}
+
+/**
+ * The stage's view of the wire format: NoteEvent bytes in, LinkedNote and DeadLetter bytes out.
+ * decodeNote throws CuilinkError (UNDECODABLE, UNKNOWN_SCHEMA, ... non-retriable → dead letter;
+ * retriable, e.g. registry unreachable → retried). Implemented over src/stream/avro.
+ */
+export interface StageCodec {
+  decodeNote(value: Buffer, headers: RecordHeaders): Promise<NoteInput>;
+  encodeLinkedNote(note: LinkedNote): Promise<EncodedRecord>;
+  encodeDeadLetter(info: DeadLetterInfo): Promise<EncodedRecord>;
+}
