@@ -1,0 +1,166 @@
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { StageMetrics } from '../../src/telemetry/stage-metrics.ts';
+import { SidecarEvaluator } from '../../src/eval/sidecar/sidecar-evaluator.ts';
+import { renderPrometheus } from '../../src/eval/sidecar/prometheus-text.ts';
+import { ENV_VARS, loadStageConfig } from '../../src/stream/stage-config.ts';
+import { fixtureOntology } from '../unit/eval/fixture-ontology.ts';
+import { deployLint, installOrSkip, run } from '../support/deploy-tools.ts';
+
+// deploy/compose, the alert rules and the Grafana dashboard: parsed by the loaders their real
+// consumers use, and every metric they query checked against what cuilink's code exports.
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const DASHBOARD = 'deploy/compose/grafana/dashboards/cuilink.json';
+const RULES = 'deploy/prometheus/cuilink-alerts.rules.yml';
+/** Series that come from outside cuilink: Prometheus itself and kafka-exporter. */
+const EXTERNAL_METRICS = new Set(['up', 'kafka_consumergroup_lag']);
+let lint: string | undefined;
+let skip: string | undefined;
+let exported: Set<string>;
+
+/** Metric family names from Prometheus text; histograms also expose _bucket, _sum and _count. */
+function familiesOf(text: string): string[] {
+  return [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].flatMap(([, name, type]) => (type === 'histogram' ? [name!, `${name}_bucket`, `${name}_sum`, `${name}_count`] : [name!]));
+}
+
+async function stageFamilies(): Promise<string[]> {
+  const exporter = new PrometheusExporter({ preventServerStart: true });
+  const provider = new MeterProvider({ readers: [exporter] });
+  const metrics = new StageMetrics(() => 0, provider.getMeter('cuilink.stream'));
+  // Every instrument records once, or the exporter leaves it out.
+  metrics.recordConsumed();
+  metrics.recordProduced(1);
+  metrics.recordDeadLettered('BAD_NOTE');
+  metrics.recordRetry('produce');
+  metrics.recordBatch(1);
+  metrics.recordPhase('link', 0.01);
+  metrics.recordEndToEnd(0.01);
+  const server = createServer((req, res) => exporter.getMetricsRequestHandler(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`)).text();
+    return familiesOf(text);
+  } finally {
+    server.close();
+    await provider.shutdown();
+  }
+}
+
+function evaluatorFamilies(): string[] {
+  const evaluator = new SidecarEvaluator(fixtureOntology, { joiner: { ttlMs: 60_000, maxPending: 10 }, windows: { lastN: 10, lastMs: 60_000 }, alerts: { floor: 0.7, minSamples: 1 } }, () => {}, undefined, 0);
+  return familiesOf(renderPrometheus(evaluator.report(0)));
+}
+
+/** Metric names in a PromQL expression: what is left once labels, ranges, strings, grouping clauses, functions and operators are removed. */
+function metricsIn(expr: string): string[] {
+  const bare = expr
+    .replace(/\{[^}]*\}/g, '')
+    .replace(/\[[^\]]*\]/g, '')
+    .replace(/"[^"]*"/g, '')
+    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, '');
+  const operators = new Set(['sum', 'min', 'max', 'avg', 'count', 'group', 'stddev', 'stdvar', 'topk', 'bottomk', 'quantile', 'count_values', 'and', 'or', 'unless', 'bool', 'offset']);
+  return [...bare.matchAll(/\b([a-zA-Z_:][a-zA-Z0-9_:]*)\b(?!\s*\()/g)].map((m) => m[1]!).filter((name) => !operators.has(name));
+}
+
+before(async () => {
+  exported = new Set([...(await stageFamilies()), ...evaluatorFamilies()]);
+  const tool = await installOrSkip(deployLint);
+  skip = tool.skip;
+  lint = tool.tool;
+});
+
+test('compose.yaml loads with compose-go (docker compose config) and wires the stack together', async (t) => {
+  if (skip) return t.skip(skip);
+  const result = await run(lint!, ['compose', 'deploy/compose/compose.yaml']);
+  assert.equal(result.code, 0, result.stderr);
+  const project = JSON.parse(result.stdout) as Json;
+  const services = project.services as Record<string, Json>;
+  for (const name of ['kafka', 'kafka-topics', 'cuilink', 'evaluator', 'sample-notes', 'otel-collector', 'jaeger', 'prometheus', 'grafana']) assert.ok(services[name], `service ${name}`);
+  assert.equal(services.kafka!.environment.KAFKA_PROCESS_ROLES, 'broker,controller', 'Kafka runs in KRaft mode');
+
+  const config = loadStageConfig({ file: 'deploy/compose/stage.json', env: services.cuilink!.environment });
+  const topicsScript = (services['kafka-topics']!.command as string[]).join(' ');
+  for (const topic of [config.topics.input, config.topics.output, config.topics.deadLetter]) assert.match(topicsScript, new RegExp(`${topic.replace(/\./g, '\\.')}:\\d+`), `topic ${topic} is created`);
+  assert.equal(services.cuilink!.read_only, true);
+  assert.ok(services.cuilink!.tmpfs.some((p: string) => p.startsWith('/tmp')));
+  assert.equal(services.cuilink!.depends_on['kafka-topics'].condition, 'service_completed_successfully');
+  for (const service of ['cuilink', 'evaluator', 'sample-notes']) {
+    for (const name of Object.keys(services[service]!.environment ?? {})) assert.ok(ENV_VARS.some(([n]) => n === name), `${service}: ${name} is read by nobody`);
+  }
+  assert.ok(Number(services.cuilink!.stop_grace_period.replace(/s$/, '')) * 1000 > config.drainTimeoutMs, 'stop grace period outlasts the drain');
+
+  const prometheus = readFileSync('deploy/compose/prometheus/prometheus.yml', 'utf8');
+  assert.match(prometheus, new RegExp(`cuilink:${config.http.port}`));
+  assert.match(prometheus, new RegExp(`evaluator:${services.evaluator!.environment.CUILINK_HTTP_PORT}`));
+  const collector = readFileSync('deploy/compose/otel/collector.yaml', 'utf8');
+  assert.match(collector, /endpoint: 0\.0\.0\.0:4318/);
+  assert.match(services.cuilink!.environment.CUILINK_OTLP_ENDPOINT, /^http:\/\/otel-collector:4318$/);
+});
+
+test('compose-go refuses a broken compose file (the check is live)', async (t) => {
+  if (skip) return t.skip(skip);
+  const broken = readFileSync('deploy/compose/compose.yaml', 'utf8').replace('    stop_grace_period: 45s', '    stop_grace_period: [45]');
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-compose-'));
+  cpSync('deploy/compose', dir, { recursive: true });
+  writeFileSync(join(dir, 'compose.yaml'), broken);
+  const result = await run(lint!, ['compose', join(dir, 'compose.yaml')]);
+  rmSync(dir, { recursive: true, force: true });
+  assert.notEqual(result.code, 0);
+  assert.match(result.stderr, /stop_grace_period/);
+});
+
+test('the alert rules parse with Prometheus\'s rulefmt and PromQL parser, over metrics cuilink exports', async (t) => {
+  if (skip) return t.skip(skip);
+  const result = await run(lint!, ['rules', RULES]);
+  assert.equal(result.code, 0, result.stderr);
+  const parsed = await run(lint!, ['yaml', RULES]);
+  const rules = (JSON.parse(parsed.stdout) as Json[])[0]!.groups.flatMap((g: Json) => g.rules) as Json[];
+  assert.equal(JSON.parse(result.stdout).rules, rules.length);
+  const names = rules.map((r) => r.alert as string);
+  for (const needed of ['CuilinkConsumerLagGrowing', 'CuilinkDeadLetters', 'CuilinkAccuracyDrop']) assert.ok(names.includes(needed), needed);
+  for (const rule of rules) {
+    for (const metric of metricsIn(rule.expr)) assert.ok(exported.has(metric) || EXTERNAL_METRICS.has(metric), `${rule.alert}: ${metric} is exported by nothing`);
+  }
+  const bad = await run(lint!, ['rules', 'deploy/compose/stage.json']);
+  assert.notEqual(bad.code, 0, 'a file that is not a rule file is refused');
+});
+
+test('the Grafana dashboard has the panels operators need, over exported metrics and the provisioned datasource', () => {
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Json;
+  const provisioned = readFileSync('deploy/compose/grafana/provisioning/datasources/prometheus.yaml', 'utf8');
+  const uid = provisioned.match(/uid: (\S+)\n\s+type: prometheus/)![1];
+  const panels = dashboard.panels as Json[];
+  assert.equal(new Set(panels.map((p) => p.id)).size, panels.length, 'panel ids are unique');
+  const exprs: string[] = [];
+  for (const panel of panels) {
+    assert.equal(panel.datasource.uid, uid, `${panel.title}: datasource`);
+    assert.ok(panel.gridPos.w > 0 && panel.gridPos.h > 0 && panel.gridPos.x + panel.gridPos.w <= 24, `${panel.title}: grid`);
+    assert.ok(panel.targets.length > 0, `${panel.title}: queries`);
+    for (const target of panel.targets) {
+      assert.equal(target.datasource.uid, uid);
+      exprs.push(target.expr);
+      for (const metric of metricsIn(target.expr)) assert.ok(exported.has(metric) || EXTERNAL_METRICS.has(metric), `${panel.title}: ${metric} is exported by nothing`);
+    }
+  }
+  const panelQuerying = (pattern: RegExp) => panels.find((p) => p.targets.some((t: Json) => pattern.test(t.expr)));
+  const required: [string, RegExp][] = [
+    ['throughput', /rate\(cuilink_stream_(consumed|produced)_total/],
+    ['end-to-end lag', /cuilink_stream_end_to_end_lag_bucket/],
+    ['batch size', /cuilink_stream_batch_mentions/],
+    ['stage latencies', /cuilink_stream_phase_duration_bucket.*phase|by \(le, phase\)/],
+    ['dead-lettered count', /cuilink_stream_dead_lettered_total/],
+    ['rolling acc@1', /cuilink_eval_acc1/],
+    ['rolling nDCG', /cuilink_eval_ndcg5/],
+  ];
+  for (const [what, pattern] of required) assert.ok(panelQuerying(pattern), `a panel shows ${what}`);
+  const dashboardsProvider = readFileSync('deploy/compose/grafana/provisioning/dashboards/cuilink.yaml', 'utf8');
+  assert.match(dashboardsProvider, /path: \/var\/lib\/grafana\/dashboards/);
+});
