@@ -2,6 +2,7 @@ import type { ConceptStore } from '../kb/concept-store.ts';
 import { Hierarchy } from '../kb/hierarchy.ts';
 import { loadKb } from '../kb/load.ts';
 import { readIndexManifest } from '../retrieve/index-manifest.ts';
+import { resolveIndexDir } from '../retrieve/index-versions.ts';
 import { join } from 'node:path';
 import type { OntologyView } from './metrics/ontology-view.ts';
 
@@ -39,7 +40,9 @@ export function kbOntologyView(store: ConceptStore, hierarchy: Hierarchy = Hiera
 }
 
 /** The KB an index directory was built from (its concepts file, as the linker reads it). */
-export async function loadIndexKb(indexDir: string): Promise<ConceptStore> {
+export async function loadIndexKb(indexPath: string): Promise<ConceptStore> {
+  // An index root (versions + CURRENT) resolves to the version the linkers open, so the KB judged against is theirs.
+  const indexDir = resolveIndexDir(indexPath).dir;
   const manifest = readIndexManifest(indexDir);
   return loadKb([join(indexDir, manifest.files.concepts)], { format: 'jsonl' });
 }
