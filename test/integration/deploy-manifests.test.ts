@@ -102,15 +102,18 @@ test('the stage config and environment of the manifests pass the stage\'s own co
       }
       return { env, config: loadStageConfig({ file, env }) };
     };
-    for (const deployment of docs.filter((d) => d.kind === 'Deployment')) {
-      const { config } = configOf(deployment);
-      assert.equal(container(deployment).ports[0].containerPort, config.http.port, `${deployment.metadata.name} serves its probes where the config says`);
-    }
-    const { env, config } = configOf(byKind(docs, 'Deployment', 'cuilink'));
+    const evaluator = byKind(docs, 'Deployment', 'cuilink-evaluator');
+    configOf(evaluator);
+    const evaluatorArgs: string[] = container(evaluator).args;
+    assert.equal(evaluatorArgs[0], 'evaluator');
+    assert.equal(Number(evaluatorArgs[evaluatorArgs.indexOf('--port') + 1]), container(evaluator).ports[0].containerPort, 'the evaluator serves where its probes look');
+    const linker = byKind(docs, 'Deployment', 'cuilink');
+    const { env, config } = configOf(linker);
+    assert.equal(container(linker).ports[0].containerPort, config.http.port, 'the linker serves where its probes look');
+    assert.deepEqual(container(linker).args, ['run', '--config', '/etc/cuilink/stage.json']);
     assert.equal(config.sasl?.mechanism, 'scram-sha-512');
     assert.equal(config.ssl, true);
 
-    const linker = byKind(docs, 'Deployment', 'cuilink');
     const spec = linker.spec.template.spec;
     assert.ok(spec.terminationGracePeriodSeconds * 1000 > config.drainTimeoutMs + config.consumer.sessionTimeoutMs / 2, `${overlay}: grace period must outlast the drain`);
     assert.equal(container(linker).readinessProbe.httpGet.path, '/readyz');

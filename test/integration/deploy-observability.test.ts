@@ -99,7 +99,11 @@ test('compose.yaml loads with compose-go (docker compose config) and wires the s
 
   const prometheus = readFileSync('deploy/compose/prometheus/prometheus.yml', 'utf8');
   assert.match(prometheus, new RegExp(`cuilink:${config.http.port}`));
-  assert.match(prometheus, new RegExp(`evaluator:${services.evaluator!.environment.CUILINK_HTTP_PORT}`));
+  const evaluatorArgs = services.evaluator!.command as string[];
+  assert.equal(evaluatorArgs[0], 'evaluator');
+  assert.match(prometheus, new RegExp(`evaluator:${evaluatorArgs[evaluatorArgs.indexOf('--port') + 1]}`));
+  assert.equal(evaluatorArgs[evaluatorArgs.indexOf('--index') + 1], services.cuilink!.environment.CUILINK_INDEX_DIR ?? '/opt/cuilink/indexes/default', 'the evaluator judges against the index the linker serves');
+  assert.match((services['sample-notes']!.command as string[]).join(' '), new RegExp(`gold-sample [^]*--notes-topic ${config.topics.input.replace(/\./g, '\\.')}`));
   const collector = readFileSync('deploy/compose/otel/collector.yaml', 'utf8');
   assert.match(collector, /endpoint: 0\.0\.0\.0:4318/);
   assert.match(services.cuilink!.environment.CUILINK_OTLP_ENDPOINT, /^http:\/\/otel-collector:4318$/);
