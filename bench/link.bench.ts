@@ -1,6 +1,7 @@
 // npm run bench:link — MEDIC index build + NCBI-disease dev linking, next to the lexical baseline,
 // in one run. Prints a table and writes bench/results/link.json.
 //   --kb FILE --corpus FILE --model DIR --reranker DIR|none --index DIR (reuse) --rebuild --out FILE
+//   --provider cpu|cuda|auto (npm run bench:gpu = --provider cuda, results in link-gpu.json)
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { evaluateCorpus, type OfflineEvalResult } from '../src/eval/offline-eval
 import { openLinker, DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { readModelManifest } from '../src/encode/manifest.ts';
+import { parseProviderChoice } from '../src/encode/execution-provider.ts';
 import { readIndexManifest } from '../src/retrieve/index-manifest.ts';
 import { LinkIndex } from '../src/retrieve/link-index.ts';
 import { BiEncoder } from '../src/encode/bi-encoder.ts';
@@ -27,7 +29,8 @@ const { values } = parseArgs({
     reranker: { type: 'string', default: DEFAULT_RERANKER_DIR },
     index: { type: 'string' },
     rebuild: { type: 'boolean', default: false },
-    out: { type: 'string', default: join('bench', 'results', 'link.json') },
+    out: { type: 'string' },
+    provider: { type: 'string', default: 'cpu' },
   },
 });
 for (const file of [values.kb, values.corpus]) {
@@ -37,6 +40,8 @@ for (const file of [values.kb, values.corpus]) {
   }
 }
 
+const provider = parseProviderChoice(values.provider);
+const outFile = values.out ?? join('bench', 'results', provider === 'cpu' ? 'link.json' : 'link-gpu.json');
 const model = readModelManifest(values.model);
 const indexDir = values.index ?? join('.cache', 'cuilink', 'bench', `medic--${model.id}`);
 let buildSeconds: number | null = null;
@@ -44,7 +49,7 @@ if (values.rebuild || !existsSync(join(indexDir, 'manifest.json'))) {
   console.log(`building ${indexDir} …`);
   const t0 = performance.now();
   // A child process, so the build's memory does not count in the linking RSS measured below.
-  const build = spawnSync(process.execPath, ['bin/cuilink.js', 'index', 'build', '--kb', values.kb, '--model', values.model, '--out', indexDir, '--force', '--no-progress', '--provider', 'cpu'], { stdio: 'inherit' });
+  const build = spawnSync(process.execPath, ['bin/cuilink.js', 'index', 'build', '--kb', values.kb, '--model', values.model, '--out', indexDir, '--force', '--no-progress', '--provider', provider], { stdio: 'inherit' });
   if (build.status !== 0) process.exit(build.status ?? 1);
   buildSeconds = (performance.now() - t0) / 1000;
 }
@@ -61,7 +66,7 @@ const configs: { system: string; reranker: string | false; policy: 'never' | 'am
   ...(rerankerPresent ? [{ system: 'bi-encoder + reranker (ambiguous)', reranker: values.reranker, policy: 'ambiguous' as const }, { system: 'bi-encoder + reranker (always)', reranker: values.reranker, policy: 'always' as const }] : []),
 ];
 for (const c of configs) {
-  const core = await openLinker({ indexDir, modelDir: values.model, rerankerDir: c.reranker, provider: 'cpu', config: { rerank: { policy: c.policy } } });
+  const core = await openLinker({ indexDir, modelDir: values.model, rerankerDir: c.reranker, provider, config: { rerank: { policy: c.policy } } });
   await core.linkNotes(corpus.notes.slice(0, 2)); // warm-up
   rows.push({ system: c.system, result: await evaluateCorpus(core, corpus, view, { batchSize: 32 }) });
   await core.close();
@@ -71,7 +76,7 @@ const peakLinkRss = process.resourceUsage().maxRSS * 1024;
 
 // HNSW against exact search on real name embeddings: recall@10 for the corpus's mention queries.
 const index = await LinkIndex.open(indexDir, normalizeName);
-const encoder = await BiEncoder.open(values.model, { provider: 'cpu', log: () => {} });
+const encoder = await BiEncoder.open(values.model, { provider, log: () => {} });
 const queries = await encoder.encode(corpus.notes.flatMap((n) => n.mentions.map((m) => m.text)).slice(0, 300));
 await encoder.close();
 const all = Array.from({ length: index.names.size }, (_, i) => index.hnsw.vector(i));
@@ -94,12 +99,12 @@ for (const r of rows) {
   const o = r.result.metrics.overall;
   console.log(r.system.padEnd(48) + `${fmt(o.acc1)}  ${fmt(o.acc5)}  ${fmt(o.mrr)}  ${r.result.mentionsPerSecond.toFixed(0)}`);
 }
-mkdirSync(join(values.out, '..'), { recursive: true });
-writeFileSync(values.out, `${JSON.stringify({
-  benchmark: 'bench:link', date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
+mkdirSync(join(outFile, '..'), { recursive: true });
+writeFileSync(outFile, `${JSON.stringify({
+  benchmark: 'bench:link', provider, date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
   kb: values.kb, corpus: values.corpus, model: model.id, reranker: rerankerPresent ? values.reranker : null,
   index: { dir: indexDir, concepts: indexManifest.counts.concepts, names: indexManifest.counts.names, buildSeconds: buildSeconds ?? indexManifest.timings.totalSeconds, buildCached: buildSeconds === null, hnsw: indexManifest.hnsw, recallAt10VsExact: recallAt10 },
   peakRssBytesWhileLinking: peakLinkRss, rssAfter,
   systems: rows.map((r) => ({ system: r.system, n: r.result.mentions, mentionsPerSecond: r.result.mentionsPerSecond, acc1: r.result.metrics.overall.acc1, acc5: r.result.metrics.overall.acc5, mrr: r.result.metrics.overall.mrr })),
 }, null, 2)}\n`);
-console.log(`\nwrote ${values.out}`);
+console.log(`\nwrote ${outFile}`);
