@@ -31,6 +31,7 @@ const { values } = parseArgs({
     rebuild: { type: 'boolean', default: false },
     out: { type: 'string' },
     provider: { type: 'string', default: 'cpu' },
+    precision: { type: 'string' },
   },
 });
 for (const file of [values.kb, values.corpus]) {
@@ -41,15 +42,16 @@ for (const file of [values.kb, values.corpus]) {
 }
 
 const provider = parseProviderChoice(values.provider);
+const precision = values.precision as 'int8' | 'fp16' | 'fp32' | undefined;
 const outFile = values.out ?? join('bench', 'results', provider === 'cpu' ? 'link.json' : 'link-gpu.json');
 const model = readModelManifest(values.model);
-const indexDir = values.index ?? join('.cache', 'cuilink', 'bench', `medic--${model.id}`);
+const indexDir = values.index ?? join('.cache', 'cuilink', 'bench', `medic--${model.id}${precision ? `--${precision}` : ''}`);
 let buildSeconds: number | null = null;
 if (values.rebuild || !existsSync(join(indexDir, 'manifest.json'))) {
   console.log(`building ${indexDir} …`);
   const t0 = performance.now();
   // A child process, so the build's memory does not count in the linking RSS measured below.
-  const build = spawnSync(process.execPath, ['bin/cuilink.js', 'index', 'build', '--kb', values.kb, '--model', values.model, '--out', indexDir, '--force', '--no-progress', '--provider', provider], { stdio: 'inherit' });
+  const build = spawnSync(process.execPath, ['bin/cuilink.js', 'index', 'build', '--kb', values.kb, '--model', values.model, '--out', indexDir, '--force', '--no-progress', '--provider', provider, ...(precision ? ['--precision', precision] : [])], { stdio: 'inherit' });
   if (build.status !== 0) process.exit(build.status ?? 1);
   buildSeconds = (performance.now() - t0) / 1000;
 }
@@ -66,7 +68,7 @@ const configs: { system: string; reranker: string | false; policy: 'never' | 'am
   ...(rerankerPresent ? [{ system: 'bi-encoder + reranker (ambiguous)', reranker: values.reranker, policy: 'ambiguous' as const }, { system: 'bi-encoder + reranker (always)', reranker: values.reranker, policy: 'always' as const }] : []),
 ];
 for (const c of configs) {
-  const core = await openLinker({ indexDir, modelDir: values.model, rerankerDir: c.reranker, provider, config: { rerank: { policy: c.policy } } });
+  const core = await openLinker({ indexDir, modelDir: values.model, rerankerDir: c.reranker, provider, precision, config: { rerank: { policy: c.policy } } });
   await core.linkNotes(corpus.notes.slice(0, 2)); // warm-up
   rows.push({ system: c.system, result: await evaluateCorpus(core, corpus, view, { batchSize: 32 }) });
   await core.close();
@@ -76,7 +78,7 @@ const peakLinkRss = process.resourceUsage().maxRSS * 1024;
 
 // HNSW against exact search on real name embeddings: recall@10 for the corpus's mention queries.
 const index = await LinkIndex.open(indexDir, normalizeName);
-const encoder = await BiEncoder.open(values.model, { provider, log: () => {} });
+const encoder = await BiEncoder.open(values.model, { provider, precision, log: () => {} });
 const queries = await encoder.encode(corpus.notes.flatMap((n) => n.mentions.map((m) => m.text)).slice(0, 300));
 await encoder.close();
 const all = Array.from({ length: index.names.size }, (_, i) => index.hnsw.vector(i));
@@ -101,7 +103,7 @@ for (const r of rows) {
 }
 mkdirSync(join(outFile, '..'), { recursive: true });
 writeFileSync(outFile, `${JSON.stringify({
-  benchmark: 'bench:link', provider, date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
+  benchmark: 'bench:link', provider, precision: precision ?? 'default', date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
   kb: values.kb, corpus: values.corpus, model: model.id, reranker: rerankerPresent ? values.reranker : null,
   index: { dir: indexDir, concepts: indexManifest.counts.concepts, names: indexManifest.counts.names, buildSeconds: buildSeconds ?? indexManifest.timings.totalSeconds, buildCached: buildSeconds === null, hnsw: indexManifest.hnsw, recallAt10VsExact: recallAt10 },
   peakRssBytesWhileLinking: peakLinkRss, rssAfter,

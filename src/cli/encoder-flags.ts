@@ -1,19 +1,28 @@
 import { parseNumberFlag } from './args.ts';
+import { InputError } from '../kb/errors.ts';
 import { parseProviderChoice, type ProviderChoice } from '../encode/execution-provider.ts';
+import type { Precision } from '../encode/manifest.ts';
+
+const PRECISIONS: readonly Precision[] = ['int8', 'fp16', 'fp32'];
 
 /** The execution-provider flags shared by every command that runs a model. */
 export const ENCODER_FLAG_OPTIONS = {
   provider: { type: 'string' },
   'device-id': { type: 'string' },
   threads: { type: 'string' },
+  precision: { type: 'string' },
 } as const;
 
 export const ENCODER_FLAGS_HELP = `  --provider P          auto|cuda|cpu (default auto: CUDA when its provider loads, else CPU, logged)
   --device-id N         CUDA device (default 0)
-  --threads N           intra-op threads per ONNX session (default: cores, at most 4)`;
+  --threads N           intra-op threads per ONNX session (default: cores, at most 4)
+  --precision P         int8|fp16|fp32 model file (default int8 on the CPU, fp16 on CUDA)`;
 
-export function encoderRequest(values: { provider?: string; 'device-id'?: string; threads?: string }): { provider: ProviderChoice; deviceId: number; threads: number | undefined } {
+export function encoderRequest(values: { provider?: string; 'device-id'?: string; threads?: string; precision?: string }): { provider: ProviderChoice; deviceId: number; threads: number | undefined; precision: Precision | undefined } {
+  const precision = values.precision ?? process.env.CUILINK_PRECISION;
+  if (precision !== undefined && !(PRECISIONS as readonly string[]).includes(precision)) throw new InputError(`--precision must be one of ${PRECISIONS.join(', ')}, got '${precision}'`, 'BAD_FLAGS');
   return {
+    precision: precision as Precision | undefined,
     provider: parseProviderChoice(values.provider ?? process.env.CUILINK_PROVIDER),
     deviceId: parseNumberFlag(values['device-id'], 'device-id', 0, { min: 0, integer: true }),
     threads: values.threads === undefined ? undefined : parseNumberFlag(values.threads, 'threads', 1, { min: 1, max: 256, integer: true }),

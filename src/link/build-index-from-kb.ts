@@ -1,6 +1,7 @@
 import { loadKb, type KbLoadOptions } from '../kb/load.ts';
 import { BiEncoder } from '../encode/bi-encoder.ts';
 import type { ProviderChoice } from '../encode/execution-provider.ts';
+import type { Precision } from '../encode/manifest.ts';
 import { normalizeName } from '../text/normalize.ts';
 import { buildIndex } from '../retrieve/index-builder.ts';
 import type { HnswParams } from '../retrieve/hnsw-index.ts';
@@ -14,6 +15,7 @@ export interface BuildIndexFromKbOptions {
   provider?: ProviderChoice;
   deviceId?: number;
   threads?: number;
+  precision?: Precision;
   hnsw?: Partial<HnswParams>;
   overwrite?: boolean;
   progress?: boolean;
@@ -24,7 +26,7 @@ export interface BuildIndexFromKbOptions {
 export async function buildIndexFromKb(options: BuildIndexFromKbOptions): Promise<IndexManifest> {
   const log = options.log ?? (() => {});
   const store = await loadKb(options.kbPaths, { ...options.kbOptions, onFile: (path, format, n) => log(`loaded ${n} concepts from ${path} (${format})`) });
-  const encoder = await BiEncoder.open(options.modelDir, { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads });
+  const encoder = await BiEncoder.open(options.modelDir, { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, precision: options.precision });
   try {
     return await buildIndex({
       concepts: store.sorted(),

@@ -4,6 +4,7 @@ import { InputError } from '../kb/errors.ts';
 import { BiEncoder } from '../encode/bi-encoder.ts';
 import { CrossEncoder } from '../encode/cross-encoder.ts';
 import type { ProviderChoice } from '../encode/execution-provider.ts';
+import type { Precision } from '../encode/manifest.ts';
 import { buildQuery } from '../text/context-window.ts';
 import { findAbbreviationDefinitions } from '../text/abbreviations.ts';
 import { normalizeName } from '../text/normalize.ts';
@@ -26,6 +27,8 @@ export interface OpenLinkerOptions {
   deviceId?: number;
   /** Intra-op threads per ONNX session. */
   threads?: number;
+  /** Model file precision; int8 on the CPU and fp16 on CUDA when absent. */
+  precision?: Precision;
   /** Link options (src/link/link-config.ts), validated here. */
   config?: Record<string, unknown>;
 }
@@ -41,7 +44,7 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const indexDir = resolveIndexDir(options.indexDir).dir;
   const index = await LinkIndex.open(indexDir, normalizeName, { efSearch: config.efSearch });
   const modelDir = options.modelDir ?? index.manifest.model.path;
-  const encoderOptions = { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads };
+  const encoderOptions = { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, precision: options.precision };
   const encoder = await BiEncoder.open(modelDir, encoderOptions);
   if (encoder.modelSha256 !== index.manifest.model.sha256) {
     await encoder.close();
