@@ -35,6 +35,8 @@ export interface LocalBrokerOptions {
   stopTimeoutMs?: number;
   /** Keep the broker running after this process exits (`npm run kafka:start`). */
   detached?: boolean;
+  /** Broker class path directory; default .kafka/lib (Kafka 3.9.1, resolved by Maven on first use). */
+  libDir?: string;
   /** Extra server.properties entries, e.g. `{ 'num.partitions': '3' }`. */
   properties?: Record<string, string>;
 }
@@ -175,7 +177,7 @@ export async function terminateProcess(pid: number, timeoutMs: number): Promise<
 export async function startLocalBroker(options: LocalBrokerOptions = {}): Promise<LocalBroker> {
   const log = options.log ?? (() => {});
   requireTool('java', 'JAVA_NOT_FOUND');
-  const lib = ensureKafkaJars(log);
+  const lib = options.libDir ?? ensureKafkaJars(log);
   const temporary = options.dataDir === undefined;
   const dataDir = temporary ? mkdtempSync(join(tmpdir(), 'cuilink-kafka-')) : resolve(options.dataDir!);
   mkdirSync(join(dataDir, 'logs'), { recursive: true });
