@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Kafka } from 'kafkajs';
+import { Partitioners, type Kafka } from 'kafkajs';
 import type { NoteInput } from '../link/types.ts';
 import { avroToLinkedNote, noteInputToNoteEvent, type RecordCodec } from '../stream/avro/index.ts';
 import { InputError } from '../kb/errors.ts';
@@ -78,7 +78,7 @@ export async function publishAndCollect(kafka: Kafka, codec: RecordCodec, config
   });
   // The output consumer starts at the log end: it must be in its group before anything is published.
   await hasJoined;
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   try {
     result.firstSentAt = Date.now();

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { metrics as otelMetrics, trace, type Meter, type Tracer } from '@opentelemetry/api';
-import type { Consumer, Kafka, Producer } from 'kafkajs';
+import { Partitioners, type Consumer, type Kafka, type Producer } from 'kafkajs';
 import type { LinkingCore } from '../link/types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { StageMetrics, type StageCounts } from '../telemetry/stage-metrics.ts';
@@ -45,6 +45,8 @@ export class LinkingStage {
   private readonly batcher: MentionBatcher<QueuedNote, NoteOutcome>;
   private readonly logger: Logger;
   private readonly handle: PartitionBatchHandler['handle'];
+  /** eachBatch calls in progress: stop() waits for them, since kafkajs' consumer.stop() may return first. */
+  private readonly activeBatches = new Set<Promise<void>>();
   private joined = false;
   private stopping = false;
   private failed = false;
@@ -58,7 +60,9 @@ export class LinkingStage {
     this.logger = logger;
     const kafkaLog = logger.child({ component: 'kafkajs' });
     this.kafka = createKafkaClient(connectionOf(config, options.brokers ?? config.brokers), (entry) => {
-      const write = entry.level === 'error' ? kafkaLog.error : entry.level === 'warn' ? kafkaLog.warn : entry.level === 'debug' ? kafkaLog.debug : kafkaLog.info;
+      // kafkajs logs protocol errors it then retries (coordinator loading, leader moved) as errors.
+      const level = entry.level === 'error' && entry.message.startsWith('Response ') ? 'warn' : entry.level;
+      const write = level === 'error' ? kafkaLog.error : level === 'warn' ? kafkaLog.warn : level === 'debug' ? kafkaLog.debug : kafkaLog.info;
       write(entry.message, { namespace: entry.namespace, ...entry.extra });
     });
     const exactlyOnce = config.delivery === 'exactly-once';
@@ -74,6 +78,7 @@ export class LinkingStage {
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
+      createPartitioner: Partitioners.DefaultPartitioner,
       ...(exactlyOnce ? { transactionalId: config.transactionalId ?? `${config.groupId}-${config.clientId}`, transactionTimeout: config.transactionTimeoutMs } : {}),
     });
     const retry = { maxAttempts: config.retry.maxAttempts, initialBackoffMs: config.retry.initialBackoffMs, maxBackoffMs: config.retry.maxBackoffMs };
@@ -118,11 +123,16 @@ export class LinkingStage {
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: config.consumer.partitionsConsumedConcurrently,
       eachBatch: async (payload) => {
+        const handling = this.handle(payload);
+        const tracked = handling.catch(() => {});
+        this.activeBatches.add(tracked);
         try {
-          await this.handle(payload);
+          await handling;
         } catch (error) {
           this.logger.warn('partition batch handed back to Kafka', { topic: payload.batch.topic, partition: payload.batch.partition, code: codeOf(error) });
           throw error;
+        } finally {
+          this.activeBatches.delete(tracked);
         }
       },
     });
@@ -159,10 +169,14 @@ export class LinkingStage {
   stop(): Promise<boolean> {
     this.stopPromise ??= (async () => {
       this.stopping = true;
-      const { drainTimeoutMs } = this.options.config;
+      const { config } = this.options;
+      const { drainTimeoutMs } = config;
       this.logger.info('stopping: draining in-flight batches', { inFlightMentions: this.batcher.inFlightMentions, drainTimeoutMs });
       const drain = (async () => {
         try {
+          // Handlers see `stopping`, take no new records, and finish (produce + commit) those already taken.
+          this.consumer.pause([{ topic: config.topics.input }]);
+          while (this.activeBatches.size > 0) await Promise.all([...this.activeBatches]);
           await this.consumer.stop();
           await this.batcher.shutdown();
           await this.consumer.disconnect();

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { IHeaders, Kafka, Message } from 'kafkajs';
+import { Partitioners, type IHeaders, type Kafka, type Message } from 'kafkajs';
 import { buildIndexFromKb } from '../../src/link/build-index-from-kb.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/link/default-index.ts';
 import type { NoteInput } from '../../src/link/types.ts';
@@ -43,7 +43,7 @@ export async function noteMessage(codec: RecordCodec, note: NoteInput, headers: 
 }
 
 export async function publish(kafka: Kafka, topic: string, messages: Message[]): Promise<void> {
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   try {
     await producer.send({ topic, acks: -1, messages });
@@ -93,5 +93,33 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, timeo
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Collects a topic's records in the background (read_committed) until stopped. */
+export class TopicCollector {
+  readonly records: ReadRecord[] = [];
+  private readonly consumer;
+
+  constructor(kafka: Kafka, private readonly topic: string) {
+    this.consumer = kafka.consumer({ groupId: `collector-${process.pid}-${Math.random().toString(36).slice(2)}`, readUncommitted: false });
+  }
+
+  async start(): Promise<void> {
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topics: [this.topic], fromBeginning: true });
+    await this.consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        this.records.push({ partition, offset: message.offset, key: message.key?.toString() ?? null, value: message.value, headers: message.headers ?? {} });
+      },
+    });
+  }
+
+  keys(): Set<string> {
+    return new Set(this.records.map((r) => r.key!));
+  }
+
+  stop(): Promise<void> {
+    return this.consumer.disconnect();
   }
 }

@@ -52,7 +52,10 @@ export const run: Command = {
     const config = loadStageConfig({ file: values.config, overrides });
     if (config.brokers.length > 0) return runService(config);
     // The demo is for a terminal: quiet logs unless asked, and any free port rather than 8080.
-    if (values.config === undefined && process.env.CUILINK_LOG_LEVEL === undefined) config.telemetry.logLevel = 'warn';
+    if (values.config === undefined && process.env.CUILINK_LOG_LEVEL === undefined) {
+      config.telemetry.logLevel = 'warn';
+      config.telemetry.kafkaLogLevel = 'error';
+    }
     if (values['http-port'] === undefined && process.env.CUILINK_HTTP_PORT === undefined && config.http.port === 8080) config.http.port = 0;
     return runDemo(config, values.samples ?? DEFAULT_SAMPLES, values.follow === true);
   },
@@ -138,7 +141,7 @@ function printDemo(notes: NoteInput[], result: DemoResult, runtime: StageRuntime
     for (const m of linked.mentions) {
       mentions++;
       const concept = m.nil ? `NIL (best: ${m.candidates[0]?.conceptId ?? '-'} ${m.candidates[0]?.name ?? ''})` : `${m.conceptId}  ${m.conceptName}`;
-      const expanded = m.expandedFrom ? `  [via '${m.expandedFrom}']` : '';
+      const expanded = m.expandedFrom ? '  [abbreviation, linked through its long form]' : '';
       console.log(`  ${mentionText(source, m.mentionId).padEnd(width)}  → ${concept}  (${m.score.toFixed(3)})${expanded}`);
     }
   }
