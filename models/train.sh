@@ -3,6 +3,7 @@
 #
 #   models/train.sh [--device cpu|cuda] [--threads N] [--bi-minutes M] [--ce-minutes M]
 #                   [--finetune-pubtator FILE [--finetune-out DIR]] [--skip-install] [--resume]
+#                   [--ablation-steps N]
 #
 # Default: writes models/default/{biencoder,crossencoder,MODEL_CARD.md}. With
 # --finetune-pubtator the default bi-encoder checkpoint is trained further with the annotated
@@ -23,7 +24,8 @@ while [ $# -gt 0 ]; do
     --finetune-out) FT_OUT="$(realpath -m "$2")"; shift 2 ;;
     --skip-install) SKIP_INSTALL=1; shift ;;
     --resume) EXTRA+=(--resume); shift ;;
-    -h|--help) sed -n 2,10p "$0"; exit 0 ;;
+    --ablation-steps) EXTRA+=(--ablation-steps "$2"); shift 2 ;;
+    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done

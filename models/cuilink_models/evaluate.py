@@ -17,7 +17,7 @@ import argparse
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -206,6 +206,24 @@ class OnnxEncoder:
         self.batch = batch
         self.precision = precision
 
+    def encode_cached(self, texts: list[str]) -> np.ndarray:
+        """encode(), cached under models/work/cache by model file checksum and text list: the
+        dictionary's names are encoded once per model, not once per evaluation or mining run."""
+        import hashlib
+
+        from .common import WORK_DIR
+
+        file = self.manifest["files"][self.precision]
+        h = hashlib.sha256((self.manifest.get("sha256", {}).get(file) or str(self.dir.resolve() / file)).encode())
+        h.update("\n".join(texts).encode())
+        path = WORK_DIR / "cache" / f"{h.hexdigest()[:32]}.npy"
+        if path.exists():
+            return np.load(path)
+        vecs = self.encode(texts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, vecs)
+        return vecs
+
     def encode(self, texts: list[str]) -> np.ndarray:
         from .export import pool
 
@@ -227,7 +245,7 @@ class OnnxEncoder:
 
 def dense_predictions(encoder, d: Dictionary, mentions: list[Mention], k=20, name_vecs=None):
     if name_vecs is None:
-        name_vecs = encoder.encode(d.names)
+        name_vecs = encoder.encode_cached(d.names) if hasattr(encoder, "encode_cached") else encoder.encode(d.names)
     q = encoder.encode([m.text for m in mentions])
     preds = []
     for i in range(0, len(q), 256):
@@ -353,12 +371,13 @@ def main(argv=None):
     ap.add_argument("--rerank", help="cross-encoder model directory")
     ap.add_argument("--rerank-top", type=int, default=10)
     ap.add_argument("--context", action="store_true", help="cross-encoder query with context")
+    ap.add_argument("--preferred-only", action="store_true", help="dense ranking over preferred names only (exact match still over all names)")
     ap.add_argument("--out", help="write JSON results here")
     a = ap.parse_args(argv)
     setup_torch()
     d = Dictionary(read_concepts(a.dict))
     mentions = read_pubtator(a.corpus)
-    res: dict = {"corpus": a.corpus, "mentions": len(mentions), "dictionaryNames": len(d.names)}
+    res: dict = {"corpus": a.corpus, "mentions": len(mentions), "dictionaryNames": len(d.names), "denseOverPreferredNamesOnly": a.preferred_only}
     exact_hits = [exact_first(d, m.text, [], 1) for m in mentions]
     res["exactOnly"] = accuracy(d, mentions, exact_hits)
     if a.lexical:
@@ -367,7 +386,10 @@ def main(argv=None):
     if a.onnx or a.checkpoint:
         enc = OnnxEncoder(a.onnx, a.precision) if a.onnx else TorchEncoder(a.checkpoint, a.pooling)
         t = time.time()
-        raw, _ = dense_predictions(enc, d, mentions)
+        # --preferred-only: dense ranking over each concept's preferred name alone (a cheaper
+        # protocol for ablations); concept indices are the same in both dictionaries
+        dd = Dictionary([replace(c, synonyms=[]) for c in d.concepts]) if a.preferred_only else d
+        raw, _ = dense_predictions(enc, dd, mentions)
         res["encodeSeconds"] = round(time.time() - t, 1)
         preds = [exact_first(d, m.text, p, 20) for m, p in zip(mentions, raw)]
         res["dense"] = accuracy(d, mentions, raw)

@@ -88,9 +88,12 @@ def write_card(out_dir: Path, summary: dict) -> Path:
     L.append("### Bars (issue 3)\n")
     L.append(_bar_line("bi-encoder alone", shipped_bi["exact+dense"]["acc@1"], BARS["bi-encoder alone"]))
     if "reranked" in res:
-        best = max(res["reranked"]["exact+dense+rerank"]["acc@1"], res["reranked"]["exact+dense"]["acc@1"])
-        L.append(_bar_line("with the reranker", best if summary.get("shippedCrossEncoder") else res["reranked"]["exact+dense"]["acc@1"],
-                           BARS["with the reranker"]))
+        rr, alone = res["reranked"]["exact+dense+rerank"]["acc@1"], res["reranked"]["exact+dense"]["acc@1"]
+        if summary.get("shippedCrossEncoder"):
+            L.append(_bar_line("with the reranker", rr, BARS["with the reranker"]))
+        else:
+            L.append(f"- with the reranker: **not met** — the trained cross-encoder moved acc@1 from {alone:.3f} to {rr:.3f}, "
+                     "so none is shipped.")
     L.append("")
     L.append(f"Encode speed (int8 ONNX, onnxruntime, 2 threads, dev mentions, batch 64, on the shared busy machine): "
              f"{res['bi']['mentionsPerSecond']:.0f} mentions/s trained, {res['base']['mentionsPerSecond']:.0f} base.\n")

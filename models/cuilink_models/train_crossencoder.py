@@ -47,7 +47,7 @@ def make_queries(groups, d: Dictionary, rng, n_queries: int):
 
 def mine(encoder, d: Dictionary, queries, k: int, name_vecs=None):
     if name_vecs is None:
-        name_vecs = encoder.encode(d.names)
+        name_vecs = encoder.encode_cached(d.names)
     q = encoder.encode([t for t, _ in queries])
     negs = []
     for i in range(0, len(q), 512):

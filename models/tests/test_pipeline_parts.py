@@ -1,0 +1,112 @@
+"""Light tests of the pipeline's plumbing: learning-rate progress, shipping an export with its
+checksums, the converters' scratch directory, and the model card (no torch needed)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cuilink_models import model_card
+from cuilink_models.common import progress_lr_factor
+from cuilink_models.export import scratch_cwd
+from cuilink_models.pipeline import ship
+
+
+def test_lr_factor_warms_up_then_decays_to_zero():
+    assert progress_lr_factor(0.0) == pytest.approx(1e-3)
+    assert progress_lr_factor(0.025) == pytest.approx(0.5)
+    assert progress_lr_factor(0.05) == pytest.approx(1.0)
+    assert progress_lr_factor(0.525) == pytest.approx(0.5)
+    assert progress_lr_factor(1.0) == 0.0
+    assert progress_lr_factor(1.7) == 0.0  # over budget
+    assert progress_lr_factor(-1.0) == pytest.approx(1e-3)
+
+
+def test_scratch_cwd_restores_cwd_and_removes_leftovers():
+    before = os.getcwd()
+    with scratch_cwd() as d:
+        assert Path(os.getcwd()).resolve() == d.resolve()
+        Path("sym_shape_infer_temp.onnx").write_bytes(b"x")  # what onnxruntime leaves behind
+    assert os.getcwd() == before
+    assert not d.exists()
+
+
+def _export_dir(tmp_path: Path, kind="bi-encoder") -> Path:
+    src = tmp_path / "export"
+    src.mkdir()
+    (src / "model.int8.onnx").write_bytes(b"int8 bytes")
+    (src / "tokenizer.json").write_text("{}")
+    manifest = {
+        "id": "m1", "kind": kind, "files": {"int8": "model.int8.onnx"}, "tokenizer": "tokenizer.json", "metrics": {},
+        "sha256": {n: hashlib.sha256((src / n).read_bytes()).hexdigest() for n in ["model.int8.onnx", "tokenizer.json"]},
+    }
+    (src / "manifest.json").write_text(json.dumps(manifest))
+    fixture = tmp_path / "ref.json"
+    fixture.write_text(json.dumps({"modelId": "m1", "modelDir": "somewhere"}))
+    return src
+
+
+def test_ship_copies_records_metrics_and_repoints_fixture(tmp_path):
+    src = _export_dir(tmp_path)
+    dst = tmp_path / "default" / "biencoder"
+    dst.mkdir(parents=True)
+    (dst / "stale.onnx").write_bytes(b"old")
+    ship(src, dst, {"acc@1": 0.5}, tmp_path / "ref.json", tmp_path / "fixtures" / "reference_biencoder.json")
+    m = json.loads((dst / "manifest.json").read_text())
+    assert m["metrics"] == {"acc@1": 0.5}
+    assert not (dst / "stale.onnx").exists()
+    ref = json.loads((tmp_path / "fixtures" / "reference_biencoder.json").read_text())
+    assert ref["modelId"] == "m1" and ref["modelDir"].endswith("default/biencoder")
+
+
+def test_ship_refuses_a_file_that_does_not_match_its_checksum(tmp_path):
+    src = _export_dir(tmp_path)
+    (src / "model.int8.onnx").write_bytes(b"changed after export")
+    with pytest.raises(RuntimeError, match="checksum"):
+        ship(src, tmp_path / "out", {}, tmp_path / "ref.json", None)
+
+
+def _summary(bi_acc, rerank_acc):
+    acc = lambda a: {"acc@1": a, "acc@5": min(1.0, a + 0.1), "mentions": 787}  # noqa: E731
+    base = {"mentions": 787, "dictionaryNames": 77691, "exactOnly": acc(0.58), "lexical": acc(0.77), "exact+dense": acc(0.83),
+            "mentionsPerSecond": 200.0}
+    return {
+        "results": {"base": base, "bi": {"exact+dense": acc(bi_acc), "mentionsPerSecond": 210.0},
+                    "reranked": {"exact+dense": acc(bi_acc), "exact+dense+rerank": acc(rerank_acc)}},
+        "shippedTrainedBiEncoder": bi_acc > 0.83, "shippedCrossEncoder": rerank_acc > bi_acc, "rerankTop": 10,
+        "biTraining": {"method": "m", "hyperparameters": {"steps": 3, "msLoss": {}}, "data": {"medic": {"file": "f", "sha256": "a" * 64}}},
+        "ceTraining": None, "totalSeconds": 60, "machine": "test box",
+    }
+
+
+def _card_dir(tmp_path, with_ce):
+    out = tmp_path / "default"
+    onnx = {"onnx": {"checkAgainstTorch": {"minCosine_int8": 0.98}}}
+    (out / "biencoder").mkdir(parents=True)
+    (out / "biencoder" / "manifest.json").write_text(json.dumps(
+        {"id": "bi", "pooling": "mean", "dims": 384, "maxLength": 32, "files": {"int8": "model.int8.onnx"}, "base": "b", **onnx}))
+    if with_ce:
+        (out / "crossencoder").mkdir()
+        (out / "crossencoder" / "manifest.json").write_text(json.dumps(
+            {"id": "ce", "maxLength": 64, "files": {"int8": "model.int8.onnx"}, "onnx": {"checkAgainstTorch": {}}}))
+    return out
+
+
+def test_model_card_states_met_and_missed_bars(tmp_path, monkeypatch):
+    monkeypatch.setattr(model_card, "WORK_DIR", tmp_path / "work")
+    card = model_card.write_card(_card_dir(tmp_path, with_ce=True), _summary(0.86, 0.84)).read_text()
+    assert "bi-encoder alone: acc@1 0.860 ≥ 0.80 — **met**" in card
+    # the reranker made things worse: not shipped, and the bar is judged on what is shipped
+    assert "no cross-encoder is shipped" in card
+    assert "with the reranker: **not met** — the trained cross-encoder moved acc@1 from 0.860 to 0.840" in card
+    card = model_card.write_card(_card_dir(tmp_path / "b", with_ce=False), _summary(0.79, 0.82)).read_text()
+    assert "bi-encoder alone: acc@1 0.830 ≥ 0.80" in card  # the base is shipped when training did not help
+    assert "**missed by 0.030**" in card
+
+
+def test_cuilink_eval_row_reads_the_overall_block():
+    assert model_card.cuilink_eval_row({"overall": {"acc1": 0.9, "acc5": 0.95, "n": 3}}) == {"acc@1": 0.9, "acc@5": 0.95}
