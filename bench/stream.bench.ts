@@ -84,7 +84,6 @@ async function measureOffline(when: string): Promise<number> {
   return mentionsOf(offlineNotes) / seconds;
 }
 const offlineRates = [await measureOffline('before')];
-let started: number;
 
 const broker = await startLocalBroker();
 const kafka = createKafkaClient({ brokers: broker.brokers, clientId: 'bench-stream', logLevel: 'nothing' });
@@ -105,7 +104,7 @@ await publish(kafka, topics.input, await Promise.all(maxNotes.map((n) => noteMes
 await stage.start();
 await stage.whenJoined();
 const cpuBefore = process.cpuUsage();
-started = performance.now();
+const started = performance.now();
 await waitFor(() => stage.stats().counts.produced + stage.stats().counts.deadLettered >= maxNotes.length, 600_000, 'the max-rate phase');
 const maxSeconds = (performance.now() - started) / 1000;
 const cpu = process.cpuUsage(cpuBefore);
