@@ -1,0 +1,46 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadStageConfig } from '../../../src/stream/stage-config.ts';
+
+function withFile(content: string, fn: (file: string) => void): void {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-config-'));
+  try {
+    const file = join(dir, 'stage.json');
+    writeFileSync(file, content);
+    fn(file);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('defaults, then the file, then environment variables', () => {
+  const defaults = loadStageConfig({ env: {} });
+  assert.deepEqual(defaults.brokers, []);
+  assert.equal(defaults.delivery, 'at-least-once');
+  assert.equal(defaults.batching.maxMentions, 128);
+  assert.equal(defaults.telemetry.logPhi, false);
+  withFile(JSON.stringify({ brokers: ['a:9092'], topics: { input: 'in.x' }, batching: { maxWaitMs: 3 } }), (file) => {
+    const config = loadStageConfig({ file, env: { CUILINK_BROKERS: 'b:1, c:2', CUILINK_DELIVERY: 'exactly-once', CUILINK_LOG_PHI: 'false', CUILINK_MAX_BATCH_MENTIONS: '64' } });
+    assert.deepEqual(config.brokers, ['b:1', 'c:2'], 'env wins over the file');
+    assert.equal(config.topics.input, 'in.x');
+    assert.equal(config.topics.output, 'cuilink.linked');
+    assert.equal(config.batching.maxWaitMs, 3);
+    assert.equal(config.batching.maxMentions, 64);
+    assert.equal(config.delivery, 'exactly-once');
+  });
+});
+
+test('bad values are InputErrors naming the field and where it came from', () => {
+  assert.throws(() => loadStageConfig({ env: { CUILINK_DELIVERY: 'twice' } }), (e: Error & { code?: string }) => e.code === 'BAD_CONFIG' && /CUILINK_DELIVERY/.test(e.message) && /delivery/.test(e.message));
+  assert.throws(() => loadStageConfig({ env: { CUILINK_MAX_BATCH_MENTIONS: 'lots' } }), /batching\.maxMentions/);
+  withFile('{"batching": {"maxMentions": 0}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), new RegExp(`config ${file}.*batching\\.maxMentions`)));
+  withFile('{"typo": 1}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /Unrecognized key/));
+  withFile('not json', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /not valid JSON/));
+  withFile('{"topics": {"input": "same", "output": "same"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /three different topics/));
+  withFile('{"avro": {"wireFormat": "confluent"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /registryUrl/));
+  withFile('{"link": {"topK": 0}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /topK/));
+  assert.throws(() => loadStageConfig({ env: { CUILINK_BROKERS: 'no-port' } }), /host:port/);
+});
