@@ -92,7 +92,7 @@ export const deployLint = once(async () => {
   const binary = join(TOOLS_DIR, 'bin', `deploy-lint-${sourceHash(DEPLOY_LINT_SOURCE)}`);
   if (!existsSync(binary)) {
     mkdirSync(join(TOOLS_DIR, 'bin'), { recursive: true });
-    await must('go', ['build', '-o', binary, '.'], 'building deploy/scripts/deploy-lint', { cwd: DEPLOY_LINT_SOURCE, env: { ...process.env, GOFLAGS: '-mod=readonly' } });
+    await must('go', ['build', '-o', binary, '.'], 'building deploy/scripts/deploy-lint', { cwd: DEPLOY_LINT_SOURCE, env: { ...process.env, GOFLAGS: '-mod=readonly -buildvcs=false' } });
   }
   return binary;
 });
