@@ -174,6 +174,16 @@ export async function terminateProcess(pid: number, timeoutMs: number): Promise<
   }
 }
 
+/** A shell that waits for its stdin (our end of a pipe) to close, then stops the broker. */
+function startWatchdog(brokerPid: number): ChildProcess {
+  const script = `read _; kill -TERM ${brokerPid} 2>/dev/null; sleep 10; kill -KILL ${brokerPid} 2>/dev/null`;
+  const watchdog = spawn('sh', ['-c', script], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  watchdog.unref();
+  (watchdog.stdin as unknown as { unref?: () => void }).unref?.();
+  watchdog.on('error', () => {});
+  return watchdog;
+}
+
 export async function startLocalBroker(options: LocalBrokerOptions = {}): Promise<LocalBroker> {
   const log = options.log ?? (() => {});
   requireTool('java', 'JAVA_NOT_FOUND');
@@ -205,10 +215,12 @@ export async function startLocalBroker(options: LocalBrokerOptions = {}): Promis
   const pid = child.pid;
   if (pid === undefined) throw new CuilinkError('BROKER_START_FAILED', 'could not start `java` for the Kafka broker');
 
-  // A test that crashes must not leave a JVM behind.
+  // A test that crashes must not leave a JVM behind: on a normal exit the handler kills it; when
+  // this process is killed outright, the watchdog sees its stdin close and kills the broker.
   const killOnExit = (): void => {
     if (!exited(child)) child.kill('SIGKILL');
   };
+  const watchdog = options.detached === true ? undefined : startWatchdog(pid);
   if (options.detached !== true) process.once('exit', killOnExit);
 
   let stopping: Promise<void> | undefined;
@@ -216,6 +228,7 @@ export async function startLocalBroker(options: LocalBrokerOptions = {}): Promis
     stopping ??= (async () => {
       process.removeListener('exit', killOnExit);
       if (!exited(child)) await terminateProcess(pid, options.stopTimeoutMs ?? 15_000);
+      watchdog?.kill('SIGKILL');
       if (temporary) rmSync(dataDir, { recursive: true, force: true });
     })();
     return stopping;

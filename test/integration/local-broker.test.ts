@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startLocalBroker } from '../../src/stream/local-broker.ts';
 import { createKafkaClient } from '../../src/stream/kafka-client.ts';
 
@@ -55,5 +57,38 @@ test('auto topic creation is off: producing to an unknown topic fails instead of
     await admin.disconnect();
   } finally {
     await broker.stop();
+  }
+});
+
+test('a broker on a kept data dir restarts with its topics and messages (storage is formatted once)', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'cuilink-kafka-kept-'));
+  try {
+    let broker = await startLocalBroker({ dataDir });
+    let kafka = createKafkaClient({ brokers: broker.brokers, logLevel: 'nothing' });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: 'kept', numPartitions: 1 }], waitForLeaders: true });
+    await admin.disconnect();
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic: 'kept', acks: -1, messages: [{ value: 'survives' }] });
+    await producer.disconnect();
+    await broker.stop();
+    assert.ok(existsSync(join(dataDir, 'data', 'meta.properties')), 'a given data dir is kept');
+
+    broker = await startLocalBroker({ dataDir });
+    try {
+      kafka = createKafkaClient({ brokers: broker.brokers, logLevel: 'nothing' });
+      const again = kafka.admin();
+      await again.connect();
+      assert.ok((await again.listTopics()).includes('kept'));
+      const offsets = await again.fetchTopicOffsets('kept');
+      await again.disconnect();
+      assert.equal(offsets[0]!.high, '1');
+    } finally {
+      await broker.stop();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
   }
 });
