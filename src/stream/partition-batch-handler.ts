@@ -48,32 +48,46 @@ export class PartitionBatchHandler {
     const { batch } = payload;
     const { batcher, metrics } = this.deps;
     const entries: Entry[] = [];
+    // Deliveries run one at a time beside the submission loop, so linking never waits on a produce.
+    let delivering: Promise<void> = Promise.resolve();
+    let deliveryError: unknown;
+    const deliverSettled = () => {
+      delivering = delivering
+        .then(() => (deliveryError === undefined ? this.flushSettledPrefix(entries, payload) : undefined))
+        .catch((error: unknown) => void (deliveryError ??= error));
+    };
     const limits = { maxNoteChars: this.deps.config.limits.maxNoteChars, maxMentions: this.deps.config.limits.maxMentionsPerNote, maxMentionChars: this.deps.config.limits.maxMentionChars };
     for (const message of batch.messages) {
-      if (!payload.isRunning() || payload.isStale() || this.deps.isStopping()) break;
+      if (!payload.isRunning() || payload.isStale() || this.deps.isStopping() || deliveryError !== undefined) break;
       const started = performance.now();
       const decoded = await withRetry(() => decodeInputRecord(this.deps.codec, message, limits), this.retryFor('decode'));
       metrics.recordPhase('decode', (performance.now() - started) / 1000);
       metrics.recordConsumed();
       const entry: Entry = { message };
+      entries.push(entry);
       if (decoded.kind === 'rejected') {
         entry.outcome = decoded;
+        deliverSettled();
       } else {
         await batcher.whenBelowLimit();
         entry.pending = batcher.submit(decoded.queued).then(
-          (outcome) => void (entry.outcome = outcome),
+          (outcome) => {
+            entry.outcome = outcome;
+            deliverSettled();
+          },
           (error) => void (entry.failure = error),
         );
       }
-      entries.push(entry);
-      await this.flushSettledPrefix(entries, payload);
     }
-    while (entries.length > 0) {
+    while (entries.length > 0 && deliveryError === undefined) {
       const head = entries[0]!;
       await head.pending;
       if (head.failure !== undefined) throw head.failure;
-      await this.flushSettledPrefix(entries, payload);
+      deliverSettled();
+      await delivering;
     }
+    await delivering;
+    if (deliveryError !== undefined) throw deliveryError;
   }
 
   private async flushSettledPrefix(entries: Entry[], payload: EachBatchPayload): Promise<void> {
