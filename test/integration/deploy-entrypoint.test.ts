@@ -13,7 +13,7 @@ import { loadStageConfig } from '../../src/stream/stage-config.ts';
 import { avroToLinkedNote, createRecordCodec } from '../../src/stream/avro/index.ts';
 import { readIndexManifest } from '../../src/retrieve/index-manifest.ts';
 import { PHENOTYPE_KB, readTopics, waitFor } from '../support/stream-fixtures.ts';
-import { run } from '../support/deploy-tools.ts';
+import { deployLint, installOrSkip, run } from '../support/deploy-tools.ts';
 
 // The container, minus the container: the stage is started with the image's ENTRYPOINT + the
 // compose/k8s command, the image's ENV (paths mapped to temporary directories), from a working
@@ -85,9 +85,11 @@ interface Stage {
   exited: Promise<number | null>;
 }
 
-async function startStage(image: Image, command: string[]): Promise<Stage> {
+async function startStage(image: Image, command: string[], options: { portFlag?: string } = {}): Promise<Stage> {
   const port = await freePort();
   const mapped: Record<string, string> = {
+    ...(options.portFlag ? { [options.portFlag]: String(port) } : {}),
+    '/var/cache/cuilink/evaluator-state.json': join(scratch, 'cache', 'evaluator-state.json'),
     '/tmp': join(scratch, 'tmp'),
     '/var/cache/cuilink': join(scratch, 'cache'),
     '/opt/cuilink/indexes/default': indexRoot,
@@ -141,6 +143,18 @@ async function linkedBy(indexVersion: string, notes: number): Promise<Map<string
   return byNote;
 }
 
+/** A service's command from deploy/compose/compose.yaml as compose-go resolves it; undefined when deploy-lint cannot be built here. */
+async function composeCommand(service: string): Promise<string[] | undefined> {
+  const { tool, skip } = await installOrSkip(deployLint);
+  if (skip) {
+    console.error(`deploy-entrypoint: evaluator part skipped: ${skip}`);
+    return undefined;
+  }
+  const result = await run(tool!, ['compose', 'deploy/compose/compose.yaml']);
+  assert.equal(result.code, 0, result.stderr);
+  return (JSON.parse(result.stdout) as { services: Record<string, { command: string[] }> }).services[service]!.command;
+}
+
 before(async () => {
   scratch = mkdtempSync(join(tmpdir(), 'cuilink-entrypoint-'));
   mkdirSync(join(scratch, 'tmp'));
@@ -176,6 +190,10 @@ test('the image\'s command line serves the stage from an index root, links the s
   const first = await startStage(image, command);
   await waitFor(async () => (await status(`${first.url}/healthz`)) === 200, 120_000, '/healthz');
   await waitFor(async () => (await status(`${first.url}/readyz`)) === 200, 180_000, `/readyz\n${first.output().slice(-2000)}`);
+  // The sidecar evaluator with compose's command line, next to the stage.
+  const evaluatorCommand = await composeCommand('evaluator');
+  const evaluator = evaluatorCommand ? await startStage(image, evaluatorCommand, { portFlag: evaluatorCommand[evaluatorCommand.indexOf('--port') + 1] }) : undefined;
+  if (evaluator) await waitFor(async () => (await status(`${evaluator.url}/healthz`)) === 200, 120_000, `evaluator /healthz\n${evaluator.output().slice(-2000)}`);
   await cli(['gold-sample', '--corpus', SAMPLE, '--fraction', '1', '--notes-topic', 'cuilink.notes', '--gold-topic', 'cuilink.gold']);
   const firstRound = await linkedBy(v1, 8);
   assert.equal(firstRound.size, 8, 'every sample note came out linked by index version 1');
@@ -185,6 +203,13 @@ test('the image\'s command line serves the stage from an index root, links the s
   assert.match(metrics, /cuilink_stream_consumed_total\{[^}]*\} (\d+)/);
   assert.ok(Number(metrics.match(/cuilink_stream_consumed_total\{[^}]*\} (\d+)/)![1]) >= 8);
   await stopStage(first, drainTimeoutMs);
+  if (evaluator) {
+    // Every gold mention of the sample joins its prediction; acc@1 is served for the dashboard.
+    await waitFor(async () => ((await (await fetch(`${evaluator.url}/report`)).json()) as { samplesScored: number }).samplesScored >= 29, 60_000, 'the evaluator to score the 29 gold mentions');
+    const evalMetrics = await (await fetch(`${evaluator.url}/metrics`)).text();
+    assert.match(evalMetrics, /^cuilink_eval_acc1\{window="count",by="overall",group="all"\} [0-9.]+$/m);
+    await stopStage(evaluator, 10_000);
+  }
 
   // Rollout: build version 2 next to version 1, point CURRENT at it, restart (a rolling update).
   await cli(['index', 'build', '--kb', PHENOTYPE_KB, '--out', join(indexRoot, 'kb-v2'), '--no-progress']);
@@ -199,7 +224,7 @@ test('the image\'s command line serves the stage from an index root, links the s
   await stopStage(second, drainTimeoutMs);
 
   // Notes are PHI: with logPhi off (the shipped configs), no note text reaches the logs.
-  for (const stage of [first, second]) {
+  for (const stage of [first, second, ...(evaluator ? [evaluator] : [])]) {
     for (const phrase of ['recurrent seizures since infancy', 'Proximal muscle weakness has progressed']) assert.ok(!stage.output().includes(phrase), `note text in the stage's output: ${phrase}`);
   }
   // Read-only root filesystem: the stage wrote nothing into its working directory.
