@@ -1,29 +1,16 @@
 import { InputError } from '../kb/errors.ts';
 import type { TokenizedSequence } from '../text/tokenizer.ts';
+import { EncoderBase } from './encoder-base.ts';
 import { lengthBatches } from './length-batches.ts';
-import type { ModelManifest, Precision } from './manifest.ts';
-import { openModelDirectory, type EncoderOptions, type OpenedModel } from './model-directory.ts';
+import { openModelDirectory, type EncoderOptions } from './model-directory.ts';
 
-/** Counters a benchmark or a metrics exporter reads. */
-export interface EncoderStats {
-  sequences: number;
-  batches: number;
-  /** Milliseconds inside session.run, summed. */
-  runMs: number;
-}
+export type { EncoderStats } from './encoder-stats.ts';
 
 /**
  * Text → unit vector with the bi-encoder of a model directory: tokenized here, length-bucketed
  * batches run in the session's worker, pooled and normalized as the manifest says.
  */
-export class BiEncoder {
-  readonly stats: EncoderStats = { sequences: 0, batches: 0, runMs: 0 };
-  private readonly model: OpenedModel;
-
-  private constructor(model: OpenedModel) {
-    this.model = model;
-  }
-
+export class BiEncoder extends EncoderBase {
   static async open(dir: string, options: EncoderOptions = {}): Promise<BiEncoder> {
     const model = await openModelDirectory(dir, 'bi-encoder', options);
     if (model.manifest.pooling === 'mean' && !model.manifest.inputNames.includes('attention_mask')) {
@@ -33,28 +20,8 @@ export class BiEncoder {
     return new BiEncoder(model);
   }
 
-  get manifest(): ModelManifest {
-    return this.model.manifest;
-  }
-
-  get modelId(): string {
-    return this.model.manifest.id;
-  }
-
   get dims(): number {
     return this.model.manifest.dims!;
-  }
-
-  get modelSha256(): string {
-    return this.model.modelSha256;
-  }
-
-  get precision(): Precision {
-    return this.model.precision;
-  }
-
-  get provider(): 'cuda' | 'cpu' {
-    return this.model.session.provider;
   }
 
   tokenize(text: string): TokenizedSequence {
@@ -63,9 +30,8 @@ export class BiEncoder {
 
   async encode(texts: string[]): Promise<Float32Array[]> {
     const { manifest, tokenizer, session, batchLimits } = this.model;
-    const sequences = texts.map((t) => this.tokenize(t));
     const out = new Array<Float32Array>(texts.length);
-    const batches = lengthBatches(sequences, manifest.inputNames, tokenizer.padId, batchLimits);
+    const batches = lengthBatches(texts.map((t) => this.tokenize(t)), manifest.inputNames, tokenizer.padId, batchLimits);
     const dims = this.dims;
     await Promise.all(
       batches.map(async (batch) => {
@@ -74,15 +40,10 @@ export class BiEncoder {
         batch.order.forEach((position, row) => {
           out[position] = reply.data.slice(row * dims, (row + 1) * dims);
         });
-        this.stats.batches++;
-        this.stats.runMs += reply.runMs;
+        this.count(0, 1, reply.runMs);
       }),
     );
-    this.stats.sequences += texts.length;
+    this.count(texts.length, 0, 0);
     return out;
-  }
-
-  close(): Promise<void> {
-    return this.model.session.close();
   }
 }

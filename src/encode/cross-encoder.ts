@@ -1,43 +1,15 @@
 import { InputError } from '../kb/errors.ts';
+import { EncoderBase } from './encoder-base.ts';
 import { lengthBatches } from './length-batches.ts';
-import type { EncoderStats } from './bi-encoder.ts';
-import type { ModelManifest, Precision } from './manifest.ts';
-import { openModelDirectory, type EncoderOptions, type OpenedModel } from './model-directory.ts';
+import { openModelDirectory, type EncoderOptions } from './model-directory.ts';
 
 /**
  * (mention query, candidate text) → relevance logit with the cross-encoder of a model
  * directory. All pairs of a call share length-bucketed batches.
  */
-export class CrossEncoder {
-  readonly stats: EncoderStats = { sequences: 0, batches: 0, runMs: 0 };
-  private readonly model: OpenedModel;
-
-  private constructor(model: OpenedModel) {
-    this.model = model;
-  }
-
+export class CrossEncoder extends EncoderBase {
   static async open(dir: string, options: EncoderOptions = {}): Promise<CrossEncoder> {
     return new CrossEncoder(await openModelDirectory(dir, 'cross-encoder', options));
-  }
-
-  get manifest(): ModelManifest {
-    return this.model.manifest;
-  }
-
-  get modelId(): string {
-    return this.model.manifest.id;
-  }
-
-  get modelSha256(): string {
-    return this.model.modelSha256;
-  }
-
-  get precision(): Precision {
-    return this.model.precision;
-  }
-
-  get provider(): 'cuda' | 'cpu' {
-    return this.model.session.provider;
   }
 
   async score(pairs: { query: string; candidate: string }[]): Promise<Float32Array> {
@@ -54,15 +26,10 @@ export class CrossEncoder {
         batch.order.forEach((position, row) => {
           logits[position] = perRow === 1 ? reply.data[row]! : reply.data[row * perRow + perRow - 1]! - reply.data[row * perRow]!;
         });
-        this.stats.batches++;
-        this.stats.runMs += reply.runMs;
+        this.count(0, 1, reply.runMs);
       }),
     );
-    this.stats.sequences += pairs.length;
+    this.count(pairs.length, 0, 0);
     return logits;
-  }
-
-  close(): Promise<void> {
-    return this.model.session.close();
   }
 }
