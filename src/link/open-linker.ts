@@ -17,7 +17,7 @@ import { Linker, type AbbreviationFinder } from './linker.ts';
 import { LINKER_VERSION } from './version.ts';
 
 export interface OpenLinkerOptions {
-  /** An index directory, or an index root of versions (src/retrieve/index-versions.ts: `CURRENT`, else the newest). */
+  /** An index directory, or an index root of versions whose `CURRENT` names the one to open (src/retrieve/index-versions.ts). */
   indexDir: string;
   /** Bi-encoder directory; the one recorded in the index manifest when absent. */
   modelDir?: string;

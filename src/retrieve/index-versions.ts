@@ -26,8 +26,8 @@ export interface ResolvedIndex {
   dir: string;
   /** The version directory's name; absent when the path was itself an index directory. */
   version?: string;
-  /** How it was chosen: the path was an index, a pinned version, the root's CURRENT, or the newest complete one. */
-  chosenBy: 'index-dir' | 'pinned' | 'current' | 'newest';
+  /** How it was chosen: the path was an index, a pinned version, or the root's CURRENT. */
+  chosenBy: 'index-dir' | 'pinned' | 'current';
 }
 
 function checkVersionName(version: string, where: string): void {
@@ -73,10 +73,10 @@ export function readCurrentVersion(root: string): string | undefined {
 }
 
 /**
- * The index directory to open for `path`: the path itself when it is an index directory;
- * otherwise, `path` being an index root, the pinned `version`, else the one `CURRENT` names, else
- * the newest complete version. A pinned or current version that is missing or incomplete is an
- * error, never a silent fallback to another version.
+ * The index directory to open for `path`: the pinned `version` of the root `path` when given;
+ * else `path` itself when it is an index directory; else the version the root's `CURRENT` names.
+ * A pinned or current version that is missing or incomplete is an error, never a silent fallback
+ * to another version, and a root is only ever served through an explicit `CURRENT`.
  */
 export function resolveIndexDir(path: string, options: { version?: string } = {}): ResolvedIndex {
   if (options.version !== undefined && options.version !== '') {
@@ -86,11 +86,10 @@ export function resolveIndexDir(path: string, options: { version?: string } = {}
   if (existsSync(join(path, INDEX_MANIFEST_FILE))) return { dir: path, chosenBy: 'index-dir' };
   const current = readCurrentVersion(path);
   if (current !== undefined) return { dir: versionAt(path, current).dir, version: current, chosenBy: 'current' };
-  const newest = listIndexVersions(path).at(-1);
-  if (newest === undefined) {
-    throw new InputError(`${path}: neither an index directory nor an index root with a complete version (build one with \`cuilink index build\`)`, 'BAD_INDEX');
-  }
-  return { dir: newest.dir, version: newest.name, chosenBy: 'newest' };
+  throw new InputError(
+    `${join(path, INDEX_MANIFEST_FILE)}: no such file (not an index directory) and no ${CURRENT_VERSION_FILE} file (not an index root): build an index with \`cuilink index build\`, activate a version of a root with \`cuilink index activate\``,
+    'BAD_INDEX',
+  );
 }
 
 /** Points `CURRENT` at `version` after checking it is complete; the rename makes the switch atomic. */

@@ -34,18 +34,17 @@ before(async () => {
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
-test('without CURRENT the newest complete version is served; a build in progress and a broken directory are not', async () => {
+test('a root lists its complete versions only, and serves none until one is activated', () => {
   mkdirSync(join(root, 'kb-2026-12.building-4242'));
   writeFileSync(join(root, 'kb-2026-12.building-4242', 'manifest.json'), '{}');
   mkdirSync(join(root, 'kb-broken'));
   writeFileSync(join(root, 'kb-broken', 'manifest.json'), '{"formatVersion": 1}');
   try {
     assert.deepEqual(listIndexVersions(root).map((v) => v.name), ['kb-2026-10', 'kb-2026-11']);
-    const resolved = resolveIndexDir(root);
-    assert.equal(resolved.chosenBy, 'newest');
-    assert.equal(resolved.version, 'kb-2026-11');
-    const index = await openResolved();
-    assert.equal(index.concepts.length, FIXTURE_CONCEPTS.length);
+    // A directory that merely contains indexes is not silently served: CURRENT must say which.
+    assert.throws(() => resolveIndexDir(root), (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX' && /manifest\.json: no such file.*cuilink index activate/.test(e.message));
+    assert.throws(() => activateIndexVersion(root, 'kb-broken'), (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX');
+    assert.throws(() => activateIndexVersion(root, 'kb-2026-12.building-4242'), (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX_VERSION');
   } finally {
     rmSync(join(root, 'kb-2026-12.building-4242'), { recursive: true });
     rmSync(join(root, 'kb-broken'), { recursive: true });
@@ -88,7 +87,7 @@ test('a missing, incomplete or path-like version is refused, never replaced by a
   activateIndexVersion(root, 'kb-2026-11');
 });
 
-test('an empty root is an error that says what to do', () => {
+test('an empty directory is an error that says what to do', () => {
   const empty = mkdtempSync(join(tmpdir(), 'cuilink-index-root-'));
   try {
     assert.throws(() => resolveIndexDir(empty), (e: unknown) => e instanceof InputError && /cuilink index build/.test(e.message));
