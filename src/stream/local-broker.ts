@@ -102,10 +102,11 @@ function log4jProperties(logFile: string): string {
 /** Formats the KRaft storage of a new data dir; a formatted one keeps its cluster id and data. */
 function formatStorage(classPath: string, dataDir: string, configFile: string, log4jFile: string): void {
   if (existsSync(join(dataDir, 'data', 'meta.properties'))) return;
+  // `=` form: a base64url id may start with '-', which the tool would read as an option.
   const clusterId = randomBytes(16).toString('base64url');
   const result = spawnSync(
     'java',
-    [`-Dlog4j.configuration=file:${log4jFile}`, '-cp', classPath, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', configFile, '--ignore-formatted'],
+    [`-Dlog4j.configuration=file:${log4jFile}`, '-cp', classPath, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', configFile, '--ignore-formatted'],
     { encoding: 'utf8' },
   );
   if (result.status !== 0) {
