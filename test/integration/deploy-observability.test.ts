@@ -104,8 +104,15 @@ test('compose.yaml loads with compose-go (docker compose config) and wires the s
   assert.match(prometheus, new RegExp(`evaluator:${evaluatorArgs[evaluatorArgs.indexOf('--port') + 1]}`));
   assert.equal(evaluatorArgs[evaluatorArgs.indexOf('--index') + 1], services.cuilink!.environment.CUILINK_INDEX_DIR ?? '/opt/cuilink/indexes/default', 'the evaluator judges against the index the linker serves');
   assert.match((services['sample-notes']!.command as string[]).join(' '), new RegExp(`gold-sample [^]*--notes-topic ${config.topics.input.replace(/\./g, '\\.')}`));
-  const collector = readFileSync('deploy/compose/otel/collector.yaml', 'utf8');
-  assert.match(collector, /endpoint: 0\.0\.0\.0:4318/);
+  const collector = (JSON.parse((await run(lint!, ['yaml', 'deploy/compose/otel/collector.yaml'])).stdout) as Json[])[0]!;
+  assert.equal(collector.receivers.otlp.protocols.http.endpoint, '0.0.0.0:4318');
+  for (const [name, pipeline] of Object.entries(collector.service.pipelines as Record<string, Json>)) {
+    for (const kind of ['receivers', 'processors', 'exporters']) {
+      for (const component of pipeline[kind] ?? []) assert.ok(collector[kind][component], `collector pipeline ${name}: ${kind} ${component} is not defined`);
+    }
+  }
+  assert.match(collector.exporters['otlp/jaeger'].endpoint, /^jaeger:4317$/);
+  assert.ok(services.jaeger, 'traces go to the Jaeger service');
   assert.match(services.cuilink!.environment.CUILINK_OTLP_ENDPOINT, /^http:\/\/otel-collector:4318$/);
 });
 
