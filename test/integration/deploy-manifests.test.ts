@@ -126,6 +126,19 @@ test('the stage config and environment of the manifests pass the stage\'s own co
     assert.equal(trigger.bootstrapServers, env.CUILINK_BROKERS);
     assert.ok(scaled.spec.maxReplicaCount <= inputPartitions(), `${overlay}: more linkers than input partitions`);
     assert.equal(trigger.allowIdleConsumers, 'false');
+    assert.equal(scaled.spec.scaleTargetRef.name, linker.metadata.name);
+
+    // The ServiceMonitor finds both Services, on a port each of them has, at the path they serve.
+    const monitor = byKind(docs, 'ServiceMonitor', 'cuilink');
+    const services = docs.filter((d) => d.kind === 'Service');
+    assert.deepEqual(services.map((d) => d.metadata.name).sort(), ['cuilink', 'cuilink-evaluator']);
+    for (const service of services) {
+      for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels as Record<string, string>)) assert.equal(service.metadata.labels[k], v, `${service.metadata.name} is selected`);
+      assert.ok(monitor.spec.endpoints.every((e: Json) => service.spec.ports.some((p: Json) => p.name === e.port)), `${service.metadata.name} has the scraped port`);
+      const target = docs.find((d) => d.kind === 'Deployment' && Object.entries(service.spec.selector as Record<string, string>).every(([k, v]) => d.spec.template.metadata.labels[k] === v));
+      assert.ok(target, `${service.metadata.name} selects a Deployment's pods`);
+    }
+    assert.equal(monitor.spec.endpoints[0].path, '/metrics');
   }
 });
 
