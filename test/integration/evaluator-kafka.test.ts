@@ -19,6 +19,8 @@ import { kbOntologyView, loadIndexKb } from '../../src/eval/kb-ontology-view.ts'
 import type { OntologyView } from '../../src/eval/metrics/ontology-view.ts';
 import { evaluateCorpus } from '../../src/eval/offline-eval.ts';
 import { startKafkaEvaluator } from '../../src/eval/sidecar/kafka-evaluator.ts';
+import { loadStageConfig } from '../../src/stream/stage-config.ts';
+import { startStageRuntime } from '../../src/cli/stage-runtime.ts';
 import type { SidecarReport } from '../../src/eval/sidecar/sidecar-evaluator.ts';
 
 // The real broker, the real default ONNX bi-encoder over a real index of a fixture KB, the
@@ -239,5 +241,48 @@ test('unmatched gold and predictions expire after the TTL and are counted', asyn
     assert.match(metrics, new RegExp(`cuilink_eval_join_total\\{outcome="gold_expired"\\} ${gold.length}`));
   } finally {
     await running.stop();
+  }
+});
+
+test('through the real stage: notes published by gold-sample, linked by `cuilink run`\'s runtime, scored by the evaluator = offline eval (acc@1, acc@5, MRR to 3 decimals)', async () => {
+  // fp16: its scores do not depend on how the stage's micro-batches happen to be cut (int8's do).
+  const open = () => openLinker({ indexDir, provider: 'cpu', threads: 1, rerankerDir: false, precision: 'fp16' });
+  const topics = { input: 'st.notes', output: 'st.linked', deadLetter: 'st.dead-letter' };
+  await ensureTopics(kafka, [...Object.values(topics), 'st.gold'], { partitions: 2 });
+  const config = loadStageConfig({ env: {}, overrides: { brokers: broker.brokers, groupId: 'st-stage', topics, 'http.enabled': false, 'telemetry.prometheus': false, 'telemetry.logLevel': 'error' } });
+  const logs: string[] = [];
+  const runtime = await startStageRuntime(config, { brokers: broker.brokers, openCore: open, logSink: (line) => logs.push(line) });
+  const running = await startKafkaEvaluator(view, {
+    kafka,
+    codec,
+    linkedTopic: topics.output,
+    goldTopic: 'st.gold',
+    groupId: 'st-evaluator',
+    stateFile: join(root, 'st-state.json'),
+    snapshotIntervalMs: 200,
+    port: 0,
+    host: '127.0.0.1',
+    joiner: { ttlMs: 3_600_000, maxPending: 10_000 },
+    windows: { lastN: 10_000, lastMs: 3_600_000 },
+    alerts: { minSamples: 1 },
+    log: () => {},
+  });
+  try {
+    const out = goldSampleCli(['--corpus', CORPUS, '--fraction', String(FRACTION), '--seed', String(SEED), '--gold-topic', 'st.gold', '--notes-topic', topics.input]);
+    assert.match(out, new RegExp(`${corpus.notes.length} notes → ${topics.input.replace('.', '\\.')}`));
+    const sampled = sampledCorpus();
+    const report = await waitFor('the stage to link every note and the evaluator to score the sample', () => running.report(), (r) => r.notesSeen >= corpus.notes.length && r.samplesScored >= sampled.gold.size, 120_000);
+    assert.equal(report.notesSeen, corpus.notes.length, 'every note linked once');
+    assert.equal(report.samplesScored, sampled.gold.size);
+    const offlineLinker = await open();
+    const offline = await evaluateCorpus(offlineLinker, sampled, view);
+    await offlineLinker.close();
+    for (const metric of ['acc1', 'acc5', 'mrr', 'nilRate', 'similarity', 'ndcg5'] as const) {
+      assert.equal(report.windows.count.overall[metric]!.toFixed(3), offline.metrics.overall[metric]!.toFixed(3), metric);
+    }
+    assert.equal(report.windows.count.overall.n, offline.metrics.overall.n);
+  } finally {
+    await running.stop();
+    await runtime.close();
   }
 });
