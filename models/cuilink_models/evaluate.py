@@ -127,13 +127,19 @@ class Dictionary:
 
     def rank_from_scores(self, scores: np.ndarray, k: int) -> list[int]:
         """Distinct concepts by best name score, top k."""
+        return [c for c, _ in self.ranked_with_scores(scores, k)]
+
+    def ranked_with_scores(self, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(concept, best name score) of the top k distinct concepts."""
         top = np.argpartition(-scores, min(len(scores) - 1, k * 8))[: k * 8]
         top = top[np.argsort(-scores[top])]
-        out: list[int] = []
+        out: list[tuple[int, float]] = []
+        seen: set[int] = set()
         for t in top:
             c = int(self.name_concept_arr[t])
-            if c not in out:
-                out.append(c)
+            if c not in seen:
+                seen.add(c)
+                out.append((c, float(scores[t])))
                 if len(out) == k:
                     break
         return out
@@ -247,12 +253,14 @@ def dense_predictions(encoder, d: Dictionary, mentions: list[Mention], k=20, nam
     if name_vecs is None:
         name_vecs = encoder.encode_cached(d.names) if hasattr(encoder, "encode_cached") else encoder.encode(d.names)
     q = encoder.encode([m.text for m in mentions])
-    preds = []
+    preds, scores = [], []
     for i in range(0, len(q), 256):
         s = q[i : i + 256] @ name_vecs.T
         for row in s:
-            preds.append(d.rank_from_scores(row, k))
-    return preds, name_vecs
+            ranked = d.ranked_with_scores(row, k)
+            preds.append([c for c, _ in ranked])
+            scores.append(dict(ranked))
+    return preds, name_vecs, scores  # scores: per mention, concept -> retrieval score (rerank policies)
 
 
 def lexical_predictions(d: Dictionary, mentions: list[Mention], k=20):
@@ -327,24 +335,36 @@ class TorchCrossEncoder:
         return out
 
 
-def rerank_predictions(scorer, d: Dictionary, mentions, preds, top_k=10, keep_exact=True, with_context=False, include_type=True):
+def rerank_predictions(scorer, d: Dictionary, mentions, preds, top_k=10, keep_exact=True, with_context=False, include_type=True,
+                       retrieval=None, margin=None, weight=1.0):
+    """Reranks the top_k of each non-exact mention. As src/link/linker.ts: with `margin`, only
+    mentions whose top-1/top-2 retrieval scores are closer than it ('ambiguous' policy); final
+    score = weight * sigmoid(logit) + (1 - weight) * retrieval score (`retrieval`: per mention,
+    concept -> score)."""
     pairs, spans = [], []
-    for m, p in zip(mentions, preds):
+    for i, (m, p) in enumerate(zip(mentions, preds)):
         ex = d.exact.get(normalize_name(m.text), []) if keep_exact else []
         if ex:
             spans.append(None)
             continue
+        if margin is not None and retrieval is not None and len(p) >= 2:
+            r = retrieval[i]
+            if r.get(p[0], 0.0) - r.get(p[1], 0.0) >= margin:
+                spans.append(None)
+                continue
         cands = p[:top_k]
         spans.append((len(pairs), cands))
         pairs.extend((marked_query(m, with_context), candidate_text(d.concepts[c], include_type)) for c in cands)
     scores = scorer.score(pairs) if pairs else np.zeros(0)
     out = []
-    for p, sp in zip(preds, spans):
+    for i, (p, sp) in enumerate(zip(preds, spans)):
         if sp is None:
             out.append(p)
             continue
         off, cands = sp
         s = scores[off : off + len(cands)]
+        if weight < 1.0 and retrieval is not None:
+            s = weight / (1.0 + np.exp(-s)) + (1.0 - weight) * np.array([retrieval[i].get(c, 0.0) for c in cands])
         order = np.argsort(-s, kind="stable")
         out.append([cands[j] for j in order] + [c for c in p if c not in cands])
     return out
@@ -371,6 +391,7 @@ def main(argv=None):
     ap.add_argument("--rerank", help="cross-encoder model directory")
     ap.add_argument("--rerank-top", type=int, default=10)
     ap.add_argument("--context", action="store_true", help="cross-encoder query with context")
+    ap.add_argument("--rerank-variants", action="store_true", help="also the 'ambiguous' policy and score interpolation")
     ap.add_argument("--preferred-only", action="store_true", help="dense ranking over preferred names only (exact match still over all names)")
     ap.add_argument("--out", help="write JSON results here")
     a = ap.parse_args(argv)
@@ -389,7 +410,7 @@ def main(argv=None):
         # --preferred-only: dense ranking over each concept's preferred name alone (a cheaper
         # protocol for ablations); concept indices are the same in both dictionaries
         dd = Dictionary([replace(c, synonyms=[]) for c in d.concepts]) if a.preferred_only else d
-        raw, _ = dense_predictions(enc, dd, mentions)
+        raw, _, retrieval = dense_predictions(enc, dd, mentions)
         res["encodeSeconds"] = round(time.time() - t, 1)
         preds = [exact_first(d, m.text, p, 20) for m, p in zip(mentions, raw)]
         res["dense"] = accuracy(d, mentions, raw)
@@ -402,6 +423,13 @@ def main(argv=None):
                                     include_type=ce.manifest.get("candidate", {}).get("includeSemanticType", True))
             res["rerankSeconds"] = round(time.time() - t, 1)
             res["exact+dense+rerank"] = accuracy(d, mentions, rr)
+            if a.rerank_variants:
+                # the linker's other settings (src/link/link-config.ts): 'ambiguous' policy, interpolation
+                inc = ce.manifest.get("candidate", {}).get("includeSemanticType", True)
+                for name, kw in [("ambiguous(margin 0.05)", {"margin": 0.05}), ("weight 0.5", {"weight": 0.5}),
+                                 ("ambiguous(margin 0.05), weight 0.5", {"margin": 0.05, "weight": 0.5})]:
+                    v = rerank_predictions(ce, d, mentions, preds, a.rerank_top, with_context=a.context, include_type=inc, retrieval=retrieval, **kw)
+                    res[f"exact+dense+rerank {name}"] = accuracy(d, mentions, v)
     print(json.dumps(res, indent=2))
     if a.out:
         write_json(a.out, res)

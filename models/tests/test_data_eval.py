@@ -83,3 +83,36 @@ def test_rank_from_scores_distinct_concepts():
     scores = np.zeros(len(d.names))
     scores[1], scores[2], scores[3] = 0.9, 0.8, 0.7  # two names of concept 0, then concept 1
     assert d.rank_from_scores(scores, 2) == [0, 1]
+
+
+class _TableScorer:
+    """Cross-encoder stand-in for the policy arithmetic: logit per candidate text."""
+
+    def __init__(self, logits):
+        self.logits = logits
+        self.pairs = []
+
+    def score(self, pairs):
+        self.pairs.extend(pairs)
+        return np.array([self.logits[c] for _, c in pairs], dtype=np.float32)
+
+
+def test_rerank_policies_match_the_linker():
+    from cuilink_models.evaluate import Mention, rerank_predictions
+
+    d = Dictionary(read_concepts(FIX / "tiny_kb.jsonl"))
+    idx = {c.id: i for i, c in enumerate(d.concepts)}
+    a, b = idx["MESH:D009371"], idx["MESH:D003550"]
+    ms = [Mention("1", 0, 5, "lump", [{"MESH:D003550"}]), Mention("1", 9, 22, "breast cancer", [{"MESH:D001943"}])]
+    preds = [[a, b], [idx["MESH:D001943"], a]]
+    retrieval = [{a: 0.90, b: 0.80}, {}]
+    scorer = _TableScorer({"Neoplasms by Site ; Cancer": -2.0, "Cystic Fibrosis ; Genetic disease (inborn)": 2.0})
+    # always: the cross-encoder's order wins; the exact match "breast cancer" is never sent
+    out = rerank_predictions(scorer, d, ms, preds, top_k=2, retrieval=retrieval)
+    assert out[0] == [b, a] and out[1] == preds[1]
+    assert [q for q, _ in scorer.pairs] == ["[M] lump [/M]"] * 2
+    # ambiguous: a top-1/top-2 gap of 0.10 is not under the margin, so nothing is reranked
+    assert rerank_predictions(scorer, d, ms, preds, top_k=2, retrieval=retrieval, margin=0.05)[0] == [a, b]
+    assert rerank_predictions(scorer, d, ms, preds, top_k=2, retrieval=retrieval, margin=0.2)[0] == [b, a]
+    # interpolation: 0.1*sigmoid(l) + 0.9*retrieval keeps a (0.8219 vs 0.8081)
+    assert rerank_predictions(scorer, d, ms, preds, top_k=2, retrieval=retrieval, weight=0.1)[0] == [a, b]
