@@ -28,10 +28,10 @@ export class BiEncoder extends EncoderBase {
     return this.model.tokenizer.encode(text, this.model.manifest.maxLength, this.model.markerId);
   }
 
-  async encode(texts: string[]): Promise<Float32Array[]> {
+  async encode(texts: string[], groups?: readonly number[]): Promise<Float32Array[]> {
     const { manifest, tokenizer, session, batchLimits } = this.model;
     const out = new Array<Float32Array>(texts.length);
-    const batches = lengthBatches(texts.map((t) => this.tokenize(t)), manifest.inputNames, tokenizer.padId, batchLimits);
+    const batches = lengthBatches(texts.map((t) => this.tokenize(t)), manifest.inputNames, tokenizer.padId, batchLimits, groups);
     const dims = this.dims;
     await Promise.all(
       batches.map(async (batch) => {

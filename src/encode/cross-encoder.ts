@@ -12,11 +12,11 @@ export class CrossEncoder extends EncoderBase {
     return new CrossEncoder(await openModelDirectory(dir, 'cross-encoder', options));
   }
 
-  async score(pairs: { query: string; candidate: string }[]): Promise<Float32Array> {
+  async score(pairs: { query: string; candidate: string }[], groups?: readonly number[]): Promise<Float32Array> {
     const { manifest, tokenizer, session, batchLimits, markerId } = this.model;
     const sequences = pairs.map((p) => tokenizer.encodePair(p.query, p.candidate, manifest.maxLength, markerId));
     const logits = new Float32Array(pairs.length);
-    const batches = lengthBatches(sequences, manifest.inputNames, tokenizer.padId, batchLimits);
+    const batches = lengthBatches(sequences, manifest.inputNames, tokenizer.padId, batchLimits, groups);
     await Promise.all(
       batches.map(async (batch) => {
         const reply = await session.run(batch.feeds, manifest.outputName, 'none', false);

@@ -19,9 +19,22 @@ export interface LengthBatch {
 
 /**
  * Groups sequences of similar length so padding stays small, and builds the int64 feeds each
- * batch needs. Sorting is stable, so the same input always gives the same batches.
+ * batch needs. Sorting is stable, so the same input always gives the same batches. With `groups`
+ * (one id per sequence) each group is batched on its own: dynamic int8 quantization scales
+ * activations per batch tensor, so only then is a sequence's output independent of the others.
  */
-export function lengthBatches(sequences: readonly TokenizedSequence[], inputNames: readonly string[], padId: number, limits: BatchLimits): LengthBatch[] {
+export function lengthBatches(sequences: readonly TokenizedSequence[], inputNames: readonly string[], padId: number, limits: BatchLimits, groups?: readonly number[]): LengthBatch[] {
+  if (groups !== undefined) {
+    const members = new Map<number, number[]>();
+    groups.forEach((g, i) => {
+      const list = members.get(g);
+      if (list) list.push(i);
+      else members.set(g, [i]);
+    });
+    return [...members.values()].flatMap((positions) =>
+      lengthBatches(positions.map((i) => sequences[i]!), inputNames, padId, limits).map((b) => ({ ...b, order: b.order.map((j) => positions[j]!) })),
+    );
+  }
   const byLength = sequences.map((_, i) => i).sort((a, b) => sequences[a]!.ids.length - sequences[b]!.ids.length || a - b);
   const batches: LengthBatch[] = [];
   let start = 0;

@@ -111,7 +111,10 @@ export class Linker implements LinkingCore {
 
   private async retrieve(work: MentionWork[]): Promise<void> {
     const { encoder, retriever, config } = this.parts;
-    const vectors = await withSpan('cuilink.encode', { 'cuilink.queries': work.length }, () => encoder.encode(work.map((w) => w.query)));
+    const vectors = await withSpan('cuilink.encode', { 'cuilink.queries': work.length }, () =>
+      // Batched per note: a mention's vector must not depend on the other notes of a micro-batch.
+      encoder.encode(work.map((w) => w.query), work.map((w) => w.noteIndex)),
+    );
     await withSpan('cuilink.retrieve', { 'cuilink.queries': work.length }, async () => {
       work.forEach((w, i) => {
         const allow = this.allowFor(w.mention.label);
@@ -140,7 +143,7 @@ export class Linker implements LinkingCore {
         query: rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]),
         candidates: w.hits.slice(0, config.rerank.candidates).map((h) => index.concepts[h.conceptIndex]!),
       }));
-      const probabilities = await reranker.rerank(items);
+      const probabilities = await reranker.rerank(items, chosen.map((w) => w.noteIndex));
       const weight = config.rerank.weight;
       chosen.forEach((w, i) => {
         const p = probabilities[i]!;

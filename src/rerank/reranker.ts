@@ -36,13 +36,20 @@ export class Reranker {
     return this.options.includeSemanticType && type ? `${concept.name} ; ${type}` : concept.name;
   }
 
-  /** Probabilities (sigmoid of the logits), one array per item, aligned with its candidates. */
-  async rerank(items: readonly RerankItem[]): Promise<Float32Array[]> {
+  /**
+   * Probabilities (sigmoid of the logits), one array per item, aligned with its candidates.
+   * Items of different `groups` (one id per item) never share a model batch.
+   */
+  async rerank(items: readonly RerankItem[], groups?: readonly number[]): Promise<Float32Array[]> {
     const pairs: { query: string; candidate: string }[] = [];
-    for (const item of items) {
-      for (const concept of item.candidates) pairs.push({ query: item.query, candidate: this.candidateText(concept) });
-    }
-    const logits = pairs.length > 0 ? await this.scorer.score(pairs) : new Float32Array(0);
+    const pairGroups: number[] = [];
+    items.forEach((item, i) => {
+      for (const concept of item.candidates) {
+        pairs.push({ query: item.query, candidate: this.candidateText(concept) });
+        pairGroups.push(groups?.[i] ?? 0);
+      }
+    });
+    const logits = pairs.length > 0 ? await this.scorer.score(pairs, groups ? pairGroups : undefined) : new Float32Array(0);
     const out: Float32Array[] = [];
     let offset = 0;
     for (const item of items) {

@@ -43,6 +43,16 @@ test('many texts across several length buckets come back aligned', async () => {
   assert.ok(encoder.stats.batches >= 3);
 });
 
+test('grouped texts get exactly the vectors they get alone, at any precision', async () => {
+  const note1 = ['breast cancer', 'carcinoma of the breast'];
+  const note2 = ['type 2 diabetes mellitus with a rather long name that is longer', 'fever', 'x'];
+  const together = await encoder.encode([...note1, ...note2], [1, 1, 2, 2, 2]);
+  const alone1 = await encoder.encode(note1);
+  const alone2 = await encoder.encode(note2);
+  assert.deepEqual(together.slice(0, 2), alone1);
+  assert.deepEqual(together.slice(2), alone2);
+});
+
 test('fp16 vectors do not depend on the batch', async () => {
   const fp16 = await BiEncoder.open(MODEL, { provider: 'cpu', precision: 'fp16', threads: 1, log: () => {} });
   try {

@@ -35,3 +35,9 @@ test('mean pooling ignores padding; cls takes the first token; normalization', (
   const unit = poolHidden(Float32Array.from([3, 4]), BigInt64Array.from([1n]), 1, 1, 2, 'mean', true);
   assert.ok(Math.abs(unit[0]! - 0.6) < 1e-6 && Math.abs(unit[1]! - 0.8) < 1e-6);
 });
+
+test('groups never share a batch and keep their own length order', () => {
+  const sequences = [seq(5), seq(3), seq(5), seq(3), seq(4)];
+  const batches = lengthBatches(sequences, ['input_ids'], 0, { maxBatch: 8, maxTokens: 1000 }, [7, 9, 9, 7, 7]);
+  assert.deepEqual(batches.map((b) => b.order), [[3, 4, 0], [1, 2]]);
+});
