@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'models/', 'deploy/', 'bench/results/', '.kafka/', 'indexes/'] },
+  { ignores: ['node_modules/', 'dist/', 'models/', 'deploy/', 'bench/results/', '.kafka/', 'indexes/', 'tmp/', '.cache/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
