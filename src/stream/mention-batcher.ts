@@ -1,9 +1,12 @@
 import { CuilinkError } from '../kb/errors.ts';
 
 export interface MentionBatcherOptions {
-  /** A batch is cut once it holds this many mentions; a single heavier item goes alone. */
+  /** A batch holds at most this many mentions; a single heavier item goes alone. */
   maxMentions: number;
-  /** ...or once its oldest item has waited this long. */
+  /**
+   * How long an idle linker waits for a partial batch to fill (0: it links what is there on the
+   * next event-loop turn). While a batch is being linked, new items wait for it instead.
+   */
   maxWaitMs: number;
   /** Above this many queued-or-processing mentions `pressure` turns high; it turns low again at half. */
   maxInFlightMentions: number;
@@ -32,12 +35,15 @@ interface Pending<T, R> {
 }
 
 /**
- * Collects whole notes from every partition into linking batches, cut by mention count or wait
- * time, processed one batch at a time (the encoder is the bottleneck; one batch at a time keeps
- * each one's work bounded). Shaped like opentelemetry-js BatchSpanProcessorBase: a bounded queue,
- * a size and a time trigger, counted rejections, forceFlush, and an idempotent shutdown that
- * drains. Unlike a span processor it never drops silently: callers wait for `whenBelowLimit()`
- * (and pause their consumer on `pressure`) instead of overfilling it.
+ * Collects whole notes from every partition into linking batches, processed one batch at a time
+ * (the encoder is the bottleneck; one batch at a time keeps each one's work bounded). Batching is
+ * Nagle-style: an idle linker starts on what is queued at once (after `maxWaitMs`, 0 by default),
+ * so a lone note at a low rate is not held back waiting for company; while a batch is being
+ * linked, arrivals queue behind it and the next batch takes up to `maxMentions` of them the moment
+ * it finishes — batches grow with the backlog, and shrink again when it drains. Shaped like
+ * opentelemetry-js BatchSpanProcessorBase: a bounded queue, counted rejections, forceFlush, and an
+ * idempotent shutdown that drains. Unlike a span processor it never drops silently: callers wait
+ * for `whenBelowLimit()` (and pause their consumer on `pressure`) instead of overfilling it.
  */
 export class MentionBatcher<T, R> {
   private readonly options: Required<MentionBatcherOptions>;
@@ -46,11 +52,11 @@ export class MentionBatcher<T, R> {
   private queue: Pending<T, R>[] = [];
   private queuedMentions = 0;
   private processingMentions = 0;
-  private timer: NodeJS.Timeout | undefined;
+  /** Cancels the scheduled start of an idle linker's next batch. */
+  private cancelStart: (() => void) | undefined;
   private running: Promise<void> | undefined;
   private closed = false;
   private shutdownPromise: Promise<void> | undefined;
-  private timerExpired = false;
   private high = false;
   private readonly pressureListeners: ((high: boolean) => void)[] = [];
   private capacityWaiters: (() => void)[] = [];
@@ -98,16 +104,14 @@ export class MentionBatcher<T, R> {
       this.queue.push({ item, weight, enqueuedAt: performance.now(), resolve, reject });
       this.queuedMentions += weight;
       this.updatePressure();
-      if (this.queuedMentions >= this.options.maxMentions) this.kick();
-      else this.armTimer();
+      this.scheduleStart();
     });
   }
 
-  /** Processes everything queued now, regardless of size and wait limits. */
+  /** Processes everything queued now, without waiting for `maxWaitMs`. */
   async forceFlush(): Promise<void> {
     while (this.queue.length > 0 || this.running) {
-      this.clearTimer();
-      this.kick(true);
+      this.startNow();
       await this.running;
     }
   }
@@ -122,45 +126,37 @@ export class MentionBatcher<T, R> {
     return this.shutdownPromise;
   }
 
-  private kick(force = false): void {
+  /**
+   * An idle linker starts at once on a full batch, else on the next event-loop turn (so that
+   * records submitted together — one fetch's worth — share a batch) or after `maxWaitMs` from the
+   * oldest item. A busy one needs nothing: its drain loop takes the queue when the batch is done.
+   */
+  private scheduleStart(): void {
+    if (this.running || this.cancelStart || this.queue.length === 0) return;
+    if (this.queuedMentions >= this.options.maxMentions) return this.startNow();
+    const delay = this.queue[0]!.enqueuedAt + this.options.maxWaitMs - performance.now();
+    if (delay <= 0) {
+      const handle = setImmediate(() => this.startNow());
+      this.cancelStart = () => clearImmediate(handle);
+    } else {
+      const handle = setTimeout(() => this.startNow(), delay);
+      this.cancelStart = () => clearTimeout(handle);
+    }
+  }
+
+  private startNow(): void {
+    this.cancelStart?.();
+    this.cancelStart = undefined;
     if (this.running || this.queue.length === 0) return;
-    if (!force && this.queuedMentions < this.options.maxMentions && !this.timerExpired) return;
-    this.running = this.drainLoop(force).finally(() => {
+    this.running = this.drainLoop().finally(() => {
       this.running = undefined;
-      if (this.queue.length > 0) {
-        if (this.queuedMentions >= this.options.maxMentions || this.closed) this.kick(this.closed);
-        else this.armTimer();
-      }
+      this.scheduleStart();
     });
   }
 
-  /** Fires when the oldest queued item has waited maxWaitMs (at once if it already has). */
-  private armTimer(): void {
-    if (this.timer || this.running || this.queue.length === 0) return;
-    this.timerExpired = false;
-    const delay = Math.max(0, this.queue[0]!.enqueuedAt + this.options.maxWaitMs - performance.now());
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerExpired = true;
-      this.kick();
-    }, delay);
-  }
-
-  private clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  /** Runs batches while a full one is queued (or, when forced or timed out, while anything is). */
-  private async drainLoop(force: boolean): Promise<void> {
-    let flushAll = force || this.timerExpired;
-    this.clearTimer();
-    this.timerExpired = false;
-    while (this.queue.length > 0 && (flushAll || this.queuedMentions >= this.options.maxMentions)) {
-      const batch = this.cut();
-      await this.runBatch(batch);
-      flushAll = force || this.closed;
-    }
+  /** Links batch after batch while anything is queued: what queued during a batch goes next. */
+  private async drainLoop(): Promise<void> {
+    while (this.queue.length > 0) await this.runBatch(this.cut());
   }
 
   private cut(): Pending<T, R>[] {

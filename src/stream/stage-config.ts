@@ -27,10 +27,10 @@ export const stageConfigSchema = z
       .default({}),
     batching: z
       .object({
-        /** A linking batch is cut once it holds this many mentions (whole notes; a bigger note goes alone). */
+        /** A linking batch holds at most this many mentions (whole notes; a bigger note goes alone). */
         maxMentions: z.number().int().min(1).max(100_000).default(128),
-        /** ...or once its oldest note has waited this long. */
-        maxWaitMs: z.number().int().min(0).max(60_000).default(10),
+        /** How long an idle linker waits for a partial batch to fill (0: links what is queued at once); a busy one's arrivals wait for it instead. */
+        maxWaitMs: z.number().int().min(0).max(60_000).default(0),
         /** Above this many queued or linking mentions the consumer is paused until half have drained. */
         maxInFlightMentions: z.number().int().min(1).max(1_000_000).default(1024),
       })

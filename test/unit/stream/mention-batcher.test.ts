@@ -52,6 +52,33 @@ test('the time limit flushes a partial batch', async () => {
   await batcher.shutdown();
 });
 
+test('an idle linker links what is there on the next turn: records submitted together share a batch', async () => {
+  const r = recorder();
+  const batcher = new MentionBatcher<Item, string>({ maxMentions: 100, maxWaitMs: 0, maxInFlightMentions: 1000 }, (i) => i.mentions, (items) => r.process(items));
+  const results = await Promise.all([item('a', 1), item('b', 2), item('c', 3)].map((i) => batcher.submit(i)));
+  assert.deepEqual(results, ['linked:a', 'linked:b', 'linked:c']);
+  assert.deepEqual(r.batches, [['a', 'b', 'c']], 'one partial batch, not one per note and not held for a full one');
+  await batcher.shutdown();
+});
+
+test('while a batch is linked, arrivals queue behind it and go together as soon as it is done (no max-wait)', { timeout: 5000 }, async () => {
+  const r = recorder();
+  // A long maxWaitMs: only an idle linker may wait for it; one that just finished a batch must not.
+  const batcher = new MentionBatcher<Item, string>({ maxMentions: 4, maxWaitMs: 60_000, maxInFlightMentions: 1000 }, (i) => i.mentions, (items) => r.process(items));
+  r.holdNext();
+  const first = batcher.submit(item('full', 4)); // a full batch starts at once
+  await sleep(5);
+  assert.deepEqual(r.batches, [['full']]);
+  const later = [item('x', 1), item('y', 2), item('z', 3)].map((i) => batcher.submit(i));
+  await sleep(5);
+  assert.equal(r.batches.length, 1, 'nothing starts beside the running batch');
+  r.release();
+  assert.deepEqual(await Promise.all([first, ...later]), ['linked:full', 'linked:x', 'linked:y', 'linked:z']);
+  // x+y fit in maxMentions 4, z does not: the backlog is cut into batches in order, back to back.
+  assert.deepEqual(r.batches, [['full'], ['x', 'y'], ['z']]);
+  await batcher.shutdown();
+});
+
 test('signals pressure at the in-flight limit, releases waiters and relieves it at half', async () => {
   const r = recorder();
   const batcher = new MentionBatcher<Item, string>({ maxMentions: 4, maxWaitMs: 1, maxInFlightMentions: 4 }, (i) => i.mentions, (items) => r.process(items));
