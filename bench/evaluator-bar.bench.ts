@@ -4,8 +4,8 @@
 // bi-encoder over a MEDIC index. Prints both and writes bench/results/evaluator-bar.json.
 //   --kb FILE --corpus FILE --model DIR --index DIR (reuse) --precision int8,fp16 --out FILE
 // Each precision runs stage and offline eval with the same model file. The int8 model quantizes
-// activations per batch, so its scores (and some top-1s) depend on batch composition, which the
-// stage's micro-batches and eval's 32-note batches do not share; fp16 does not.
+// activations per batch; the linker batches each note's mentions on their own, so int8 results do
+// not depend on how the stage's micro-batches or eval's 32-note batches group the notes.
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
