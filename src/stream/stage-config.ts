@@ -113,6 +113,11 @@ export const stageConfigSchema = z
         modelDir: z.string().min(1).optional(),
         rerankerDir: z.union([z.string().min(1), z.literal(false)]).optional(),
         threads: z.number().int().min(1).optional(),
+        /** Execution provider (docs/gpu.md): auto = CUDA when its provider loads, else the CPU. */
+        provider: z.enum(['auto', 'cuda', 'cpu']).default('auto'),
+        deviceId: z.number().int().min(0).default(0),
+        /** Model file precision; int8 on the CPU and fp16 on CUDA when absent. */
+        precision: z.enum(['int8', 'fp16', 'fp32']).optional(),
       })
       .strict()
       .default({}),
@@ -159,6 +164,9 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_SCHEMA_REGISTRY_URL', ['avro', 'registryUrl'], asString],
   ['CUILINK_WIRE_FORMAT', ['avro', 'wireFormat'], asString],
   ['CUILINK_INDEX_DIR', ['linker', 'indexDir'], asString],
+  ['CUILINK_PROVIDER', ['linker', 'provider'], asString],
+  ['CUILINK_DEVICE_ID', ['linker', 'deviceId'], asInt],
+  ['CUILINK_PRECISION', ['linker', 'precision'], asString],
 ];
 
 function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
