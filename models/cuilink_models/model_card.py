@@ -117,7 +117,7 @@ def write_card(out_dir: Path, summary: dict) -> Path:
         for name, r in a["rows"]:
             L.append(_row(name, r))
         L.append("")
-        if len(a["rows"]) < 4:
+        if len(a["rows"]) < 5:
             L.append("(Fewer rows than variants: the ablation was cut short by the time budget.)\n")
 
     L.append("## Training data\n")
