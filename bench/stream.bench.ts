@@ -1,18 +1,24 @@
 // npm run bench:stream — NCBI-disease abstracts (gold spans as NER mentions) through the real
 // broker and the Kafka stage with the real default model over a MEDIC index, next to the offline
 // linker in the same process. Prints figures and writes bench/results/stream.json.
-//   --corpus FILE --kb FILE --index DIR (reuse) --repeat N --out FILE
+//   --corpus FILE --kb FILE --index DIR (reuse) --repeat N (corpus copies per phase) --rounds N
+//   --max-mentions N --max-wait-ms N --max-in-flight N (the stage's batching knobs) --out FILE
+//
+// The machine is shared, so load drifts: every round measures the offline linker and the stream
+// back to back, and the figures are medians over rounds (the 1-minute load average is recorded
+// with each). The half-rate phases are paced at half the median of the stream's measured maximum
+// rates, and their p99 is the median of the rounds' p99s.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { cpus } from 'node:os';
-import { Partitioners } from 'kafkajs';
+import { cpus, loadavg } from 'node:os';
+import { Partitioners, type Kafka } from 'kafkajs';
 import { loadPubTatorCorpus } from '../src/eval/gold.ts';
 import { openLinker } from '../src/link/open-linker.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { readModelManifest } from '../src/encode/manifest.ts';
-import type { NoteInput } from '../src/link/types.ts';
+import type { LinkingCore, NoteInput } from '../src/link/types.ts';
 import { startLocalBroker } from '../src/stream/local-broker.ts';
 import { createKafkaClient } from '../src/stream/kafka-client.ts';
 import { ensureTopics } from '../src/stream/topics.ts';
@@ -20,7 +26,7 @@ import { stageConfigSchema } from '../src/stream/stage-config.ts';
 import { LinkingStage } from '../src/stream/linking-stage.ts';
 import { AvroStageCodec, createRecordCodec } from '../src/stream/avro/index.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
-import { noteMessage, publish, TopicCollector, waitFor } from '../test/support/stream-fixtures.ts';
+import { noteMessage, publish, waitFor } from '../test/support/stream-fixtures.ts';
 
 const SHARED = join('..', 'shared', 'data');
 const { values } = parseArgs({
@@ -29,7 +35,10 @@ const { values } = parseArgs({
     kb: { type: 'string', default: join(SHARED, 'medic', 'CTD_diseases.tsv.gz') },
     index: { type: 'string' },
     repeat: { type: 'string', default: '2' },
-    'max-mentions': { type: 'string', default: '128' },
+    rounds: { type: 'string', default: '3' },
+    'max-mentions': { type: 'string' },
+    'max-wait-ms': { type: 'string' },
+    'max-in-flight': { type: 'string' },
     out: { type: 'string', default: join('bench', 'results', 'stream.json') },
   },
 });
@@ -47,22 +56,52 @@ if (!existsSync(join(indexDir, 'manifest.json'))) {
   if (build.status !== 0) process.exit(build.status ?? 1);
 }
 const repeat = Number(values.repeat);
-const maxMentions = Number(values['max-mentions']);
+const rounds = Number(values.rounds);
+const optionalInt = (value: string | undefined) => (value === undefined ? undefined : Number(value));
+// The stage's own defaults unless a knob is given: the benchmark measures what `cuilink run` ships.
+const { batching } = stageConfigSchema.parse({
+  batching: {
+    ...(values['max-mentions'] ? { maxMentions: optionalInt(values['max-mentions']) } : {}),
+    ...(values['max-wait-ms'] ? { maxWaitMs: optionalInt(values['max-wait-ms']) } : {}),
+    ...(values['max-in-flight'] ? { maxInFlightMentions: optionalInt(values['max-in-flight']) } : {}),
+  },
+});
 
 const corpus = await loadPubTatorCorpus(values.corpus);
 const copies = (tag: string): NoteInput[] => Array.from({ length: repeat }, (_, r) => corpus.notes.map((n) => ({ ...n, noteId: `${tag}${r}-${n.noteId}` }))).flat();
 const mentionsOf = (notes: NoteInput[]) => notes.reduce((s, n) => s + n.mentions.length, 0);
-console.log(`corpus ${values.corpus}: ${corpus.notes.length} notes, ${mentionsOf(corpus.notes)} mentions (×${repeat} per phase); index ${indexDir}; ${cpus().length} CPUs`);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const load = () => Number(loadavg()[0]!.toFixed(2));
+console.log(`corpus ${values.corpus}: ${corpus.notes.length} notes, ${mentionsOf(corpus.notes)} mentions (×${repeat} per phase, ${rounds} rounds); index ${indexDir}; ${cpus().length} CPUs; batching ${JSON.stringify(batching)}; load ${load()}`);
 
 const linker = await openLinker({ indexDir });
+/** The stage's linker, timed: how long linkNotes itself took inside the stream (vs the offline pass). */
+const inStage = { calls: 0, mentions: 0, ms: 0 };
+const timedLinker: LinkingCore = {
+  versions: linker.versions,
+  close: () => linker.close(),
+  async linkNotes(notes) {
+    const started = performance.now();
+    try {
+      return await linker.linkNotes(notes);
+    } finally {
+      inStage.calls++;
+      inStage.mentions += mentionsOf(notes);
+      inStage.ms += performance.now() - started;
+    }
+  },
+};
 
-// Offline: the same linker, notes cut into batches of at most maxMentions mentions (the stage's default).
+// Offline: the same linker, notes cut into batches of at most maxMentions mentions (the stage's setting).
 function batches(notes: NoteInput[]): NoteInput[][] {
   const out: NoteInput[][] = [];
   let current: NoteInput[] = [];
   let size = 0;
   for (const n of notes) {
-    if (current.length > 0 && size + n.mentions.length > maxMentions) {
+    if (current.length > 0 && size + n.mentions.length > batching.maxMentions) {
       out.push(current);
       current = [];
       size = 0;
@@ -75,94 +114,161 @@ function batches(notes: NoteInput[]): NoteInput[][] {
 }
 await linker.linkNotes(corpus.notes.slice(0, 20)); // warm-up
 const offlineNotes = copies('off');
-// Measured before and after the stream phases; the faster run is the reference (the conservative choice on a shared machine).
-async function measureOffline(when: string): Promise<number> {
+async function measureOffline(round: number, keepAwake: boolean): Promise<number> {
+  const timer = keepAwake ? setInterval(() => {}, 1) : undefined;
   const t0 = performance.now();
   for (const batch of batches(offlineNotes)) await linker.linkNotes(batch);
   const seconds = (performance.now() - t0) / 1000;
-  console.log(`offline linker (${when}): ${mentionsOf(offlineNotes)} mentions in ${seconds.toFixed(2)} s = ${(mentionsOf(offlineNotes) / seconds).toFixed(1)} mentions/s`);
-  return mentionsOf(offlineNotes) / seconds;
+  clearInterval(timer);
+  const rate = mentionsOf(offlineNotes) / seconds;
+  console.log(`round ${round} offline linker${keepAwake ? ' (event loop kept awake)' : ''}: ${mentionsOf(offlineNotes)} mentions in ${seconds.toFixed(2)} s = ${rate.toFixed(1)} mentions/s (load ${load()})`);
+  return rate;
 }
-const offlineRates = [await measureOffline('before')];
 
 const broker = await startLocalBroker();
 const kafka = createKafkaClient({ brokers: broker.brokers, clientId: 'bench-stream', logLevel: 'nothing' });
-const topics = { input: 'bench.notes', output: 'bench.linked', deadLetter: 'bench.dead' };
-await ensureTopics(kafka, Object.values(topics), { partitions: 2 });
-const config = stageConfigSchema.parse({ brokers: broker.brokers, groupId: 'bench', topics, batching: { maxMentions }, http: { enabled: false }, telemetry: { logLevel: 'warn' } });
 const recordCodec = createRecordCodec();
-const stage = new LinkingStage({ config, linker, codec: new AvroStageCodec(recordCodec), logger: createLogger({ level: 'warn' }) });
-const collector = new TopicCollector(kafka, topics.output);
-await collector.start();
-
 let peakRss = 0;
 const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
 
-// Max rate: the whole phase published up front, then consumed as fast as the stage goes.
-const maxNotes = copies('max');
-await publish(kafka, topics.input, await Promise.all(maxNotes.map((n) => noteMessage(recordCodec, n))));
-await stage.start();
-await stage.whenJoined();
-const cpuBefore = process.cpuUsage();
-const started = performance.now();
-await waitFor(() => stage.stats().counts.produced + stage.stats().counts.deadLettered >= maxNotes.length, 600_000, 'the max-rate phase');
-const maxSeconds = (performance.now() - started) / 1000;
-const cpu = process.cpuUsage(cpuBefore);
-const streamRate = mentionsOf(maxNotes) / maxSeconds;
-const cpuPercent = ((cpu.user + cpu.system) / 1e6 / maxSeconds) * 100;
-console.log(`through Kafka (max rate): ${mentionsOf(maxNotes)} mentions in ${maxSeconds.toFixed(2)} s = ${streamRate.toFixed(1)} mentions/s; stage process CPU ${cpuPercent.toFixed(0)}%`);
-
-// Half rate: notes published one by one, paced at half the measured max, latency publish → output seen.
-const halfNotes = copies('half');
-const notesPerSecond = streamRate / 2 / (mentionsOf(halfNotes) / halfNotes.length);
-const sentAt = new Map<string, number>();
-const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
-await producer.connect();
-const seen = new Map<string, number>();
-const pollSeen = setInterval(() => {
-  for (const r of collector.records) if (r.key && !seen.has(r.key)) seen.set(r.key, Date.now());
-}, 2);
-const halfStart = performance.now();
-for (const [i, note] of halfNotes.entries()) {
-  const due = halfStart + (i / notesPerSecond) * 1000;
-  const wait = due - performance.now();
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  const message = await noteMessage(recordCodec, note);
-  sentAt.set(note.noteId, Date.now());
-  await producer.send({ topic: topics.input, acks: -1, messages: [message] });
+/** A stage on fresh topics of its own (one consumer group per phase, so phases do not share offsets). */
+async function startStage(phase: string): Promise<{ stage: LinkingStage; topics: { input: string; output: string; deadLetter: string } }> {
+  const topics = { input: `bench.${phase}.notes`, output: `bench.${phase}.linked`, deadLetter: `bench.${phase}.dead` };
+  await ensureTopics(kafka, Object.values(topics), { partitions: 2 });
+  const config = stageConfigSchema.parse({ brokers: broker.brokers, groupId: `bench-${phase}`, topics, batching, http: { enabled: false }, telemetry: { logLevel: 'warn' } });
+  const stage = new LinkingStage({ config, linker: timedLinker, codec: new AvroStageCodec(recordCodec), logger: createLogger({ level: 'warn' }) });
+  return { stage, topics };
 }
-await waitFor(() => halfNotes.every((n) => seen.has(n.noteId)), 600_000, 'the half-rate phase');
-clearInterval(pollSeen);
-const latencies = halfNotes.map((n) => seen.get(n.noteId)! - sentAt.get(n.noteId)!).sort((a, b) => a - b);
-const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
-console.log(`half rate (${notesPerSecond.toFixed(1)} notes/s ≈ ${(streamRate / 2).toFixed(0)} mentions/s): end-to-end latency p50 ${pct(50)} ms, p95 ${pct(95)} ms, p99 ${pct(99)} ms`);
-clearInterval(rssTimer);
-console.log(`peak RSS of the stage process ${(peakRss / 2 ** 20).toFixed(0)} MiB (broker JVM not included)`);
 
-await producer.disconnect();
-await collector.stop();
-await stage.stop();
-await broker.stop();
-offlineRates.push(await measureOffline('after'));
+interface MaxRound { mentionsPerSecond: number; seconds: number; cpuPercent: number; linkerMentionsPerSecondInStage: number; batches: number; load: number }
+/** Max rate: the whole phase published up front, then consumed as fast as the stage goes. */
+async function measureStream(round: number): Promise<MaxRound> {
+  const { stage, topics } = await startStage(`max${round}`);
+  const notes = copies(`max${round}-`);
+  await publish(kafka, topics.input, await Promise.all(notes.map((n) => noteMessage(recordCodec, n))));
+  await stage.start();
+  await stage.whenJoined();
+  Object.assign(inStage, { calls: 0, mentions: 0, ms: 0 });
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  await waitFor(() => stage.stats().counts.produced + stage.stats().counts.deadLettered >= notes.length, 600_000, 'the max-rate phase');
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  await stage.stop();
+  const rate = mentionsOf(notes) / seconds;
+  const cpuPercent = ((cpu.user + cpu.system) / 1e6 / seconds) * 100;
+  const linkerRate = inStage.mentions / (inStage.ms / 1000);
+  console.log(`round ${round} through Kafka (max rate): ${mentionsOf(notes)} mentions in ${seconds.toFixed(2)} s = ${rate.toFixed(1)} mentions/s; linkNotes inside the stage ${linkerRate.toFixed(1)} mentions/s over ${inStage.calls} batches; stage process CPU ${cpuPercent.toFixed(0)}% (load ${load()})`);
+  return { mentionsPerSecond: rate, seconds, cpuPercent, linkerMentionsPerSecondInStage: linkerRate, batches: inStage.calls, load: load() };
+}
+
+/** Output keys → first time seen, read by a consumer of its own (no polling of a growing list). */
+async function watchOutput(client: Kafka, topic: string): Promise<{ seen: Map<string, number>; stop: () => Promise<void> }> {
+  const seen = new Map<string, number>();
+  const consumer = client.consumer({ groupId: `bench-watch-${topic}`, readUncommitted: false, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      const key = message.key?.toString();
+      if (key && !seen.has(key)) seen.set(key, Date.now());
+    },
+  });
+  return { seen, stop: () => consumer.disconnect() };
+}
+
+interface HalfRound { latencyMs: { p50: number; p95: number; p99: number; max: number }; batches: number; meanBatchMentions: number; load: number }
+/** Half rate: notes published one by one, paced; latency = publish → output record read back. */
+async function measureHalfRate(round: number, notesPerSecond: number): Promise<HalfRound> {
+  const { stage, topics } = await startStage(`half${round}`);
+  await stage.start();
+  await stage.whenJoined();
+  const watch = await watchOutput(kafka, topics.output);
+  const notes = copies(`half${round}-`);
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  const messages = await Promise.all(notes.map((n) => noteMessage(recordCodec, n)));
+  Object.assign(inStage, { calls: 0, mentions: 0, ms: 0 });
+  const sentAt = new Map<string, number>();
+  const start = performance.now();
+  for (const [i, note] of notes.entries()) {
+    const wait = start + (i / notesPerSecond) * 1000 - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    sentAt.set(note.noteId, Date.now());
+    await producer.send({ topic: topics.input, acks: -1, messages: [messages[i]!] });
+  }
+  await waitFor(() => notes.every((n) => watch.seen.has(n.noteId)), 600_000, 'the half-rate phase');
+  await producer.disconnect();
+  await watch.stop();
+  await stage.stop();
+  const latencies = notes.map((n) => watch.seen.get(n.noteId)! - sentAt.get(n.noteId)!).sort((a, b) => a - b);
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
+  const result = { latencyMs: { p50: pct(50), p95: pct(95), p99: pct(99), max: latencies[latencies.length - 1]! }, batches: inStage.calls, meanBatchMentions: inStage.mentions / Math.max(1, inStage.calls), load: load() };
+  console.log(`round ${round} half rate: latency p50 ${result.latencyMs.p50} ms, p95 ${result.latencyMs.p95} ms, p99 ${result.latencyMs.p99} ms, max ${result.latencyMs.max} ms; ${result.batches} batches of ${result.meanBatchMentions.toFixed(1)} mentions on average (load ${result.load})`);
+  return result;
+}
+
+const offlineRuns: number[] = [];
+const offlineAwakeRuns: number[] = [];
+const maxRuns: MaxRound[] = [];
+try {
+  for (let round = 1; round <= rounds; round++) {
+    offlineRuns.push(await measureOffline(round, false));
+    offlineAwakeRuns.push(await measureOffline(round, true));
+    maxRuns.push(await measureStream(round));
+  }
+} catch (error) {
+  await broker.stop();
+  throw error;
+}
+const streamRate = median(maxRuns.map((r) => r.mentionsPerSecond));
+// The offline reference is the linker's better figure of each round: plain, or with a 1 ms no-op
+// timer keeping the event loop awake (as the stage's is: on this VM an idle main thread makes the
+// ONNX worker's many small runs up to 2× slower under load). The stricter choice for the bar.
+const offlineRate = median(offlineRuns.map((rate, i) => Math.max(rate, offlineAwakeRuns[i]!)));
+const mentionsPerNote = mentionsOf(corpus.notes) / corpus.notes.length;
+const halfMentionsPerSecond = streamRate / 2;
+const notesPerSecond = halfMentionsPerSecond / mentionsPerNote;
+console.log(`median: offline ${offlineRate.toFixed(1)} mentions/s, through Kafka ${streamRate.toFixed(1)} mentions/s; half rate = ${notesPerSecond.toFixed(2)} notes/s ≈ ${halfMentionsPerSecond.toFixed(1)} mentions/s`);
+const halfRuns: HalfRound[] = [];
+try {
+  for (let round = 1; round <= rounds; round++) halfRuns.push(await measureHalfRate(round, notesPerSecond));
+} finally {
+  clearInterval(rssTimer);
+  await broker.stop();
+}
 await linker.close();
-const offlineRate = Math.max(...offlineRates);
 
+const p99 = median(halfRuns.map((r) => r.latencyMs.p99));
 const throughputRatio = streamRate / offlineRate;
 const result = {
   date: new Date().toISOString(),
-  machine: { cpus: cpus().length, model: cpus()[0]?.model, note: 'shared with other jobs; the broker JVM runs on the same cores' },
-  corpus: { file: values.corpus, notes: corpus.notes.length, mentions: mentionsOf(corpus.notes), repeat },
+  machine: { cpus: cpus().length, model: cpus()[0]?.model, note: 'shared with other jobs (tests, model training); the broker JVM runs on the same cores; loadAvg1m per phase below' },
+  corpus: { file: values.corpus, notes: corpus.notes.length, mentions: mentionsOf(corpus.notes), copiesPerPhase: repeat, rounds },
   index: indexDir,
   model: model.id,
-  batching: { maxMentions },
-  offline: { mentions: mentionsOf(offlineNotes), mentionsPerSecondRuns: offlineRates, mentionsPerSecond: offlineRate },
-  stream: { mentions: mentionsOf(maxNotes), seconds: maxSeconds, mentionsPerSecond: streamRate, cpuPercent, peakRssMiB: peakRss / 2 ** 20 },
-  halfRate: { notesPerSecond, mentionsPerSecond: streamRate / 2, latencyMs: { p50: pct(50), p95: pct(95), p99: pct(99), max: latencies[latencies.length - 1] } },
+  batching,
+  offline: { mentionsPerSecondRuns: offlineRuns, mentionsPerSecondRunsEventLoopAwake: offlineAwakeRuns, mentionsPerSecond: offlineRate, reference: 'median over rounds of the better of the two runs of each round' },
+  stream: { maxRateRuns: maxRuns, mentionsPerSecond: streamRate, peakRssMiB: peakRss / 2 ** 20 },
+  halfRate: {
+    notesPerSecond,
+    mentionsPerSecond: halfMentionsPerSecond,
+    runs: halfRuns,
+    latencyMs: {
+      p50: median(halfRuns.map((r) => r.latencyMs.p50)),
+      p95: median(halfRuns.map((r) => r.latencyMs.p95)),
+      p99,
+      max: Math.max(...halfRuns.map((r) => r.latencyMs.max)),
+    },
+  },
   bars: {
     throughputVsOffline: { value: throughputRatio, bar: 0.9, pass: throughputRatio >= 0.9 },
-    p99AtHalfRateMs: { value: pct(99), bar: 500, pass: pct(99) <= 500 },
+    /** For information: against the plain offline runs alone (what `cuilink link` gets from an idle event loop here). */
+    throughputVsPlainOffline: { value: streamRate / median(offlineRuns), bar: 0.9, pass: streamRate / median(offlineRuns) >= 0.9 },
+    p99AtHalfRateMs: { value: p99, bar: 500, pass: p99 <= 500 },
   },
 };
 mkdirSync(join('bench', 'results'), { recursive: true });
 writeFileSync(values.out, `${JSON.stringify(result, null, 2)}\n`);
-console.log(`bars: throughput ${(throughputRatio * 100).toFixed(0)}% of offline (≥ 90%: ${result.bars.throughputVsOffline.pass ? 'pass' : 'FAIL'}); p99 ${pct(99)} ms at half rate (≤ 500 ms: ${result.bars.p99AtHalfRateMs.pass ? 'pass' : 'FAIL'}) → ${values.out}`);
+console.log(`peak RSS of the stage process ${(peakRss / 2 ** 20).toFixed(0)} MiB (broker JVM not included)`);
+console.log(`bars (medians over ${rounds} rounds): throughput ${(throughputRatio * 100).toFixed(0)}% of offline (≥ 90%: ${result.bars.throughputVsOffline.pass ? 'pass' : 'FAIL'}; ${(result.bars.throughputVsPlainOffline.value * 100).toFixed(0)}% of the plain offline runs alone); p99 ${p99} ms at half rate (≤ 500 ms: ${result.bars.p99AtHalfRateMs.pass ? 'pass' : 'FAIL'}) → ${values.out}`);
