@@ -12,6 +12,12 @@ export interface MentionBatcherOptions {
   maxInFlightMentions: number;
   /** Hard bound on queued mentions; submissions beyond it are rejected (counted). Default 2 × maxInFlightMentions. */
   maxQueuedMentions?: number;
+  /**
+   * Batches linked at once (default 1). Two let one batch's CPU work on the main thread (tokenizing,
+   * retrieval) overlap the other's inference in the encoder worker, and let a note that arrives
+   * during a batch start beside it instead of behind it.
+   */
+  maxConcurrentBatches?: number;
 }
 
 export interface BatcherStats {
@@ -35,12 +41,13 @@ interface Pending<T, R> {
 }
 
 /**
- * Collects whole notes from every partition into linking batches, processed one batch at a time
- * (the encoder is the bottleneck; one batch at a time keeps each one's work bounded). Batching is
- * Nagle-style: an idle linker starts on what is queued at once (after `maxWaitMs`, 0 by default),
- * so a lone note at a low rate is not held back waiting for company; while a batch is being
- * linked, arrivals queue behind it and the next batch takes up to `maxMentions` of them the moment
- * it finishes — batches grow with the backlog, and shrink again when it drains. Shaped like
+ * Collects whole notes from every partition into linking batches, linked `maxConcurrentBatches` at
+ * a time (the encoder is the bottleneck; a bounded number of batches keeps the work behind each
+ * one bounded). Batching is Nagle-style: an idle linker starts on what is queued at once (after
+ * `maxWaitMs`, 0 by default), so a lone note at a low rate is not held back waiting for company;
+ * while every slot is linking, arrivals queue and the first batch to finish takes up to
+ * `maxMentions` of them at once — batches grow with the backlog, and shrink again when it drains.
+ * Shaped like
  * opentelemetry-js BatchSpanProcessorBase: a bounded queue, counted rejections, forceFlush, and an
  * idempotent shutdown that drains. Unlike a span processor it never drops silently: callers wait
  * for `whenBelowLimit()` (and pause their consumer on `pressure`) instead of overfilling it.
@@ -54,7 +61,7 @@ export class MentionBatcher<T, R> {
   private processingMentions = 0;
   /** Cancels the scheduled start of an idle linker's next batch. */
   private cancelStart: (() => void) | undefined;
-  private running: Promise<void> | undefined;
+  private readonly running = new Set<Promise<void>>();
   private closed = false;
   private shutdownPromise: Promise<void> | undefined;
   private high = false;
@@ -63,8 +70,8 @@ export class MentionBatcher<T, R> {
   private readonly counters = { submitted: 0, batches: 0, rejected: 0, failedBatches: 0 };
 
   constructor(options: MentionBatcherOptions, weigh: (item: T) => number, process: BatchProcessor<T, R>) {
-    if (options.maxMentions < 1 || options.maxInFlightMentions < 1 || options.maxWaitMs < 0) throw new RangeError('MentionBatcher: limits must be positive');
-    this.options = { maxQueuedMentions: options.maxInFlightMentions * 2, ...options };
+    if (options.maxMentions < 1 || options.maxInFlightMentions < 1 || options.maxWaitMs < 0 || (options.maxConcurrentBatches ?? 1) < 1) throw new RangeError('MentionBatcher: limits must be positive');
+    this.options = { maxQueuedMentions: options.maxInFlightMentions * 2, maxConcurrentBatches: 1, ...options };
     this.weigh = weigh;
     this.process = process;
   }
@@ -108,11 +115,11 @@ export class MentionBatcher<T, R> {
     });
   }
 
-  /** Processes everything queued now, without waiting for `maxWaitMs`. */
+  /** Processes everything queued now, without waiting for `maxWaitMs`; resolves when nothing is queued or linking. */
   async forceFlush(): Promise<void> {
-    while (this.queue.length > 0 || this.running) {
+    while (this.queue.length > 0 || this.running.size > 0) {
       this.startNow();
-      await this.running;
+      await Promise.all(this.running);
     }
   }
 
@@ -129,12 +136,13 @@ export class MentionBatcher<T, R> {
   /**
    * An idle linker starts at once on a full batch, else on the next event-loop turn (so that
    * records submitted together — one fetch's worth — share a batch) or after `maxWaitMs` from the
-   * oldest item. A busy one needs nothing: its drain loop takes the queue when the batch is done.
+   * oldest item. With every batch slot busy nothing is scheduled: the first batch to finish takes
+   * what queued meanwhile. A free slot beside a running batch starts on the next turn, no linger.
    */
   private scheduleStart(): void {
-    if (this.running || this.cancelStart || this.queue.length === 0) return;
+    if (this.cancelStart || this.queue.length === 0 || this.running.size >= this.options.maxConcurrentBatches) return;
     if (this.queuedMentions >= this.options.maxMentions) return this.startNow();
-    const delay = this.queue[0]!.enqueuedAt + this.options.maxWaitMs - performance.now();
+    const delay = this.running.size > 0 ? 0 : this.queue[0]!.enqueuedAt + this.options.maxWaitMs - performance.now();
     if (delay <= 0) {
       const handle = setImmediate(() => this.startNow());
       this.cancelStart = () => clearImmediate(handle);
@@ -144,19 +152,17 @@ export class MentionBatcher<T, R> {
     }
   }
 
+  /** Fills the free batch slots from the queue; each finished batch refills its slot with what queued meanwhile. */
   private startNow(): void {
     this.cancelStart?.();
     this.cancelStart = undefined;
-    if (this.running || this.queue.length === 0) return;
-    this.running = this.drainLoop().finally(() => {
-      this.running = undefined;
-      this.scheduleStart();
-    });
-  }
-
-  /** Links batch after batch while anything is queued: what queued during a batch goes next. */
-  private async drainLoop(): Promise<void> {
-    while (this.queue.length > 0) await this.runBatch(this.cut());
+    while (this.queue.length > 0 && this.running.size < this.options.maxConcurrentBatches) {
+      const batch: Promise<void> = this.runBatch(this.cut()).finally(() => {
+        this.running.delete(batch);
+        if (this.queue.length > 0) this.startNow();
+      });
+      this.running.add(batch);
+    }
   }
 
   private cut(): Pending<T, R>[] {

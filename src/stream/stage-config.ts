@@ -33,6 +33,8 @@ export const stageConfigSchema = z
         maxWaitMs: z.number().int().min(0).max(60_000).default(0),
         /** Above this many queued or linking mentions the consumer is paused until half have drained. */
         maxInFlightMentions: z.number().int().min(1).max(1_000_000).default(1024),
+        /** Linking batches in progress at once: 2 overlaps one batch's main-thread work with the other's inference. */
+        maxConcurrentBatches: z.number().int().min(1).max(16).default(2),
       })
       .strict()
       .default({}),
@@ -152,6 +154,7 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_MAX_BATCH_MENTIONS', ['batching', 'maxMentions'], asInt],
   ['CUILINK_MAX_WAIT_MS', ['batching', 'maxWaitMs'], asInt],
   ['CUILINK_MAX_IN_FLIGHT_MENTIONS', ['batching', 'maxInFlightMentions'], asInt],
+  ['CUILINK_MAX_CONCURRENT_BATCHES', ['batching', 'maxConcurrentBatches'], asInt],
   ['CUILINK_DRAIN_TIMEOUT_MS', ['drainTimeoutMs'], asInt],
   ['CUILINK_HTTP_PORT', ['http', 'port'], asInt],
   ['CUILINK_OTLP_ENDPOINT', ['telemetry', 'otlpEndpoint'], asString],

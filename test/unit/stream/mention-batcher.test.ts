@@ -79,6 +79,33 @@ test('while a batch is linked, arrivals queue behind it and go together as soon 
   await batcher.shutdown();
 });
 
+test('with two batch slots, a note arriving during a batch starts beside it; a third waits for the first slot to free', { timeout: 5000 }, async () => {
+  const holds: (() => void)[] = [];
+  const batches: string[][] = [];
+  const batcher = new MentionBatcher<Item, string>({ maxMentions: 4, maxWaitMs: 60_000, maxInFlightMentions: 1000, maxConcurrentBatches: 2 }, (i) => i.mentions, async (items) => {
+    batches.push(items.map((i) => i.id));
+    await new Promise<void>((r) => holds.push(r));
+    return items.map((i) => i.id);
+  });
+  const first = batcher.submit(item('a', 4)); // full: starts at once
+  await sleep(5);
+  const second = batcher.submit(item('b', 1)); // a free slot: starts on the next turn, no linger
+  await sleep(5);
+  assert.deepEqual(batches, [['a'], ['b']]);
+  const third = [batcher.submit(item('c', 1)), batcher.submit(item('d', 1))];
+  await sleep(5);
+  assert.equal(batches.length, 2, 'both slots busy: c and d queue');
+  holds.shift()!();
+  assert.equal(await first, 'a');
+  await sleep(5);
+  assert.deepEqual(batches[2], ['c', 'd'], 'the freed slot takes the whole queue');
+  for (const release of holds.splice(0)) release();
+  await sleep(5);
+  for (const release of holds.splice(0)) release();
+  assert.deepEqual(await Promise.all([second, ...third]), ['b', 'c', 'd']);
+  await batcher.shutdown();
+});
+
 test('signals pressure at the in-flight limit, releases waiters and relieves it at half', async () => {
   const r = recorder();
   const batcher = new MentionBatcher<Item, string>({ maxMentions: 4, maxWaitMs: 1, maxInFlightMentions: 4 }, (i) => i.mentions, (items) => r.process(items));
