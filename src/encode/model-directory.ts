@@ -13,6 +13,8 @@ export interface EncoderOptions {
   /** Overrides int8-on-CPU / fp16-on-GPU. */
   precision?: Precision;
   batch?: Partial<BatchLimits>;
+  /** Spin idle onnxruntime intra-op threads (default off: faster on small shared machines). */
+  spinning?: boolean;
   /** Start-up lines (the provider in use); stderr by default. */
   log?: (line: string) => void;
 }
@@ -39,12 +41,12 @@ export async function openModelDirectory(dir: string, kind: ModelManifest['kind'
   // The file depends on the provider, which is only known once a session has started.
   let precision = choosePrecision(manifest, wantsGpu, options.precision);
   verifyModelFile(dir, manifest, manifest.files[precision]!);
-  let session = await OnnxSession.open(join(dir, manifest.files[precision]!), { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, log });
+  let session = await OnnxSession.open(join(dir, manifest.files[precision]!), { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, spinning: options.spinning, log });
   if (session.provider === 'cpu' && options.precision === undefined && choosePrecision(manifest, false) !== precision) {
     await session.close();
     precision = choosePrecision(manifest, false);
     verifyModelFile(dir, manifest, manifest.files[precision]!);
-    session = await OnnxSession.open(join(dir, manifest.files[precision]!), { provider: 'cpu', deviceId: 0, threads: options.threads, log });
+    session = await OnnxSession.open(join(dir, manifest.files[precision]!), { provider: 'cpu', deviceId: 0, threads: options.threads, spinning: options.spinning, log });
   }
   for (const name of manifest.inputNames) {
     if (!session.inputNames.includes(name)) throw new InputError(`${dir}: the ONNX model has no input '${name}' (has ${session.inputNames.join(', ')})`, 'BAD_MODEL');

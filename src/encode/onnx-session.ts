@@ -11,6 +11,8 @@ export interface OnnxSessionOptions {
   deviceId: number;
   /** Intra-op threads; defaults to the cores available, at most 4. */
   threads?: number;
+  /** Spin idle intra-op threads (default false, or CUILINK_ORT_SPINNING=1). */
+  spinning?: boolean;
   log: (line: string) => void;
 }
 
@@ -60,25 +62,26 @@ export class OnnxSession {
 
   static async open(modelPath: string, options: OnnxSessionOptions): Promise<OnnxSession> {
     const threads = options.threads ?? Math.min(4, availableParallelism());
-    if (options.provider === 'cpu') return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads);
+    const spinning = options.spinning ?? process.env.CUILINK_ORT_SPINNING === '1';
+    if (options.provider === 'cpu') return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads, spinning);
     const missing = cudaProviderMissing();
     if (missing !== undefined) {
       if (options.provider === 'cuda') throw new CudaUnavailableError(missing);
       options.log(`execution provider: cpu (auto: ${missing})`);
-      return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads);
+      return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads, spinning);
     }
     try {
-      return await OnnxSession.start(modelPath, 'cuda', options.deviceId, threads);
+      return await OnnxSession.start(modelPath, 'cuda', options.deviceId, threads, spinning);
     } catch (error) {
       const missingLibs = missingCudaLibraries();
       const reason = `onnxruntime could not start CUDA device ${options.deviceId}: ${(error as Error).message}${missingLibs.length > 0 ? ` (not on the loader path: ${missingLibs.join(', ')})` : ''}`;
       if (options.provider === 'cuda') throw new CudaUnavailableError(reason, error);
       options.log(`execution provider: cpu (auto: ${reason})`);
-      return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads);
+      return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads, spinning);
     }
   }
 
-  private static start(modelPath: string, provider: 'cuda' | 'cpu', deviceId: number, threads: number): Promise<OnnxSession> {
+  private static start(modelPath: string, provider: 'cuda' | 'cpu', deviceId: number, threads: number, spinning: boolean): Promise<OnnxSession> {
     const worker = spawnWorker();
     return new Promise((resolve, reject) => {
       const onError = (error: Error) => {
@@ -96,7 +99,7 @@ export class OnnxSession {
         }
       });
       // Only the provider asked for: a silent CPU fallback inside onnxruntime would hide a broken GPU setup.
-      const request: WorkerRequest = { type: 'init', modelPath, providers: [provider], deviceId, threads };
+      const request: WorkerRequest = { type: 'init', modelPath, providers: [provider], deviceId, threads, spinning };
       worker.postMessage(request);
     });
   }

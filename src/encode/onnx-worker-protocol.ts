@@ -8,6 +8,8 @@ export interface InitRequest {
   providers: ('cpu' | 'cuda')[];
   deviceId: number;
   threads: number;
+  /** Let idle intra-op threads spin (onnxruntime's default) instead of sleeping. */
+  spinning: boolean;
 }
 
 export interface InitReply {

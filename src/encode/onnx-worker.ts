@@ -22,6 +22,9 @@ async function init(request: InitRequest): Promise<void> {
     intraOpNumThreads: request.threads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
+    // Spinning intra-op threads steal the cores the other sessions and the main thread need on a
+    // small machine: measured 1.6x more mentions/s on 2 cores without it (docs/gpu.md).
+    extra: { session: { intra_op: { allow_spinning: request.spinning ? '1' : '0' } } },
   });
   reply({ type: 'ready', inputNames: [...session.inputNames], outputNames: [...session.outputNames] });
 }
