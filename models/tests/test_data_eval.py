@@ -116,3 +116,18 @@ def test_rerank_policies_match_the_linker():
     assert rerank_predictions(scorer, d, ms, preds, top_k=2, retrieval=retrieval, margin=0.2)[0] == [b, a]
     # interpolation: 0.1*sigmoid(l) + 0.9*retrieval keeps a (0.8219 vs 0.8081)
     assert rerank_predictions(scorer, d, ms, preds, top_k=2, retrieval=retrieval, weight=0.1)[0] == [a, b]
+
+
+def test_finetune_adds_single_gold_mentions_as_names(tmp_path):
+    from cuilink_models.train_biencoder import add_pubtator_mentions
+
+    kb = read_concepts(FIX / "tiny_kb.jsonl")
+    groups = build_groups({"medic": kb})
+    p = tmp_path / "gold.pubtator"
+    p.write_text("7|t|breast carcinoma, a tumour and Breast Cancer.\n7|a|x\n"
+                 "7\t0\t16\tbreast carcinoma\tSpecificDisease\tD001943\n"
+                 "7\t20\t26\ttumour\tDiseaseClass\tD009371|D001943\n"  # composite: ambiguous, not used
+                 "7\t31\t44\tBreast Cancer\tSpecificDisease\tD001943\n")  # already a name
+    assert add_pubtator_mentions(groups, kb, p) == 1
+    names = {g.id: g.names for g in groups}["MESH:D001943"]
+    assert names[-1] == "breast carcinoma" and names.count("Breast Cancer") == 1
