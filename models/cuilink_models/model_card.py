@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 from .common import MODELS_DIR, WORK_DIR, read_json, write_json
@@ -84,6 +85,13 @@ def write_card(out_dir: Path, summary: dict) -> Path:
         L.append("**The trained bi-encoder did not beat the untrained base on dev, so the base model is shipped.**\n")
     if "reranked" in res and not summary.get("shippedCrossEncoder"):
         L.append("**The cross-encoder did not improve on the bi-encoder alone on dev, so no cross-encoder is shipped.**\n")
+        ce_h = ce_t.get("hyperparameters") or {}
+        chance = math.log(ce_h.get("negatives", 7) + 1)
+        if ce_t.get("finalLoss") is not None and ce_t["finalLoss"] > 0.95 * chance:
+            L.append(f"Its training loss ended at {ce_t['finalLoss']:.2f}, near chance for 1 positive among "
+                     f"{ce_h.get('negatives', 7) + 1} candidates (ln {ce_h.get('negatives', 7) + 1} = {chance:.2f}): "
+                     f"{ce_h.get('steps')} steps of {ce_h.get('queriesPerBatch')} queries were too few for a fresh "
+                     "one-logit head on a model never trained on pairs.\n")
 
     L.append("### Bars (issue 3)\n")
     L.append(_bar_line("bi-encoder alone", shipped_bi["exact+dense"]["acc@1"], BARS["bi-encoder alone"]))
@@ -198,8 +206,8 @@ def main(argv=None):
 
 
 def cuilink_eval_row(report: dict) -> dict:
-    """acc@1 / acc@5 from a `cuilink eval` JSON report (overall block)."""
-    overall = report.get("overall", report)
+    """acc@1 / acc@5 from a `cuilink eval --out` JSON report (metrics.overall)."""
+    overall = report.get("metrics", report).get("overall", report)
     get = lambda *keys: next((overall[k] for k in keys if k in overall), None)  # noqa: E731
     return {"acc@1": get("acc@1", "acc1", "accAt1"), "acc@5": get("acc@5", "acc5", "accAt5")}
 

@@ -236,7 +236,7 @@ def ablation(a, kbs, work: Path, res: dict) -> None:
         write_json(WORK_DIR / "ablation.json", {"note": note, "rows": rows})
     if (work / "export-bi" / "manifest.json").exists():
         r = evaluate(work / "export-bi", a, abl / "main-eval.json", preferred_only=True)
-        rows.append([f"the shipped run ({(res.get('biTraining') or read_json(work / 'runs-bi' / 'training.json'))['hyperparameters']['steps']} steps)",
+        rows.append([f"the full bi-encoder run ({read_json(work / 'runs-bi' / 'training.json')['hyperparameters']['steps']} steps, same recipe)",
                      r["exact+dense"]])
         write_json(WORK_DIR / "ablation.json", {"note": note, "rows": rows})
 

@@ -109,4 +109,5 @@ def test_model_card_states_met_and_missed_bars(tmp_path, monkeypatch):
 
 
 def test_cuilink_eval_row_reads_the_overall_block():
-    assert model_card.cuilink_eval_row({"overall": {"acc1": 0.9, "acc5": 0.95, "n": 3}}) == {"acc@1": 0.9, "acc@5": 0.95}
+    report = {"metrics": {"overall": {"acc1": 0.9, "acc5": 0.95, "n": 3}, "byLabel": {}}}
+    assert model_card.cuilink_eval_row(report) == {"acc@1": 0.9, "acc@5": 0.95}
