@@ -93,6 +93,16 @@ def write_card(out_dir: Path, summary: dict) -> Path:
                      f"{ce_h.get('steps')} steps of {ce_h.get('queriesPerBatch')} queries were too few for a fresh "
                      "one-logit head on a model never trained on pairs.\n")
 
+    variants = WORK_DIR / "pipeline" / "eval-rerank-variants.json"
+    if "reranked" in res and variants.exists():
+        v = read_json(variants)
+        L.append("The linker's other rerank settings (src/link/link-config.ts), same cross-encoder, same candidates:\n")
+        L.append("| rerank setting | acc@1 | acc@5 |\n|---|---:|---:|")
+        L.append(_row("none (bi-encoder alone)", v["exact+dense"]))
+        for k, r in v.items():
+            if k.startswith("exact+dense+rerank"):
+                L.append(_row(k.replace("exact+dense+rerank", "all non-exact mentions") if k == "exact+dense+rerank" else k.replace("exact+dense+rerank ", ""), r))
+        L.append("")
     L.append("### Bars (issue 3)\n")
     L.append(_bar_line("bi-encoder alone", shipped_bi["exact+dense"]["acc@1"], BARS["bi-encoder alone"]))
     if "reranked" in res:
@@ -103,8 +113,9 @@ def write_card(out_dir: Path, summary: dict) -> Path:
             L.append(f"- with the reranker: **not met** — the trained cross-encoder moved acc@1 from {alone:.3f} to {rr:.3f}, "
                      "so none is shipped.")
     L.append("")
-    L.append(f"Encode speed (int8 ONNX, onnxruntime, 2 threads, dev mentions, batch 64, on the shared busy machine): "
-             f"{res['bi']['mentionsPerSecond']:.0f} mentions/s trained, {res['base']['mentionsPerSecond']:.0f} base.\n")
+    L.append(f"Encode speed (int8 ONNX, onnxruntime, 2 threads, dev mentions, batch 64): {res['bi']['mentionsPerSecond']:.0f} "
+             f"mentions/s trained, {res['base']['mentionsPerSecond']:.0f} base — same architecture, so the gap is the shared "
+             "machine's load at the two moments, not the models.\n")
 
     te = WORK_DIR / "cuilink-eval.json"
     if te.exists():
@@ -157,15 +168,16 @@ def write_card(out_dir: Path, summary: dict) -> Path:
         L.append(f"**Cross-encoder** (KRISSBERT-style input, Zhang et al. 2021, with synthetic mentions). {ce_t.get('method', '')}. "
                  f"{ce_t.get('queries')} queries = KB synonyms of MEDIC concepts written as `[M] synonym [/M]` (half lower-cased; "
                  "sometimes the preferred name itself); each is paired with its concept and "
-                 f"{ch.get('negatives')} negatives: the hardest wrong concepts from the trained bi-encoder's top {ch.get('mineK')} "
+                 f"{ch.get('negatives')} negatives: the hardest wrong concepts in the top {ch.get('mineK')} of the bi-encoder "
+                 f"`{ce_t.get('miningModel')}` (the one shipped) "
                  f"over all MEDIC names, plus a random one. Ran {ch.get('steps')} steps of {ch.get('queriesPerBatch')} queries in "
                  f"{_minutes(ce_t.get('trainSeconds'))} ({_minutes(ce_t.get('totalSeconds'))} with mining). All hyper-parameters:\n")
         L.append(f"```json\n{json.dumps(ch, indent=1)}\n```\n")
     L.append(f"**Machine and time.** {summary.get('machine')}. No GPU was available to this task (the device tool was not "
              "lent to it), so everything ran on 2 CPU cores that other jobs were using at the same time; the training stages "
              "are bounded by minutes (`--bi-minutes`, `--ce-minutes`), so a less busy or faster machine runs more steps in the "
-             f"same time. The pipeline up to shipping took {_minutes(summary.get('totalSeconds'))}, after the venv install "
-             "and the KB export.\n")
+             f"same time. The last pipeline invocation took {_minutes(summary.get('totalSeconds'))} up to shipping (after the "
+             "venv install and the KB export; stages kept with `--resume` from earlier invocations are not counted).\n")
     L.append("## Export\n")
     chk = bi_m["onnx"]["checkAgainstTorch"]
     L.append("ONNX opset 17 via torch.onnx (TorchScript exporter), dynamic batch and sequence axes; `model.int8.onnx` = onnxruntime "
@@ -199,7 +211,7 @@ def main(argv=None):
     if a.cuilink_eval:
         rows = []
         for spec in a.cuilink_eval:
-            name, _, path = spec.partition("=")
+            name, _, path = spec.rpartition("=")
             rows.append([name, cuilink_eval_row(read_json(path))])
         write_json(WORK_DIR / "cuilink-eval.json", {"label": a.cuilink_eval_label, "rows": rows})
     print(write_card(a.out, read_json(a.summary)))

@@ -154,7 +154,7 @@ def train(args):
     model.cpu().save_pretrained(final)
     tok.save_pretrained(final)
     info = {
-        "method": "cross-encoder, synthetic mentions from KB synonyms, hard negatives mined with the trained bi-encoder, "
+        "method": "cross-encoder, synthetic mentions from KB synonyms, hard negatives mined with the shipped bi-encoder, "
         + ("binary cross-entropy" if args.loss == "bce" else f"listwise softmax + {args.bce_weight} x BCE"),
         "data": {k: {"file": rel(p), "sha256": file_sha256(p)} for k, p in
                  [((s.partition("=")[0] if "=" in s else Path(s).stem), s.partition("=")[2] if "=" in s else s) for s in args.kb]},
