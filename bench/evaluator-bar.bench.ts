@@ -6,8 +6,8 @@
 // Each precision runs stage and offline eval with the same model file. The int8 model quantizes
 // activations per batch; the linker batches each note's mentions on their own, so int8 results do
 // not depend on how the stage's micro-batches or eval's 32-note batches group the notes.
+import { ensureBenchIndex } from './bench-index.ts';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,7 +18,7 @@ import { evaluateCorpus } from '../src/eval/offline-eval.ts';
 import { startKafkaEvaluator } from '../src/eval/sidecar/kafka-evaluator.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { openLinker } from '../src/link/open-linker.ts';
-import { readModelManifest, type Precision } from '../src/encode/manifest.ts';
+import type { Precision } from '../src/encode/manifest.ts';
 import { startStageRuntime } from '../src/cli/stage-runtime.ts';
 import { createRecordCodec } from '../src/stream/avro/create-record-codec.ts';
 import { createKafkaClient } from '../src/stream/kafka-client.ts';
@@ -45,13 +45,7 @@ for (const file of [values.kb, values.corpus]) {
 }
 
 // The same cached MEDIC index as bench:link.
-const model = readModelManifest(values.model);
-const indexDir = values.index ?? join('.cache', 'cuilink', 'bench', `medic--${model.id}`);
-if (!existsSync(join(indexDir, 'manifest.json'))) {
-  console.log(`building ${indexDir} …`);
-  const build = spawnSync(process.execPath, ['bin/cuilink.js', 'index', 'build', '--kb', values.kb, '--model', values.model, '--out', indexDir, '--force', '--no-progress', '--provider', 'cpu'], { stdio: 'inherit' });
-  if (build.status !== 0) process.exit(build.status ?? 1);
-}
+const { indexDir } = ensureBenchIndex({ kb: values.kb, modelDir: values.model, indexDir: values.index, log: console.log });
 
 const precisions = values.precision.split(',').map((p) => p.trim()) as Precision[];
 for (const p of precisions) {

@@ -3,7 +3,6 @@
 //   --kb FILE --corpus FILE --model DIR --reranker DIR|none --index DIR (reuse) --rebuild --out FILE
 //   --provider cpu|cuda|auto (npm run bench:gpu = --provider cuda, results in link-gpu.json)
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpus } from 'node:os';
@@ -13,6 +12,7 @@ import { evaluateCorpus, type OfflineEvalResult } from '../src/eval/offline-eval
 import { openLinker, DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { readModelManifest } from '../src/encode/manifest.ts';
+import { ensureBenchIndex } from './bench-index.ts';
 import { parseProviderChoice } from '../src/encode/execution-provider.ts';
 import { readIndexManifest } from '../src/retrieve/index-manifest.ts';
 import { LinkIndex } from '../src/retrieve/link-index.ts';
@@ -45,16 +45,7 @@ const provider = parseProviderChoice(values.provider);
 const precision = values.precision as 'int8' | 'fp16' | 'fp32' | undefined;
 const outFile = values.out ?? join('bench', 'results', provider === 'cpu' ? 'link.json' : 'link-gpu.json');
 const model = readModelManifest(values.model);
-const indexDir = values.index ?? join('.cache', 'cuilink', 'bench', `medic--${model.id}${precision ? `--${precision}` : ''}`);
-let buildSeconds: number | null = null;
-if (values.rebuild || !existsSync(join(indexDir, 'manifest.json'))) {
-  console.log(`building ${indexDir} …`);
-  const t0 = performance.now();
-  // A child process, so the build's memory does not count in the linking RSS measured below.
-  const build = spawnSync(process.execPath, ['bin/cuilink.js', 'index', 'build', '--kb', values.kb, '--model', values.model, '--out', indexDir, '--force', '--no-progress', '--provider', provider, ...(precision ? ['--precision', precision] : [])], { stdio: 'inherit' });
-  if (build.status !== 0) process.exit(build.status ?? 1);
-  buildSeconds = (performance.now() - t0) / 1000;
-}
+const { indexDir, buildSeconds } = ensureBenchIndex({ kb: values.kb, modelDir: values.model, indexDir: values.index, rebuild: values.rebuild, provider, precision, log: console.log });
 const indexManifest = readIndexManifest(indexDir);
 const corpus = await loadPubTatorCorpus(values.corpus);
 const view = kbOntologyView(await loadIndexKb(indexDir));

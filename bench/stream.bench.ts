@@ -10,13 +10,13 @@
 // with each). The half-rate phases are paced at half the median of the stream's measured maximum
 // rates, and their p99 is the median of the rounds' p99s.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpus, loadavg } from 'node:os';
 import { Partitioners, type Kafka } from 'kafkajs';
 import { loadPubTatorCorpus } from '../src/eval/gold.ts';
 import { openLinker } from '../src/link/open-linker.ts';
+import { ensureBenchIndex } from './bench-index.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { readModelManifest } from '../src/encode/manifest.ts';
 import type { LinkingCore, NoteInput } from '../src/link/types.ts';
@@ -51,12 +51,7 @@ for (const file of [values.corpus, values.kb]) {
   }
 }
 const model = readModelManifest(DEFAULT_MODEL_DIR);
-const indexDir = values.index ?? join('.cache', 'cuilink', 'bench', `medic--${model.id}`);
-if (!existsSync(join(indexDir, 'manifest.json'))) {
-  console.log(`building ${indexDir} (once) …`);
-  const build = spawnSync(process.execPath, ['bin/cuilink.js', 'index', 'build', '--kb', values.kb, '--out', indexDir, '--force', '--no-progress'], { stdio: 'inherit' });
-  if (build.status !== 0) process.exit(build.status ?? 1);
-}
+const { indexDir } = ensureBenchIndex({ kb: values.kb, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, log: console.log });
 const repeat = Number(values.repeat);
 const rounds = Number(values.rounds);
 const optionalInt = (value: string | undefined) => (value === undefined ? undefined : Number(value));

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_ONTOLOGY, ensureDefaultOntology } from '../kb/default-ontology.ts';
-import { readModelManifest } from '../encode/manifest.ts';
+import { modelChecksum, readModelManifest } from '../encode/manifest.ts';
 import { buildIndexFromKb } from './build-index-from-kb.ts';
 
 export const DEFAULT_MODEL_DIR = join('models', 'default', 'biencoder');
@@ -13,14 +13,15 @@ export function defaultCacheDir(): string {
 
 /**
  * The index `cuilink run` uses when none is given: the default ontology (HPO from PyPI) encoded
- * with the default model. Built once per model version and cached; later starts reuse it.
+ * with the default model. Built once per model (id and manifest checksum) and cached; later starts
+ * reuse it.
  */
 export async function ensureDefaultIndex(options: { cacheDir?: string; modelDir?: string; log?: (line: string) => void } = {}): Promise<string> {
   const cacheDir = options.cacheDir ?? defaultCacheDir();
   const modelDir = options.modelDir ?? DEFAULT_MODEL_DIR;
   const log = options.log ?? (() => {});
   const model = readModelManifest(modelDir);
-  const dir = join(cacheDir, 'indexes', `${DEFAULT_ONTOLOGY.pipPackage}-${DEFAULT_ONTOLOGY.version}-hpo--${model.id}`);
+  const dir = join(cacheDir, 'indexes', `${DEFAULT_ONTOLOGY.pipPackage}-${DEFAULT_ONTOLOGY.version}-hpo--${model.id}-${modelChecksum(modelDir).slice(0, 12)}`);
   if (existsSync(join(dir, 'manifest.json'))) return dir;
   const ontology = ensureDefaultOntology(cacheDir, log);
   log(`building the default index (${DEFAULT_ONTOLOGY.name}) with ${model.id} into ${dir} (once)`);

@@ -1,0 +1,34 @@
+import { existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { modelChecksum, readModelManifest } from '../src/encode/manifest.ts';
+
+export interface BenchIndexRequest {
+  kb: string;
+  modelDir: string;
+  /** Reuse this directory instead of the cache. */
+  indexDir?: string;
+  rebuild?: boolean;
+  provider?: string;
+  precision?: string;
+  log: (line: string) => void;
+}
+
+/**
+ * The MEDIC index every benchmark shares: cached under .cache/cuilink/bench per model (id and
+ * manifest checksum) and precision, built once with `cuilink index build` in a child process so
+ * the build's memory never counts in the caller's RSS. Returns the build's wall time when it ran.
+ */
+export function ensureBenchIndex(request: BenchIndexRequest): { indexDir: string; buildSeconds: number | null } {
+  const model = readModelManifest(request.modelDir);
+  const suffix = request.precision ? `--${request.precision}` : '';
+  const indexDir = request.indexDir ?? join('.cache', 'cuilink', 'bench', `medic--${model.id}-${modelChecksum(request.modelDir).slice(0, 12)}${suffix}`);
+  if (!request.rebuild && existsSync(join(indexDir, 'manifest.json'))) return { indexDir, buildSeconds: null };
+  request.log(`building ${indexDir} …`);
+  const t0 = performance.now();
+  const args = ['bin/cuilink.js', 'index', 'build', '--kb', request.kb, '--model', request.modelDir, '--out', indexDir, '--force', '--no-progress', '--provider', request.provider ?? 'cpu'];
+  if (request.precision) args.push('--precision', request.precision);
+  const build = spawnSync(process.execPath, args, { stdio: 'inherit' });
+  if (build.status !== 0) process.exit(build.status ?? 1);
+  return { indexDir, buildSeconds: (performance.now() - t0) / 1000 };
+}
