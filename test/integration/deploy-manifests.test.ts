@@ -196,7 +196,7 @@ test('both Dockerfiles pass hadolint, and hadolint is live', async (t) => {
   const config = ['--config', 'deploy/docker/.hadolint.yaml'];
   const result = await run(tool!.hadolint, [...config, 'deploy/docker/Dockerfile', 'deploy/docker/Dockerfile.cuda']);
   assert.equal(result.code, 0, result.stdout + result.stderr);
-  const rootImage = join(mkdtempSync(join(tmpdir(), 'cuilink-hadolint-')), 'Dockerfile');
+  const rootImage = join(scratch, 'root-user.Dockerfile');
   writeFileSync(rootImage, 'FROM node:20-bookworm-slim\nUSER root\nCMD ["node"]\n');
   const refused = await run(tool!.hadolint, [...config, rootImage]);
   assert.match(refused.stdout, /DL3002/, 'last USER root is reported');

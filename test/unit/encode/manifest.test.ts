@@ -1,6 +1,6 @@
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { choosePrecision, readModelManifest } from '../../../src/encode/manifest.ts';
@@ -8,8 +8,14 @@ import { parseProviderChoice } from '../../../src/encode/execution-provider.ts';
 
 const shipped = JSON.parse(readFileSync('models/default/biencoder/manifest.json', 'utf8')) as Record<string, unknown>;
 
+const scratch: string[] = [];
+after(() => {
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+});
+
 function dirWith(manifest: unknown): string {
   const dir = mkdtempSync(join(tmpdir(), 'cuilink-manifest-'));
+  scratch.push(dir);
   writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
   return dir;
 }
