@@ -198,7 +198,9 @@ class TorchEncoder:
         return out
 
 
-class OnnxEncoder:
+class OnnxModelDir:
+    """An exported model directory: manifest, ONNX session of one precision, truncating tokenizer."""
+
     def __init__(self, model_dir, precision="int8", batch=64, threads=2):
         from tokenizers import Tokenizer
 
@@ -212,6 +214,8 @@ class OnnxEncoder:
         self.batch = batch
         self.precision = precision
 
+
+class OnnxEncoder(OnnxModelDir):
     def encode_cached(self, texts: list[str]) -> np.ndarray:
         """encode(), cached under models/work/cache by model file checksum and text list: the
         dictionary's names are encoded once per model, not once per evaluation or mining run."""
@@ -289,19 +293,7 @@ def candidate_text(c: Concept, include_type: bool) -> str:
     return f"{c.name} ; {t}" if include_type and t else c.name
 
 
-class OnnxCrossEncoder:
-    def __init__(self, model_dir, precision="int8", batch=64, threads=2):
-        from tokenizers import Tokenizer
-
-        from .export import ort_session
-
-        self.dir = Path(model_dir)
-        self.manifest = json.loads((self.dir / "manifest.json").read_text())
-        self.sess = ort_session(self.dir / self.manifest["files"][precision], threads)
-        self.tok = Tokenizer.from_file(str(self.dir / self.manifest["tokenizer"]))
-        self.tok.enable_truncation(self.manifest["maxLength"])
-        self.batch = batch
-
+class OnnxCrossEncoder(OnnxModelDir):
     def score(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         out = np.zeros(len(pairs), dtype=np.float32)
         for i in range(0, len(pairs), self.batch):

@@ -38,7 +38,7 @@ export class BiEncoder extends EncoderBase {
         const reply = await session.run(batch.feeds, manifest.outputName, manifest.pooling!, manifest.normalize ?? true);
         if (reply.dims[1] !== dims) throw new InputError(`${this.model.dir}: model returned ${reply.dims[1]} dims, manifest says ${dims}`, 'BAD_MODEL');
         batch.order.forEach((position, row) => {
-          out[position] = reply.data.slice(row * dims, (row + 1) * dims);
+          out[position] = reply.data.subarray(row * dims, (row + 1) * dims);
         });
         this.count(0, 1, reply.runMs);
       }),

@@ -2,6 +2,7 @@
  * The Avro records as avsc reads and writes them (schemas/*.avsc): optional fields are `null`,
  * timestamp-millis are epoch-millisecond numbers, bytes are Buffers.
  */
+import type { Candidate } from '../../link/types.ts';
 
 export interface NerMentionRecord {
   id: string;
@@ -21,14 +22,8 @@ export interface NoteEventRecord {
   nerModelVersion: string | null;
 }
 
-export interface CandidateRecord {
-  conceptId: string;
-  name: string;
-  semanticTypes: string[];
-  score: number;
-  retrievalScore: number;
-  exact: boolean;
-}
+/** Identical on the wire and in the linking core. */
+export type CandidateRecord = Candidate;
 
 export interface LinkedMentionRecord {
   mentionId: string;
