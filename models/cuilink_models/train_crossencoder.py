@@ -1,8 +1,9 @@
 """Cross-encoder reranker trained without corpus annotations (KRISSBERT-style input, synthetic
 mentions from the KB).
 
-Queries are KB synonyms written as mentions (`[M] synonym [/M]`, randomly lower-cased); the
-positive candidate is their concept as the linker shows it to the reranker (`name ; semantic
+Queries are KB synonyms written as mentions (`[M] synonym [/M]`; reading order for inverted
+MeSH names, plurals, lower case), plus parent-fallback queries (a concept's name with the concept
+removed from the candidates, its parents the answer); the positive candidate is their concept as the linker shows it to the reranker (`name ; semantic
 type`, src/rerank/reranker.ts), negatives are the top-k wrong concepts the trained bi-encoder
 retrieves for the query over the dictionary (hard negatives). Listwise softmax over
 1 positive + n negatives per query (binary cross-entropy with --loss bce).
@@ -16,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +29,33 @@ from .data import build_groups, file_sha256, normalize_name, read_concepts
 from .evaluate import Dictionary, OnnxEncoder, candidate_text
 
 
-def make_queries(groups, d: Dictionary, rng, n_queries: int):
-    """(query text, gold concept index) from names of groups anchored on dictionary concepts."""
+ROOT_IDS = {"MESH:C"}  # CTD's single root "Diseases": never a useful fallback target
+
+
+@dataclass
+class Query:
+    text: str
+    positives: list[int]  # dictionary concept indices that count as correct
+    excluded: frozenset[int] = frozenset()  # concepts removed from the candidates (fallback queries)
+
+
+def natural_order(name: str) -> str | None:
+    """MeSH-style inverted names in reading order ("Anemia, Hemolytic, Congenital" -> "Congenital
+    Hemolytic Anemia"), as mentions are written in text; None when the name is not inverted."""
+    parts = [p.strip() for p in name.split(",")]
+    if len(parts) < 2 or len(parts) > 3 or any(not p or len(p.split()) > 3 for p in parts[1:]):
+        return None
+    return " ".join([*reversed(parts[1:]), parts[0]])
+
+
+def make_queries(groups, d: Dictionary, rng, n_queries: int, fallback_share: float = 0.0) -> list[Query]:
+    """Synthetic mentions of dictionary concepts. Synonym queries: a name of the concept (from
+    every KB merged into it), positive = the concept. Fallback queries (share `fallback_share`):
+    a name of a concept that is then removed from the candidates, positive = its parents — the
+    KB's answer for a mention more specific than any concept it has (e.g. "renal hamartoma" ->
+    Hamartoma), which corpus annotators use and synonym training never shows."""
     id_to_idx = {c.id: i for i, c in enumerate(d.concepts)}
-    out = []
+    synonym, fallback = [], []
     for g in groups:
         ci = id_to_idx.get(g.id)
         if ci is None:
@@ -37,30 +63,48 @@ def make_queries(groups, d: Dictionary, rng, n_queries: int):
         pref = normalize_name(d.concepts[ci].name)
         for n in g.names:
             if normalize_name(n) != pref:
-                out.append((n, ci))
+                synonym.append(Query(n, [ci]))
         # the preferred name itself, sometimes (a mention equal to the name must still win)
         if rng.random() < 0.15:
-            out.append((d.concepts[ci].name, ci))
+            synonym.append(Query(d.concepts[ci].name, [ci]))
+        parents = [id_to_idx[p] for p in d.concepts[ci].parents if p in id_to_idx and p not in ROOT_IDS]
+        if parents:
+            fallback.extend(Query(n, parents, frozenset([ci])) for n in g.names)
+    rng.shuffle(synonym)
+    rng.shuffle(fallback)
+    n_fallback = min(len(fallback), int(round(n_queries * fallback_share)))
+    out = synonym[: n_queries - n_fallback] + fallback[:n_fallback]
     rng.shuffle(out)
-    return out[:n_queries]
+    return out
 
 
-def mine(encoder, d: Dictionary, queries, k: int, name_vecs=None):
+def mine(encoder, d: Dictionary, queries: list[Query], k: int, name_vecs=None):
+    """Per query: the positive the bi-encoder ranks highest (or the first) and its top-k wrong
+    candidates, hardest first; excluded concepts are neither."""
     if name_vecs is None:
         name_vecs = encoder.encode_cached(d.names)
-    q = encoder.encode([t for t, _ in queries])
-    negs = []
+    q = encoder.encode([x.text for x in queries])
+    pos, negs = [], []
     for i in range(0, len(q), 512):
         s = q[i : i + 512] @ name_vecs.T
-        for row, (_, gold) in zip(s, queries[i : i + 512]):
-            ranked = d.rank_from_scores(row, k + 1)
-            negs.append([c for c in ranked if c != gold][:k])
-    return negs
+        for row, x in zip(s, queries[i : i + 512]):
+            # another concept with this very name is not wrong (the linker's exact match decides those)
+            same_name = set(d.exact.get(normalize_name(x.text), [])) - set(x.positives)
+            skip = x.excluded | same_name
+            ranked = [c for c in d.rank_from_scores(row, k + len(x.positives) + len(skip)) if c not in skip]
+            pos.append(next((c for c in ranked if c in x.positives), x.positives[0]))
+            negs.append([c for c in ranked if c not in x.positives][:k])
+    return pos, negs
 
 
 def mention_form(text: str, rng) -> str:
-    r = rng.random()
-    if r < 0.5:
+    """Surface variants of a KB name as a mention: reading order for inverted names, a plural,
+    lower case."""
+    if rng.random() < 0.6:
+        text = natural_order(text) or text
+    if rng.random() < 0.1 and re.fullmatch(r".*[a-z]", text) and not text.endswith("s"):
+        text += "s"
+    if rng.random() < 0.5:
         text = text.lower()
     return f"{MARKERS[0]} {text} {MARKERS[1]}"
 
@@ -77,10 +121,10 @@ def train(args):
         name, _, path = spec.partition("=") if "=" in spec else (Path(spec).stem, "", spec)
         kbs[name] = read_concepts(path)
     groups = build_groups(kbs, anchor=args.anchor)
-    queries = make_queries(groups, d, rng, args.queries)
+    queries = make_queries(groups, d, rng, args.queries, args.fallback_share)
     enc = OnnxEncoder(args.biencoder, "int8", threads=args.threads)
     t = time.time()
-    negs = mine(enc, d, queries, args.mine_k)
+    golds, negs = mine(enc, d, queries, args.mine_k)
     del enc
     print(f"{len(queries)} queries, negatives mined in {time.time() - t:.0f}s", flush=True)
 
@@ -114,16 +158,15 @@ def train(args):
         batch = range(step * args.batch, (step + 1) * args.batch)
         firsts, seconds = [], []
         for qi in batch:
-            text, gold = queries[qi]
-            pool_negs = negs[qi]
-            # mostly the hardest negatives, some random ones for calibration
-            chosen = pool_negs[: n - 1] + [rng.randrange(len(d.concepts))]
-            chosen = [c for c in chosen if c != gold][: n]
+            query, gold = queries[qi], golds[qi]
+            wrong = set(query.positives) | query.excluded
+            # mostly the hardest negatives, a random one for calibration
+            chosen = negs[qi][: n - 1]
             while len(chosen) < n:
                 c = rng.randrange(len(d.concepts))
-                if c != gold:
+                if c not in wrong and c not in chosen:
                     chosen.append(c)
-            q = mention_form(text, rng)
+            q = mention_form(query.text, rng)
             for c in [gold, *chosen]:
                 firsts.append(q)
                 seconds.append(candidate_text(d.concepts[c], args.semantic_type))
@@ -154,13 +197,16 @@ def train(args):
     model.cpu().save_pretrained(final)
     tok.save_pretrained(final)
     info = {
-        "method": "cross-encoder, synthetic mentions from KB synonyms, hard negatives mined with the shipped bi-encoder, "
+        "method": "cross-encoder, synthetic mentions from KB synonyms"
+        + (f" ({args.fallback_share:.0%} parent-fallback queries)" if args.fallback_share else "")
+        + ", hard negatives mined with the shipped bi-encoder, "
         + ("binary cross-entropy" if args.loss == "bce" else f"listwise softmax + {args.bce_weight} x BCE"),
         "data": {k: {"file": rel(p), "sha256": file_sha256(p)} for k, p in
                  [((s.partition("=")[0] if "=" in s else Path(s).stem), s.partition("=")[2] if "=" in s else s) for s in args.kb]},
         "dictionary": {"file": rel(args.dict), "sha256": file_sha256(args.dict)},
         "miningModel": rel(args.biencoder),
         "hyperparameters": {"steps": step, "queriesPerBatch": args.batch, "negatives": n, "mineK": args.mine_k, "lr": args.lr,
+                            "fallbackShare": args.fallback_share,
                             "maxLength": args.max_length, "semanticType": args.semantic_type, "loss": args.loss,
                             "bceWeight": args.bce_weight, "seed": args.seed, "threads": args.threads, "device": args.device},
         "queries": len(queries),
@@ -183,11 +229,13 @@ def parser():
     ap.add_argument("--init")
     ap.add_argument("--queries", type=int, default=20000)
     ap.add_argument("--mine-k", type=int, default=20)
+    ap.add_argument("--fallback-share", type=float, default=0.3,
+                    help="share of queries whose own concept is removed and whose parents are the answer")
     ap.add_argument("--negatives", type=int, default=7)
     ap.add_argument("--batch", type=int, default=8, help="queries per batch")
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--minutes", type=float, default=0)
-    ap.add_argument("--lr", type=float, default=3e-5)
+    ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--max-length", type=int, default=64)
     ap.add_argument("--loss", choices=["listwise", "bce"], default="listwise")
     ap.add_argument("--bce-weight", type=float, default=0.2)

@@ -131,3 +131,41 @@ def test_finetune_adds_single_gold_mentions_as_names(tmp_path):
     assert add_pubtator_mentions(groups, kb, p) == 1
     names = {g.id: g.names for g in groups}["MESH:D001943"]
     assert names[-1] == "breast carcinoma" and names.count("Breast Cancer") == 1
+
+
+def test_cross_encoder_queries_reading_order_and_parent_fallback():
+    import random
+
+    from cuilink_models.train_crossencoder import make_queries, mine, natural_order
+
+    assert natural_order("Anemia, Hemolytic, Congenital") == "Congenital Hemolytic Anemia"
+    assert natural_order("Diabetes Mellitus, Type 1") == "Type 1 Diabetes Mellitus"
+    assert natural_order("Cystic Fibrosis") is None
+    assert natural_order("Nephroblastomatosis, fetal ascites, macrosomia and Wilms tumor") is None  # a list, not inverted
+
+    kb = read_concepts(FIX / "tiny_kb.jsonl")
+    d = Dictionary(kb)
+    idx = {c.id: i for i, c in enumerate(d.concepts)}
+    breast, site = idx["MESH:D001943"], idx["MESH:D009371"]
+    queries = make_queries(build_groups({"medic": kb}), d, random.Random(0), 100, fallback_share=0.5)
+    fallback = [q for q in queries if q.excluded]
+    # only Breast Neoplasms has a parent: its names become queries whose answer is the parent
+    assert fallback and all(q.positives == [site] and q.excluded == {breast} for q in fallback)
+    assert {q.text for q in fallback} == {"Breast Neoplasms", "Breast Cancer", "Breast Tumors"}
+    synonym = [q for q in queries if not q.excluded]
+    assert any(q.text == "Mucoviscidosis" and q.positives == [idx["MESH:D003550"]] for q in synonym)
+
+    class OneHotEncoder:
+        """Every text on its own axis, except that a query is closest to the names it contains."""
+
+        def encode(self, texts):
+            v = np.array([[1.0 if n.lower() in t.lower() or t.lower() in n.lower() else 0.1 for n in d.names] for t in texts])
+            return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+        def encode_cached(self, texts):
+            return np.eye(len(texts))
+
+    q = next(x for x in fallback if x.text == "Breast Cancer")
+    golds, negs = mine(OneHotEncoder(), d, [q], k=3)
+    assert golds == [site]
+    assert breast not in negs[0] and site not in negs[0] and len(negs[0]) == 2  # 4 concepts - excluded - positive
