@@ -13,7 +13,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 DATA="${CUILINK_DATA:-$ROOT/../shared/data}"
-DEVICE=cpu THREADS=2 BI_MIN=20 CE_MIN=15 FT="" FT_OUT="$HERE/finetuned" SKIP_INSTALL=0 EXTRA=()
+DEVICE=cpu THREADS=2 BI_MIN=20 CE_MIN=45 FT="" FT_OUT="$HERE/finetuned" SKIP_INSTALL=0 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) DEVICE="$2"; shift 2 ;;

@@ -362,6 +362,35 @@ def rerank_predictions(scorer, d: Dictionary, mentions, preds, top_k=10, keep_ex
     return out
 
 
+class CachedScorer:
+    """Scores each (query, candidate) pair once however many rerank settings are compared."""
+
+    def __init__(self, scorer):
+        self.scorer, self.cache = scorer, {}
+
+    def score(self, pairs):
+        todo = list(dict.fromkeys(p for p in pairs if p not in self.cache))
+        if todo:
+            self.cache.update(zip(todo, self.scorer.score(todo)))
+        return np.array([self.cache[p] for p in pairs], dtype=np.float32)
+
+
+# cross-encoder weights compared under the linker's default policy (ambiguous, margin 0.05);
+# final = w * sigmoid(logit) + (1 - w) * retrieval, as src/link/linker.ts computes it
+RERANK_WEIGHTS = (1.0, 0.5, 0.3, 0.2, 0.1)
+
+
+def rerank_weight_sweep(scorer, d: Dictionary, mentions, preds, retrieval, top_k=10, include_type=True, margin=0.05) -> dict:
+    """acc per weight, and the chosen one: best acc@1, then acc@5, then the larger weight."""
+    cached = CachedScorer(scorer)
+    rows = {}
+    for w in RERANK_WEIGHTS:
+        r = rerank_predictions(cached, d, mentions, preds, top_k, include_type=include_type, retrieval=retrieval, margin=margin, weight=w)
+        rows[str(w)] = accuracy(d, mentions, r)
+    best = max(RERANK_WEIGHTS, key=lambda w: (rows[str(w)]["acc@1"], rows[str(w)]["acc@5"], w))
+    return {"margin": margin, "byWeight": rows, "chosenWeight": best, "chosen": rows[str(best)]}
+
+
 def measure_speed(encoder, texts, repeat=1) -> float:
     t = time.time()
     for _ in range(repeat):
@@ -418,10 +447,12 @@ def main(argv=None):
             if a.rerank_variants:
                 # the linker's other settings (src/link/link-config.ts): 'ambiguous' policy, interpolation
                 inc = ce.manifest.get("candidate", {}).get("includeSemanticType", True)
+                ce = CachedScorer(ce)
                 for name, kw in [("ambiguous(margin 0.05)", {"margin": 0.05}), ("weight 0.5", {"weight": 0.5}),
                                  ("ambiguous(margin 0.05), weight 0.5", {"margin": 0.05, "weight": 0.5})]:
                     v = rerank_predictions(ce, d, mentions, preds, a.rerank_top, with_context=a.context, include_type=inc, retrieval=retrieval, **kw)
                     res[f"exact+dense+rerank {name}"] = accuracy(d, mentions, v)
+                res["weightSweep"] = rerank_weight_sweep(ce, d, mentions, preds, retrieval, a.rerank_top, inc)
     print(json.dumps(res, indent=2))
     if a.out:
         write_json(a.out, res)

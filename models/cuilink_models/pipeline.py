@@ -25,7 +25,6 @@ BASE_ID = "cuilink-biencoder-minilm-base-untrained"
 # while mode "mention" would send the bare mention.
 CE_QUERY = {"query_mode": "context", "context_chars": 0}
 CE_MAX_LENGTH = 64
-LINKER_DEFAULT_RERANK = "exact+dense+rerank ambiguous(margin 0.05)"
 
 
 def kb_args(kb_dir: Path, names):
@@ -147,8 +146,10 @@ def main(argv=None):
         resumable(a, ce_dir / "manifest.json", ex.export_model, "cross-encoder", str(ce_run / "final"), ce_dir, CE_ID,
                   max_length=CE_MAX_LENGTH, training=ce_info, fixture=work / "reference_crossencoder.json", **CE_QUERY)
         res["reranked"] = evaluate(chosen_bi, a, work / "eval-rerank.json", rerank=ce_dir)
-    # judged with the linker's default rerank setting (src/link/link-config.ts), as `cuilink eval` runs it
-    ship_ce = ce_info is not None and res["reranked"][LINKER_DEFAULT_RERANK]["acc@1"] > res["reranked"]["exact+dense"]["acc@1"]
+    # judged with the linker's default policy (src/link/link-config.ts: ambiguous, margin 0.05) and
+    # the cross-encoder weight chosen on dev, which the shipped manifest carries as its default
+    sweep = res["reranked"]["weightSweep"] if ce_info is not None else None
+    ship_ce = sweep is not None and sweep["chosen"]["acc@1"] > res["reranked"]["exact+dense"]["acc@1"]
 
     # ship
     out = Path(a.out)
@@ -164,10 +165,11 @@ def main(argv=None):
          fx / "reference_biencoder.json" if fx else None)
     if ship_ce:
         ce_metrics = {"corpus": corpus_name, "rerankTop": a.rerank_top, "withBiEncoder": res["reranked"]["exact+dense"],
-                      "reranked": res["reranked"][LINKER_DEFAULT_RERANK], "rerankPolicy": "ambiguous, margin 0.05, weight 1 (linker default)",
-                      "note": "exact-string matches are kept first, not reranked"}
+                      "reranked": sweep["chosen"], "byWeight": sweep["byWeight"],
+                      "note": "exact-string matches are kept first, not reranked; policy ambiguous, margin 0.05"}
+        link_defaults = {"policy": "ambiguous", "margin": sweep["margin"], "weight": sweep["chosenWeight"]}
         ship(ce_dir, out / "crossencoder", ce_metrics, work / "reference_crossencoder.json",
-             fx / "reference_crossencoder.json" if fx else None)
+             fx / "reference_crossencoder.json" if fx else None, rerank=link_defaults)
     elif (out / "crossencoder").exists() and not a.pubtator:
         shutil.rmtree(out / "crossencoder")
     summary = {
@@ -186,9 +188,10 @@ def main(argv=None):
     print(f"pipeline done in {time.time() - t0:.0f}s -> {rel(out)}", flush=True)
 
 
-def ship(src: Path, dst: Path, metrics: dict, fixture_src: Path, fixture_dst: Path | None) -> None:
-    """Copies an evaluated export into place and records its metrics. The sha256 map stays valid:
-    it covers the ONNX and tokenizer files, which are copied byte for byte."""
+def ship(src: Path, dst: Path, metrics: dict, fixture_src: Path, fixture_dst: Path | None, rerank: dict | None = None) -> None:
+    """Copies an evaluated export into place and records its metrics (and, for a cross-encoder, the
+    rerank settings it was chosen with: the linker's defaults for it, docs/model-directory.md).
+    The sha256 map stays valid: it covers the ONNX and tokenizer files, copied byte for byte."""
     from .common import sha256_file
 
     if dst.exists():
@@ -196,6 +199,8 @@ def ship(src: Path, dst: Path, metrics: dict, fixture_src: Path, fixture_dst: Pa
     shutil.copytree(src, dst)
     m = read_json(dst / "manifest.json")
     m["metrics"] = metrics
+    if rerank is not None:
+        m["rerank"] = rerank
     for name, digest in m["sha256"].items():
         if sha256_file(dst / name) != digest:
             raise RuntimeError(f"{dst / name}: checksum differs from the manifest after copying")

@@ -101,14 +101,26 @@ def _card_dir(tmp_path, with_ce):
 def test_model_card_states_met_and_missed_bars(tmp_path, monkeypatch):
     monkeypatch.setattr(model_card, "WORK_DIR", tmp_path / "work")
     card = model_card.write_card(_card_dir(tmp_path, with_ce=True), _summary(0.86, 0.84)).read_text()
-    assert "bi-encoder alone: acc@1 0.860 ≥ 0.80 — **met**" in card
+    assert "bi-encoder alone (cuilink_models.evaluate): acc@1 0.860 ≥ 0.80 — **met**" in card
     # the reranker made things worse: not shipped, and the bar is judged on what is shipped
     assert "no cross-encoder is shipped" in card
     assert "with the reranker: **not met** — the trained cross-encoder moved acc@1 from 0.860 to 0.840" in card
     card = model_card.write_card(_card_dir(tmp_path / "b", with_ce=False), _summary(0.79, 0.82)).read_text()
-    assert "bi-encoder alone: acc@1 0.830 ≥ 0.80" in card  # the base is shipped when training did not help
+    assert "bi-encoder alone (cuilink_models.evaluate): acc@1 0.830 ≥ 0.80" in card  # the base is shipped when training did not help
     assert "**missed by 0.030**" in card
     assert "| all non-exact mentions | 0.500 |" in card  # the other settings are listed too
+
+
+def test_model_card_judges_the_bars_through_cuilink_eval_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(model_card, "WORK_DIR", tmp_path / "work")
+    (tmp_path / "work").mkdir()
+    rows = [["shipped bi-encoder, no reranker", {"acc@1": 0.85, "acc@5": 0.92}],
+            ["shipped bi-encoder + shipped cross-encoder, defaults", {"acc@1": 0.855, "acc@5": 0.93}]]
+    (tmp_path / "work" / "cuilink-eval.json").write_text(json.dumps({"label": "l", "rows": rows}))
+    card = model_card.write_card(_card_dir(tmp_path, with_ce=True), _summary(0.83, 0.84)).read_text()
+    assert "with the reranker (cuilink_models.evaluate): acc@1 0.840 < 0.85 — **missed by 0.010**" in card
+    assert "with the reranker, through `cuilink eval` (the issue's measure): acc@1 0.855 ≥ 0.85 — **met**" in card
+    assert "+0.5 points of acc@1 through `cuilink eval` (+4 of 787 mentions)" in card
 
 
 def test_cuilink_eval_row_reads_the_overall_block():

@@ -29,6 +29,12 @@ export const modelManifestSchema = z
     outputName: z.string().min(1),
     query: querySchema,
     candidate: z.object({ includeSemanticType: z.boolean() }).partial().optional(),
+    /** A cross-encoder's rerank settings as measured when it was chosen; a link config overrides each. */
+    rerank: z
+      .object({ policy: z.enum(['always', 'ambiguous', 'never']), margin: z.number().min(0).max(2), weight: z.number().min(0).max(1) })
+      .partial()
+      .strict()
+      .optional(),
     sha256: z.record(z.string(), z.string().regex(/^[0-9a-f]{64}$/)).default({}),
   })
   .passthrough()

@@ -35,12 +35,18 @@ export interface OpenLinkerOptions {
 
 export const DEFAULT_RERANKER_DIR = join('models', 'default', 'crossencoder');
 
+/** The reranker's own settings (its manifest's `rerank`) under whatever the link config sets. */
+export function withRerankDefaults(config: Record<string, unknown>, defaults: Record<string, unknown>): Record<string, unknown> {
+  const given = config['rerank'];
+  return { ...config, rerank: { ...defaults, ...(typeof given === 'object' && given !== null ? given : {}) } };
+}
+
 /**
  * Opens the one linking core every entry point shares: the index, the bi-encoder it was built
  * with (checked by checksum), the optional cross-encoder, and the link options.
  */
 export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
-  const config = parseLinkConfig(options.config ?? {});
+  let config = parseLinkConfig(options.config ?? {});
   const indexDir = resolveIndexDir(options.indexDir).dir;
   const index = await LinkIndex.open(indexDir, normalizeName, { efSearch: config.efSearch });
   const modelDir = options.modelDir ?? index.manifest.model.path;
@@ -52,6 +58,7 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   }
   const rerankerDir = options.rerankerDir === undefined ? (existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false) : options.rerankerDir;
   const cross = rerankerDir === false || config.rerank.policy === 'never' ? undefined : await CrossEncoder.open(rerankerDir, encoderOptions);
+  if (cross?.manifest.rerank) config = parseLinkConfig(withRerankDefaults(options.config ?? {}, cross.manifest.rerank));
   const findAbbreviations: AbbreviationFinder = (text) => {
     const map = new Map<string, { longForm: string; start: number; end: number }>();
     for (const d of findAbbreviationDefinitions(text)) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });

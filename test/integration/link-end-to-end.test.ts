@@ -88,3 +88,25 @@ test('cuilink link refuses an index built with another model', () => {
   assert.equal(run.status, 2);
   assert.match(run.stderr, /cannot read model manifest/);
 });
+
+test('the shipped reranker brings its measured rerank settings; a link config overrides each one', async () => {
+  const manifest = JSON.parse(readFileSync('models/default/crossencoder/manifest.json', 'utf8')) as { id: string; rerank: { policy: string; margin: number; weight: number } };
+  const withDefaults = await openLinker({ indexDir, provider: 'cpu', threads: 1 });
+  const overridden = await openLinker({ indexDir, provider: 'cpu', threads: 1, config: { rerank: { policy: 'always', weight: 0.7 } } });
+  try {
+    assert.ok(withDefaults.versions.modelVersion.endsWith(`+${manifest.id}`));
+    assert.deepEqual({ ...withDefaults.config.rerank, candidates: undefined }, { ...manifest.rerank, candidates: undefined });
+    assert.equal(overridden.config.rerank.weight, 0.7);
+    assert.equal(overridden.config.rerank.policy, 'always');
+    assert.equal(overridden.config.rerank.margin, manifest.rerank.margin);
+    // Reranking every non-exact mention with the real cross-encoder keeps the right answers.
+    const linked = await overridden.linkNotes(NOTES);
+    assert.ok(linked.some((n) => n.mentions.some((m) => m.reranked)));
+    assert.equal(top(linked, 'n1', 'm1').conceptId, 'FX:0000030');
+    assert.equal(top(linked, 'n2', 'm2').conceptId, 'FX:0000050');
+    assert.equal(top(linked, 'n3', 'm0').conceptId, 'FX:0000060');
+  } finally {
+    await withDefaults.close();
+    await overridden.close();
+  }
+});

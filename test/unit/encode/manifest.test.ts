@@ -32,6 +32,9 @@ test('invalid manifests name the field', () => {
   assert.throws(() => readModelManifest(dirWith({ ...shipped, pooling: 'max' })), /'pooling'/);
   assert.throws(() => readModelManifest(dirWith({ ...shipped, dims: undefined })), /needs pooling and dims/);
   assert.throws(() => readModelManifest(dirWith({ ...shipped, files: {} })), /names no ONNX file/);
+  assert.throws(() => readModelManifest(dirWith({ ...shipped, rerank: { weight: 2 } })), /'rerank\.weight'/);
+  assert.throws(() => readModelManifest(dirWith({ ...shipped, rerank: { wieght: 0.1 } })), /'rerank'/);
+  assert.equal(readModelManifest(dirWith({ ...shipped, rerank: { weight: 0.1 } })).rerank?.weight, 0.1);
 });
 
 test('provider choice is validated', () => {
