@@ -139,6 +139,7 @@ export type StageConfigInput = z.input<typeof stageConfigSchema>;
 type EnvParser = (value: string) => unknown;
 const asString: EnvParser = (v) => v;
 const asInt: EnvParser = (v) => (/^-?\d+$/.test(v.trim()) ? Number(v) : v);
+const asReranker: EnvParser = (v) => (v === 'none' ? false : v);
 const asBool: EnvParser = (v) => (/^(1|true|yes|on)$/i.test(v) ? true : /^(0|false|no|off)$/i.test(v) ? false : v);
 
 /** Environment variable → config path. Documented in docs/stream.md. */
@@ -170,6 +171,7 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_PROVIDER', ['linker', 'provider'], asString],
   ['CUILINK_DEVICE_ID', ['linker', 'deviceId'], asInt],
   ['CUILINK_PRECISION', ['linker', 'precision'], asString],
+  ['CUILINK_RERANKER', ['linker', 'rerankerDir'], asReranker],
 ];
 
 function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {

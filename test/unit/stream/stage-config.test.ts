@@ -31,6 +31,9 @@ test('defaults, then the file, then environment variables', () => {
     assert.equal(config.batching.maxMentions, 64);
     assert.equal(config.delivery, 'exactly-once');
   });
+  assert.equal(loadStageConfig({ env: { CUILINK_RERANKER: 'none' } }).linker.rerankerDir, false);
+  assert.equal(loadStageConfig({ env: { CUILINK_RERANKER: 'models/other' } }).linker.rerankerDir, 'models/other');
+  assert.equal(defaults.linker.rerankerDir, undefined);
 });
 
 test('bad values are InputErrors naming the field and where it came from', () => {
