@@ -85,7 +85,8 @@ def main(argv=None):
     ap.add_argument("--ce-minutes", type=float, default=25)
     ap.add_argument("--ce-steps", type=int, default=4000, help="step cap (also capped by queries / batch)")
     ap.add_argument("--ce-queries", type=int, default=24000, help="synthetic queries mined for the cross-encoder")
-    ap.add_argument("--rerank-top", type=int, default=10)
+    ap.add_argument("--rerank-top", type=int, default=5,
+                    help="candidates the cross-encoder reranks (its cost is linear in them); shipped in its manifest")
     ap.add_argument("--pubtator", help="fine-tune: annotated PubTator mentions as extra synonyms (opt-in)")
     ap.add_argument("--init-bi", help="fine-tune: start the bi-encoder from this checkpoint")
     ap.add_argument("--skip-ce", action="store_true")
@@ -167,7 +168,7 @@ def main(argv=None):
         ce_metrics = {"corpus": corpus_name, "rerankTop": a.rerank_top, "withBiEncoder": res["reranked"]["exact+dense"],
                       "reranked": sweep["chosen"], "byWeight": sweep["byWeight"],
                       "note": "exact-string matches are kept first, not reranked; policy ambiguous, margin 0.05"}
-        link_defaults = {"policy": "ambiguous", "margin": sweep["margin"], "weight": sweep["chosenWeight"]}
+        link_defaults = {"policy": "ambiguous", "candidates": a.rerank_top, "margin": sweep["margin"], "weight": sweep["chosenWeight"]}
         ship(ce_dir, out / "crossencoder", ce_metrics, work / "reference_crossencoder.json",
              fx / "reference_crossencoder.json" if fx else None, rerank=link_defaults)
     elif (out / "crossencoder").exists() and not a.pubtator:

@@ -31,7 +31,7 @@ export const modelManifestSchema = z
     candidate: z.object({ includeSemanticType: z.boolean() }).partial().optional(),
     /** A cross-encoder's rerank settings as measured when it was chosen; a link config overrides each. */
     rerank: z
-      .object({ policy: z.enum(['always', 'ambiguous', 'never']), margin: z.number().min(0).max(2), weight: z.number().min(0).max(1) })
+      .object({ policy: z.enum(['always', 'ambiguous', 'never']), candidates: z.number().int().min(2).max(100), margin: z.number().min(0).max(2), weight: z.number().min(0).max(1) })
       .partial()
       .strict()
       .optional(),
