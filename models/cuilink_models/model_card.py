@@ -18,8 +18,6 @@ from .common import MODELS_DIR, WORK_DIR, read_json, write_json
 BARS = {"bi-encoder alone": 0.80, "with the reranker": 0.85}
 # rows of work/cuilink-eval.json (by name prefix) that the bars are judged on
 CUILINK_EVAL_BAR_ROWS = {"bi-encoder alone": "shipped bi-encoder, no reranker", "with the reranker": "shipped bi-encoder + shipped cross-encoder"}
-# the linker's default rerank setting (src/link/link-config.ts); the pipeline ships on this row
-LINKER_DEFAULT_RERANK = "exact+dense+rerank ambiguous(margin 0.05)"
 
 
 def _row(name, r):
@@ -38,14 +36,11 @@ def _bar_line(label: str, got: float, bar: float) -> str:
 
 def _default_rerank(res: dict) -> dict:
     """What the linker does with the shipped pair by default: the chosen weight under its policy."""
-    r = res["reranked"]
-    if "weightSweep" in r:
-        return r["weightSweep"]["chosen"]
-    return r.get(LINKER_DEFAULT_RERANK, r["exact+dense+rerank"])  # runs before the sweep was measured
+    return res["reranked"]["weightSweep"]["chosen"]
 
 
 def _default_rerank_label(res: dict) -> str:
-    w = res["reranked"].get("weightSweep", {}).get("chosenWeight", 1.0)
+    w = res["reranked"]["weightSweep"]["chosenWeight"]
     return f"ambiguous mentions, margin 0.05, cross-encoder weight {w:g}"
 
 
@@ -119,15 +114,12 @@ def write_card(out_dir: Path, summary: dict) -> Path:
         for k, r in v.items():
             if k.startswith("exact+dense+rerank"):
                 L.append(_row(k.replace("exact+dense+rerank", "all non-exact mentions") if k == "exact+dense+rerank" else k.replace("exact+dense+rerank ", ""), r))
-        if "weightSweep" in v:
-            for w, r in v["weightSweep"]["byWeight"].items():
-                if float(w) not in (1.0, 0.5):  # listed above
-                    L.append(_row(f"ambiguous(margin 0.05), weight {w}", r))
+        for w, r in v["weightSweep"]["byWeight"].items():
+            L.append(_row(f"ambiguous(margin 0.05), weight {w}", r))
         L.append("")
-        if "weightSweep" in v:
-            L.append(f"The weight w in final = w·sigmoid(logit) + (1−w)·retrieval cosine is chosen on dev under the linker's "
-                     f"default policy (best acc@1, then acc@5): w = {v['weightSweep']['chosenWeight']:g}. The shipped "
-                     "cross-encoder manifest carries it (`rerank`), and the linker uses it unless a link config sets its own.\n")
+        L.append(f"The weight w in final = w·sigmoid(logit) + (1−w)·retrieval cosine is chosen on dev under the linker's "
+                 f"default policy (best acc@1, then acc@5): w = {v['weightSweep']['chosenWeight']:g}. The shipped "
+                 "cross-encoder manifest carries it (`rerank`), and the linker uses it unless a link config sets its own.\n")
     L.append("### Bars (issue 3)\n")
     L.append(_bar_line("bi-encoder alone (cuilink_models.evaluate)", shipped_bi["exact+dense"]["acc@1"], BARS["bi-encoder alone"]))
     if "reranked" in res:
@@ -137,12 +129,12 @@ def write_card(out_dir: Path, summary: dict) -> Path:
         else:
             L.append(f"- with the reranker: **not met** — the trained cross-encoder moved acc@1 from {alone:.3f} to {rr:.3f}, "
                      "so none is shipped.")
-    te_rows = {name: r for name, r in read_json(WORK_DIR / "cuilink-eval.json")["rows"]} if (WORK_DIR / "cuilink-eval.json").exists() else {}
-    for label, prefix in CUILINK_EVAL_BAR_ROWS.items():
-        row = next((r for name, r in te_rows.items() if name.startswith(prefix)), None)
+    te = WORK_DIR / "cuilink-eval.json"
+    te_report = read_json(te) if te.exists() else {"rows": []}
+    found = {label: next((r for name, r in te_report["rows"] if name.startswith(prefix)), None) for label, prefix in CUILINK_EVAL_BAR_ROWS.items()}
+    for label, row in found.items():
         if row is not None and (label == "bi-encoder alone" or summary.get("shippedCrossEncoder")):
             L.append(_bar_line(f"{label}, through `cuilink eval` (the issue's measure)", row["acc@1"], BARS[label]))
-    found = {label: next((r for name, r in te_rows.items() if name.startswith(prefix)), None) for label, prefix in CUILINK_EVAL_BAR_ROWS.items()}
     if summary.get("shippedCrossEncoder") and all(found.values()):
         n = res["base"]["mentions"]
         gain = found["with the reranker"]["acc@1"] - found["bi-encoder alone"]["acc@1"]
@@ -156,13 +148,11 @@ def write_card(out_dir: Path, summary: dict) -> Path:
              f"mentions/s trained, {res['base']['mentionsPerSecond']:.0f} base — same architecture, so the gap is the shared "
              "machine's load at the two moments, not the models.\n")
 
-    te = WORK_DIR / "cuilink-eval.json"
-    if te.exists():
-        t = read_json(te)
+    if te_report["rows"]:
         L.append("### Through `cuilink eval` (the TypeScript linker)\n")
-        L.append(t.get("label", "") + "\n")
+        L.append(te_report.get("label", "") + "\n")
         L.append("| system | acc@1 | acc@5 |\n|---|---:|---:|")
-        for name, r in t["rows"]:
+        for name, r in te_report["rows"]:
             L.append(_row(name, r))
         L.append("")
 

@@ -91,9 +91,11 @@ class _TableScorer:
     def __init__(self, logits):
         self.logits = logits
         self.pairs = []
+        self.calls = []
 
     def score(self, pairs):
         self.pairs.extend(pairs)
+        self.calls.append(len(pairs))
         return np.array([self.logits[c] for _, c in pairs], dtype=np.float32)
 
 
@@ -111,6 +113,11 @@ def test_rerank_policies_match_the_linker():
     out = rerank_predictions(scorer, d, ms, preds, top_k=2, retrieval=retrieval)
     assert out[0] == [b, a] and out[1] == preds[1]
     assert [q for q, _ in scorer.pairs] == ["[M] lump [/M]"] * 2
+    # each mention's candidates in a call of their own (int8 scores must not depend on batch mates)
+    scorer.calls.clear()
+    ms2 = [ms[0], Mention("1", 30, 40, "mucus lung", [{"MESH:D003550"}])]
+    rerank_predictions(scorer, d, ms2, [[a, b], [b, a]], top_k=2, retrieval=retrieval + [{}])
+    assert scorer.calls == [2, 2]
     # ambiguous: a top-1/top-2 gap of 0.10 is not under the margin, so nothing is reranked
     assert rerank_predictions(scorer, d, ms, preds, top_k=2, retrieval=retrieval, margin=0.05)[0] == [a, b]
     assert rerank_predictions(scorer, d, ms, preds, top_k=2, retrieval=retrieval, margin=0.2)[0] == [b, a]
