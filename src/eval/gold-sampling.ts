@@ -5,7 +5,12 @@
 export function inGoldSample(noteId: string, fraction: number, seed: number): boolean {
   if (fraction >= 1) return true;
   if (fraction <= 0) return false;
-  return fmix32(fnv1a32(`${seed}\u0000${noteId}`)) / 4294967296 < fraction;
+  return noteDraw(noteId, seed) < fraction;
+}
+
+/** A note's deterministic draw in [0, 1) for a seed: the same in every run, process and order. */
+export function noteDraw(noteId: string, seed: number): number {
+  return fmix32(fnv1a32(`${seed}\u0000${noteId}`)) / 4294967296;
 }
 
 /**

@@ -9,6 +9,7 @@ import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { evaluateCorpus } from '../../eval/offline-eval.ts';
 import { writePredictions } from '../../eval/prediction-file.ts';
 import { formatMetricsTable } from '../../eval/report-format.ts';
+import { TUNING_SPLIT_SEED, TUNING_SPLIT_SIZE, parseSplitPart, selectSplit } from '../../eval/tuning-split.ts';
 import type { OpenLinkerOptions } from '../../link/open-linker.ts';
 import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest } from '../linker-flags.ts';
 
@@ -23,6 +24,9 @@ Options:
   --index DIR            index directory (cuilink index build); its concepts are the KB
   --corpus FILE          PubTator corpus (may be gzipped)
   --types REGEX          keep only annotations whose type matches (e.g. 'Disease')
+  --split tune|learn     only one part of the fixed tuning split of a training corpus: 'tune' is
+                         the ${TUNING_SPLIT_SIZE} documents every default is chosen on, 'learn' the rest
+  --split-seed N         seed of the split (default ${TUNING_SPLIT_SEED}; documented, keep it)
   --out FILE             write the JSON report (per label and per semantic type included)
   --predictions FILE     write per-mention predictions as JSONL (input of 'cuilink compare')
   --batch N              notes per linking call (default 32)
@@ -60,6 +64,8 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         ...LINKER_FLAG_OPTIONS,
         corpus: { type: 'string' },
         types: { type: 'string' },
+        split: { type: 'string' },
+        'split-seed': { type: 'string' },
         out: { type: 'string' },
         predictions: { type: 'string' },
         batch: { type: 'string' },
@@ -69,8 +75,15 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       const corpusFile = requireString(values.corpus, 'corpus');
       const batchSize = parseNumberFlag(values.batch, 'batch', 32, { min: 1, integer: true });
       const types = parseTypes(values.types);
+      const split = parseSplitPart(values.split);
+      const splitSeed = parseNumberFlag(values['split-seed'], 'split-seed', TUNING_SPLIT_SEED, { integer: true });
       // Cheap checks first: a bad corpus or index fails before the model loads.
       const corpus = await loadPubTatorCorpus(corpusFile, { types });
+      if (split !== undefined) {
+        corpus.notes = selectSplit(corpus.notes, (n) => n.noteId, split, { seed: splitSeed });
+        const kept = new Set(corpus.notes.map((n) => n.noteId));
+        for (const [key, g] of corpus.gold) if (!kept.has(g.noteId)) corpus.gold.delete(key);
+      }
       if (corpus.gold.size === 0) throw new InputError(`${corpusFile}: no annotated mentions${types ? ` of types /${values.types}/` : ''}`, 'BAD_CORPUS');
       const view = kbOntologyView(await loadIndexKb(indexDir));
       const core = await openCore({ ...linkerRequest(values), indexDir });
@@ -87,6 +100,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         await core.close();
       }
       const report = buildEvalReport({ corpus: corpusFile, index: indexDir, types: values.types ?? null, versions: core.versions, stats: corpus.stats, result });
+      if (split !== undefined) console.log(`split: ${split} part (seed ${splitSeed}, ${TUNING_SPLIT_SIZE} tune documents)`);
       console.log(`${corpusFile}: ${result.notes} notes, ${result.mentions} mentions (${corpus.stats.duplicateAnnotations} duplicate annotations, ${corpus.stats.duplicateDocuments} duplicate documents, ${corpus.stats.skippedNoConcept} without a concept skipped)`);
       console.log(`index ${core.versions.indexVersion}, model ${core.versions.modelVersion}, linker ${core.versions.linkerVersion}`);
       console.log(`linked in ${result.linkSeconds.toFixed(2)} s: ${result.mentionsPerSecond.toFixed(1)} mentions/s${result.missingPredictions > 0 ? ` (${result.missingPredictions} mentions without output, scored NIL)` : ''}`);
