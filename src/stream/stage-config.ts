@@ -13,7 +13,7 @@ const topicName = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'a topic name is 1
 
 export const stageConfigSchema = z
   .object({
-    /** host:port list; empty means "start the local development broker" (cuilink run only). */
+    /** host:port list; `cuilink run` refuses an empty one (exit 2); `cuilink demo` starts its own broker instead. */
     brokers: z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'a broker is host:port')).default([]),
     clientId: z.string().min(1).default('cuilink'),
     groupId: z.string().min(1).default('cuilink-linker'),

@@ -1,5 +1,4 @@
-// The main job, exactly as `npm start` runs it: `node bin/cuilink.js run` with no brokers
-// configured starts a local broker, creates the topics, publishes samples/notes.jsonl, links the
+// The main job, exactly as `npm start` runs it: `node bin/cuilink.js demo` starts a local broker, creates the topics, publishes samples/notes.jsonl, links the
 // notes with the default model and the default HPO index, prints the results and the throughput,
 // stops the broker and exits 0.
 //
@@ -33,9 +32,9 @@ interface Finished {
 /** Runs the demo in its own process group, so that the group — the broker JVM included — can be killed if the test gives up. */
 function runDemo(timeoutMs: number): Promise<Finished> {
   const env: NodeJS.ProcessEnv = { ...process.env, CUILINK_CACHE_DIR: process.env.CUILINK_CACHE_DIR ?? join(REPO, '.cache', 'cuilink') };
-  // The stage's own settings from the environment would turn the demo into something else (brokers → service mode).
+  // The stage's own settings from the environment would change what the demo shows.
   for (const [name] of ENV_VARS) delete env[name];
-  const child = spawn(process.execPath, ['bin/cuilink.js', 'run'], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, ['bin/cuilink.js', 'demo'], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const killGroup = (signal: NodeJS.Signals) => {
     try {
       process.kill(-child.pid!, signal);
@@ -89,7 +88,7 @@ function portOpen(host: string, port: number): Promise<boolean> {
   });
 }
 
-test('npm start with no brokers: local broker, samples linked with the default model and HPO index, throughput printed, broker stopped, exit 0', { timeout: TIMEOUT_MS + 60_000 }, async () => {
+test('npm start = cuilink demo: local broker, samples linked with the default model and HPO index, throughput printed, broker stopped, exit 0', { timeout: TIMEOUT_MS + 60_000 }, async () => {
   const { notes } = readDemoNotes(SAMPLES);
   assert.ok(notes.length > 0, 'samples/notes.jsonl has notes');
   const run = await runDemo(TIMEOUT_MS);
@@ -101,6 +100,7 @@ test('npm start with no brokers: local broker, samples linked with the default m
   const lines = run.stdout.split('\n');
   let linkedMentions = 0;
   let totalMentions = 0;
+  const decisions: string[] = [];
   for (const note of notes) {
     totalMentions += note.mentions.length;
     const at = lines.findIndex((l) => l.startsWith(`${note.noteId}  (`));
@@ -108,8 +108,9 @@ test('npm start with no brokers: local broker, samples linked with the default m
     assert.equal(lines[at], `${note.noteId}  (${note.mentions.length} mentions)`, `note ${note.noteId}: every mention came back`);
     for (const [i, mention] of note.mentions.entries()) {
       const line = lines[at + 1 + i] ?? '';
-      const match = /^ {2}(.+?) +→ (?:(HP:\d{7}) {2}\S.*|NIL \(best: .*\)) {2}\((-?\d+\.\d{3})\)/.exec(line);
-      assert.ok(match, `note ${note.noteId} mention ${mention.id}: '${line}' reads '<text> → <HP concept or NIL> (score)'`);
+      const match = /^ {2}(.+?) +→ (?:(HP:\d{7}) {2}\S.*|NIL \(best: .*\)) {2}\((-?\d+\.\d{3}), (exact|dense|reranked|abbreviation \((?:exact|dense|reranked)\)|NIL)\)$/.exec(line);
+      assert.ok(match, `note ${note.noteId} mention ${mention.id}: '${line}' reads '<text> → <HP concept or NIL> (score, how decided)'`);
+      decisions.push(match[4]!);
       assert.equal(match[1], mention.text, `note ${note.noteId}: mentions printed in order with their text`);
       if (match[2]) linkedMentions++;
     }
@@ -127,7 +128,7 @@ test('npm start with no brokers: local broker, samples linked with the default m
 
   // The local broker it started is gone once it exits.
   assert.deepEqual(run.leftovers, [], 'no process of the demo (broker JVM included) outlives it');
-  const broker = /run: broker (\S+):(\d+),/.exec(run.stderr);
+  const broker = /demo: broker (\S+):(\d+),/.exec(run.stderr);
   assert.ok(broker, `the broker address is reported on stderr${tail}`);
   assert.equal(await portOpen(broker[1]!, Number(broker[2])), false, `the local broker on ${broker[1]}:${broker[2]} was stopped`);
 });

@@ -1,0 +1,138 @@
+import { join } from 'node:path';
+import type { Command } from '../command.ts';
+import { parseFlags, parseNumberFlag } from '../args.ts';
+import { loadStageConfig, connectionOf, type StageConfig } from '../../stream/stage-config.ts';
+import { startLocalBroker, type LocalBroker } from '../../stream/local-broker.ts';
+import { createKafkaClient } from '../../stream/kafka-client.ts';
+import { ensureTopics } from '../../stream/topics.ts';
+import { REPO_ROOT } from '../../stream/kafka-jars.ts';
+import { startStageRuntime, type StageRuntime } from '../stage-runtime.ts';
+import { publishAndCollect, readDemoNotes, type DemoResult } from '../run-demo.ts';
+import { describeDecision } from '../link-decision.ts';
+import { serveUntilStopped } from './run.ts';
+import type { NoteInput } from '../../link/types.ts';
+
+const DEFAULT_SAMPLES = join(REPO_ROOT, 'samples', 'notes.jsonl');
+
+const usage = `Usage: cuilink demo [--config FILE] [--follow] [--samples FILE] [--index DIR] [--http-port N]
+
+The local demonstration of the Kafka stage (what 'npm start' runs): starts a local Kafka broker
+(jars fetched from Maven Central into .kafka/ once), creates the topics, publishes the sample
+notes, links them with the default model and index (HPO, built once and cached), prints each
+mention's concept, score and how it was decided, then the throughput, stops the broker and exits.
+
+How a link was decided (from the LinkedNote fields):
+  exact         the chosen name is in the index's exact normalized-name table
+  dense         ranked by the bi-encoder's vector (HNSW) score alone
+  reranked      retrieval left it ambiguous; the cross-encoder rescored the top candidates
+  abbreviation  an in-note short form linked through its long form (the path in brackets)
+  NIL           no candidate cleared the NIL threshold (the best one is shown)
+
+It always runs its own broker: configured brokers (CUILINK_BROKERS, "brokers") are ignored. The
+service is 'cuilink run'. Other stage options (--config, CUILINK_*) apply as they do there.
+
+Options:
+  --config FILE         stage configuration (JSON; its brokers are ignored)
+  --follow              keep the stage running after the samples (until SIGTERM/SIGINT)
+  --samples FILE        note events to publish (JSON lines, the 'cuilink link' input; default samples/notes.jsonl)
+  --index DIR           index directory (overrides linker.indexDir; default: the HPO index)
+  --http-port N         port for /healthz, /readyz, /metrics (default: any free port)
+  -h, --help            this text`;
+
+export const demo: Command = {
+  name: 'demo',
+  summary: 'Local demo: start a Kafka broker, link the sample notes, print how each was linked',
+  usage,
+  async run(argv) {
+    const { values } = parseFlags(argv, {
+      config: { type: 'string' },
+      follow: { type: 'boolean', default: false },
+      samples: { type: 'string' },
+      index: { type: 'string' },
+      'http-port': { type: 'string' },
+    });
+    const overrides: Record<string, unknown> = {};
+    if (values.index !== undefined) overrides['linker.indexDir'] = values.index;
+    if (values['http-port'] !== undefined) overrides['http.port'] = parseNumberFlag(values['http-port'], 'http-port', 8080, { min: 0, max: 65535, integer: true });
+    const config = loadStageConfig({ file: values.config, overrides });
+    if (config.brokers.length > 0) console.error(`demo: ignoring the configured brokers (${config.brokers.join(',')}): the demo runs its own; the service is 'cuilink run'`);
+    // The demo is for a terminal: quiet logs unless asked, and any free port rather than 8080.
+    if (values.config === undefined && process.env.CUILINK_LOG_LEVEL === undefined) {
+      config.telemetry.logLevel = 'warn';
+      config.telemetry.kafkaLogLevel = 'error';
+    }
+    if (values['http-port'] === undefined && process.env.CUILINK_HTTP_PORT === undefined && config.http.port === 8080) config.http.port = 0;
+    return runDemo(config, values.samples ?? DEFAULT_SAMPLES, values.follow === true);
+  },
+};
+
+async function runDemo(config: StageConfig, samplesFile: string, follow: boolean): Promise<number> {
+  const { notes, skipped } = readDemoNotes(samplesFile);
+  for (const s of skipped) console.error(`demo: ${samplesFile}:${s.line}: skipped (${s.reason})`);
+  console.error('demo: starting a local Kafka broker (the first run fetches its jars from Maven Central)');
+  const broker: LocalBroker = await startLocalBroker();
+  try {
+    const kafka = createKafkaClient(connectionOf(config, broker.brokers), () => {});
+    await ensureTopics(kafka, [config.topics.input, config.topics.output, config.topics.deadLetter], { partitions: 3 });
+    console.error(`demo: broker ${broker.brokers.join(',')}, topics ${config.topics.input} → ${config.topics.output} (dead letters: ${config.topics.deadLetter})`);
+    console.error('demo: loading the linker (the first run builds the default HPO index, a few minutes)');
+    const runtime = await startStageRuntime(config, { brokers: broker.brokers });
+    try {
+      await runtime.stage.whenJoined();
+      const result = await publishAndCollect(kafka, runtime.recordCodec, config, notes, 120_000);
+      printDemo(notes, result, runtime);
+      const accounted = result.linked.size + result.deadLettered.size;
+      if (accounted < notes.length) console.error(`demo: only ${accounted} of ${notes.length} notes came back within 120 s`);
+      if (follow) {
+        console.log(`\nFollowing: publish NoteEvent records to '${config.topics.input}' at ${broker.brokers.join(',')}; ${runtime.health ? `${runtime.health.url}/metrics; ` : ''}Ctrl-C to stop.`);
+        return await serveUntilStopped(runtime);
+      }
+      return accounted === notes.length ? 0 : 1;
+    } finally {
+      await runtime.close();
+    }
+  } finally {
+    await broker.stop();
+  }
+}
+
+function printDemo(notes: NoteInput[], result: DemoResult, runtime: StageRuntime): void {
+  const byId = new Map(notes.map((n) => [n.noteId, n]));
+  let mentions = 0;
+  const decisions = new Map<string, number>();
+  for (const note of notes) {
+    const linked = result.linked.get(note.noteId);
+    const dead = result.deadLettered.get(note.noteId);
+    if (dead) {
+      console.log(`${note.noteId}: dead-lettered (${dead.errorCode}: ${dead.reason})`);
+      continue;
+    }
+    if (!linked) {
+      console.log(`${note.noteId}: no output yet`);
+      continue;
+    }
+    console.log(`${note.noteId}  (${linked.mentions.length} mentions)`);
+    const source = byId.get(note.noteId)!;
+    const width = Math.max(0, ...linked.mentions.map((m) => mentionText(source, m.mentionId).length));
+    for (const m of linked.mentions) {
+      mentions++;
+      const decision = describeDecision(m);
+      decisions.set(decision, (decisions.get(decision) ?? 0) + 1);
+      const concept = m.nil ? `NIL (best: ${m.candidates[0]?.conceptId ?? '-'} ${m.candidates[0]?.name ?? ''})` : `${m.conceptId}  ${m.conceptName}`;
+      console.log(`  ${mentionText(source, m.mentionId).padEnd(width)}  → ${concept}  (${m.score.toFixed(3)}, ${decision})`);
+    }
+  }
+  const seconds = Math.max(1e-3, (result.lastReceivedAt - result.firstSentAt) / 1000);
+  const sorted = [...result.latenciesMs].sort((a, b) => a - b);
+  const p50 = sorted[Math.floor(sorted.length / 2)] ?? 0;
+  const max = sorted[sorted.length - 1] ?? 0;
+  const { counts } = runtime.stage.stats();
+  const tally = [...decisions].sort((a, b) => b[1] - a[1]).map(([d, n]) => `${n} ${d}`).join(', ');
+  console.log(`\n${result.linked.size} notes linked, ${result.deadLettered.size} dead-lettered; ${mentions} mentions in ${seconds.toFixed(2)} s = ${(mentions / seconds).toFixed(1)} mentions/s through Kafka (latency p50 ${p50} ms, max ${max} ms; ${counts.batches} linking batches)`);
+  if (tally) console.log(`decided: ${tally}`);
+  console.log(`linker ${runtime.linker.versions.linkerVersion}, model ${runtime.linker.versions.modelVersion}, index ${runtime.linker.versions.indexVersion}`);
+}
+
+function mentionText(note: NoteInput, mentionId: string): string {
+  return note.mentions.find((m) => m.id === mentionId)?.text ?? mentionId;
+}
