@@ -84,5 +84,5 @@ export async function startStageRuntime(config: StageConfig, options: StartStage
 
 async function openConfiguredLinker(config: StageConfig, logger: Logger): Promise<LinkingCore> {
   const indexDir = config.linker.indexDir ?? (await ensureDefaultIndex({ log: (line) => logger.info(line) }));
-  return openLinker({ indexDir, modelDir: config.linker.modelDir, rerankerDir: config.linker.rerankerDir, threads: config.linker.threads, provider: config.linker.provider, deviceId: config.linker.deviceId, precision: config.linker.precision, config: config.link });
+  return openLinker({ indexDir, modelDir: config.linker.modelDir, rerankerDir: config.linker.rerankerDir, threads: config.linker.threads, provider: config.linker.provider, deviceId: config.linker.deviceId, precision: config.linker.precision, config: config.link, log: (line) => logger.info(line), debug: (line) => logger.debug(line) });
 }

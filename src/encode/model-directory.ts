@@ -15,8 +15,14 @@ export interface EncoderOptions {
   batch?: Partial<BatchLimits>;
   /** Spin idle onnxruntime intra-op threads (default off: faster on small shared machines). */
   spinning?: boolean;
-  /** Start-up lines (the provider in use); stderr by default. */
+  /** Start-up lines (the model loaded, the provider in use); stderr by default. */
   log?: (line: string) => void;
+  /** Set-up detail (the CPU fallback on a machine without the CUDA provider); stderr when CUILINK_LOG_LEVEL=debug, else dropped. */
+  debug?: (line: string) => void;
+}
+
+function defaultDebug(line: string): void {
+  if (process.env.CUILINK_LOG_LEVEL === 'debug') process.stderr.write(`cuilink: ${line}\n`);
 }
 
 /** A model directory opened: manifest, tokenizer and an ONNX session on the chosen provider. */
@@ -41,18 +47,18 @@ export async function openModelDirectory(dir: string, kind: ModelManifest['kind'
   // The file depends on the provider, which is only known once a session has started.
   let precision = choosePrecision(manifest, wantsGpu, options.precision);
   verifyModelFile(dir, manifest, manifest.files[precision]!);
-  let session = await OnnxSession.open(join(dir, manifest.files[precision]!), { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, spinning: options.spinning, log });
+  let session = await OnnxSession.open(join(dir, manifest.files[precision]!), { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, spinning: options.spinning, log, debug: options.debug ?? defaultDebug });
   if (session.provider === 'cpu' && options.precision === undefined && choosePrecision(manifest, false) !== precision) {
     await session.close();
     precision = choosePrecision(manifest, false);
     verifyModelFile(dir, manifest, manifest.files[precision]!);
-    session = await OnnxSession.open(join(dir, manifest.files[precision]!), { provider: 'cpu', deviceId: 0, threads: options.threads, spinning: options.spinning, log });
+    session = await OnnxSession.open(join(dir, manifest.files[precision]!), { provider: 'cpu', deviceId: 0, threads: options.threads, spinning: options.spinning, log, debug: options.debug ?? defaultDebug });
   }
   for (const name of manifest.inputNames) {
     if (!session.inputNames.includes(name)) throw new InputError(`${dir}: the ONNX model has no input '${name}' (has ${session.inputNames.join(', ')})`, 'BAD_MODEL');
   }
   const base = session.provider === 'cuda' ? GPU_BATCH_LIMITS : CPU_BATCH_LIMITS;
-  log(`${manifest.kind} ${manifest.id}: ${precision} on ${session.provider}${session.provider === 'cuda' ? ` (device ${options.deviceId ?? 0})` : ` (${session.threads} threads)`}`);
+  log(`${manifest.kind} ${manifest.id} from ${dir}: ${precision} on ${session.provider}${session.provider === 'cuda' ? ` (device ${options.deviceId ?? 0})` : ` (${session.threads} threads)`}`);
   return {
     dir,
     manifest,

@@ -14,6 +14,17 @@ export interface OnnxSessionOptions {
   /** Spin idle intra-op threads (default false, or CUILINK_ORT_SPINNING=1). */
   spinning?: boolean;
   log: (line: string) => void;
+  /** Lines only an operator debugging the set-up wants (the CPU fallback of `auto` on a machine without the CUDA provider). */
+  debug?: (line: string) => void;
+}
+
+/** Fallback lines already written by this process: a CPU machine says "no CUDA provider" once, not once per model. */
+const loggedFallbacks = new Set<string>();
+
+function once(line: string, write: (line: string) => void): void {
+  if (loggedFallbacks.has(line)) return;
+  loggedFallbacks.add(line);
+  write(line);
 }
 
 interface Pending {
@@ -67,7 +78,8 @@ export class OnnxSession {
     const missing = cudaProviderMissing();
     if (missing !== undefined) {
       if (options.provider === 'cuda') throw new CudaUnavailableError(missing);
-      options.log(`execution provider: cpu (auto: ${missing})`);
+      // No CUDA provider installed: the CPU is what this machine was set up for, not news (debug, once per process).
+      once(`execution provider: cpu (auto: ${missing})`, options.debug ?? (() => {}));
       return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads, spinning);
     }
     try {
@@ -76,7 +88,8 @@ export class OnnxSession {
       const missingLibs = missingCudaLibraries();
       const reason = `onnxruntime could not start CUDA device ${options.deviceId}: ${(error as Error).message}${missingLibs.length > 0 ? ` (not on the loader path: ${missingLibs.join(', ')})` : ''}`;
       if (options.provider === 'cuda') throw new CudaUnavailableError(reason, error);
-      options.log(`execution provider: cpu (auto: ${reason})`);
+      // The CUDA provider is installed, so a GPU was meant: say why it is not used (once per process).
+      once(`execution provider: cpu (auto: ${reason})`, options.log);
       return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads, spinning);
     }
   }

@@ -1,4 +1,6 @@
+import { isAbsolute, relative, resolve } from 'node:path';
 import { loadKb, type KbLoadOptions } from '../kb/load.ts';
+import { PACKAGE_ROOT } from '../kb/package-root.ts';
 import { BiEncoder } from '../encode/bi-encoder.ts';
 import type { ProviderChoice } from '../encode/execution-provider.ts';
 import type { Precision } from '../encode/manifest.ts';
@@ -22,6 +24,16 @@ export interface BuildIndexFromKbOptions {
   log?: (line: string) => void;
 }
 
+/**
+ * How the manifest records the model directory: relative to the package root when the model is
+ * inside the package (the shipped ones), so the index opens from any working directory and after
+ * the checkout moves; as given otherwise. openLinker resolves it back (resolveRecordedModelDir).
+ */
+export function recordedModelPath(modelDir: string): string {
+  const fromPackage = relative(PACKAGE_ROOT, resolve(modelDir));
+  return fromPackage !== '' && !fromPackage.startsWith('..') && !isAbsolute(fromPackage) ? fromPackage : modelDir;
+}
+
 /** KB files → concept store → every name encoded → index directory (what `cuilink index build` runs). */
 export async function buildIndexFromKb(options: BuildIndexFromKbOptions): Promise<IndexManifest> {
   const log = options.log ?? (() => {});
@@ -33,7 +45,7 @@ export async function buildIndexFromKb(options: BuildIndexFromKbOptions): Promis
       kbSources: options.kbPaths,
       kbChecksum: store.checksum(),
       encoder,
-      model: { path: options.modelDir, sha256: encoder.modelSha256, precision: encoder.precision },
+      model: { path: recordedModelPath(options.modelDir), sha256: encoder.modelSha256, precision: encoder.precision },
       normalize: normalizeName,
       outDir: options.outDir,
       hnsw: options.hnsw,

@@ -1,14 +1,16 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_ONTOLOGY, ensureDefaultOntology } from '../kb/default-ontology.ts';
+import { PACKAGE_ROOT } from '../kb/package-root.ts';
 import { modelChecksum, readModelManifest } from '../encode/manifest.ts';
 import { buildIndexFromKb } from './build-index-from-kb.ts';
 
-export const DEFAULT_MODEL_DIR = join('models', 'default', 'biencoder');
+/** The shipped bi-encoder, found from the package root (not the working directory). */
+export const DEFAULT_MODEL_DIR = join(PACKAGE_ROOT, 'models', 'default', 'biencoder');
 
-/** Where cuilink caches what it fetches or builds for its defaults (`CUILINK_CACHE_DIR`, else .cache/ in the working directory). */
+/** Where cuilink caches what it fetches or builds for its defaults (`CUILINK_CACHE_DIR`, else .cache/cuilink in the package root). */
 export function defaultCacheDir(): string {
-  return process.env.CUILINK_CACHE_DIR ?? join(process.cwd(), '.cache', 'cuilink');
+  return process.env.CUILINK_CACHE_DIR ?? join(PACKAGE_ROOT, '.cache', 'cuilink');
 }
 
 /**

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
+import { PACKAGE_ROOT } from '../kb/package-root.ts';
 import { BiEncoder } from '../encode/bi-encoder.ts';
 import { CrossEncoder } from '../encode/cross-encoder.ts';
 import type { ProviderChoice } from '../encode/execution-provider.ts';
@@ -31,9 +32,25 @@ export interface OpenLinkerOptions {
   precision?: Precision;
   /** Link options (src/link/link-config.ts), validated here. */
   config?: Record<string, unknown>;
+  /** Which models were loaded from where, and why the reranker is off; stderr by default. */
+  log?: (line: string) => void;
+  /** Set-up detail (the execution-provider fallback); see EncoderOptions.debug. */
+  debug?: (line: string) => void;
 }
 
-export const DEFAULT_RERANKER_DIR = join('models', 'default', 'crossencoder');
+/** The shipped cross-encoder, found from the package root (not the working directory). */
+export const DEFAULT_RERANKER_DIR = join(PACKAGE_ROOT, 'models', 'default', 'crossencoder');
+
+/**
+ * The bi-encoder directory an index manifest recorded: an absolute path as it is; a relative one
+ * from the package root first (where `index build` records the shipped models from, see
+ * recordedModelPath), else from the working directory. The checksum check catches a wrong pick.
+ */
+export function resolveRecordedModelDir(recorded: string): string {
+  if (isAbsolute(recorded)) return recorded;
+  const fromPackage = join(PACKAGE_ROOT, recorded);
+  return existsSync(join(fromPackage, 'manifest.json')) ? fromPackage : recorded;
+}
 
 /** The reranker's own settings (its manifest's `rerank`) under whatever the link config sets. */
 export function withRerankDefaults(config: Record<string, unknown>, defaults: Record<string, unknown>): Record<string, unknown> {
@@ -49,14 +66,18 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   let config = parseLinkConfig(options.config ?? {});
   const indexDir = resolveIndexDir(options.indexDir).dir;
   const index = await LinkIndex.open(indexDir, normalizeName, { efSearch: config.efSearch });
-  const modelDir = options.modelDir ?? index.manifest.model.path;
-  const encoderOptions = { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, precision: options.precision };
+  const log = options.log ?? ((line: string) => process.stderr.write(`cuilink: ${line}\n`));
+  const modelDir = options.modelDir ?? resolveRecordedModelDir(index.manifest.model.path);
+  const encoderOptions = { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, precision: options.precision, log, debug: options.debug };
   const encoder = await BiEncoder.open(modelDir, encoderOptions);
   if (encoder.modelSha256 !== index.manifest.model.sha256) {
     await encoder.close();
     throw new InputError(`${modelDir} is not the model index ${indexDir} was built with (checksum ${encoder.modelSha256.slice(0, 12)} ≠ ${index.manifest.model.sha256.slice(0, 12)}); rebuild the index or pass --model`, 'MODEL_MISMATCH');
   }
   const rerankerDir = options.rerankerDir === undefined ? (existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false) : options.rerankerDir;
+  // Never drop the reranker without a word: say which of the three reasons applies.
+  if (rerankerDir === false) log(options.rerankerDir === false ? 'reranker: none (turned off)' : `reranker: none (${DEFAULT_RERANKER_DIR} has no manifest.json)`);
+  else if (config.rerank.policy === 'never') log('reranker: none (rerank.policy is never)');
   const cross = rerankerDir === false || config.rerank.policy === 'never' ? undefined : await CrossEncoder.open(rerankerDir, encoderOptions);
   if (cross?.manifest.rerank) config = parseLinkConfig(withRerankDefaults(options.config ?? {}, cross.manifest.rerank));
   const findAbbreviations: AbbreviationFinder = (text) => {

@@ -83,6 +83,26 @@ test('cuilink link: JSON lines in, LinkedNote lines out, bad lines reported and 
   assert.equal(lines[0]!.mentions[0]!.conceptId, 'FX:0000020');
 });
 
+test('cuilink link from another working directory: the recorded model and the shipped reranker resolve from the package root, and it says which were loaded', () => {
+  const bin = join(process.cwd(), 'bin', 'cuilink.js');
+  const input = join(root, 'one-note.jsonl');
+  writeFileSync(input, `${JSON.stringify(NOTES[0])}\n`);
+  const run = spawnSync(process.execPath, [bin, 'link', '--index', indexDir, '--in', input, '--provider', 'cpu', '--threads', '1'], { encoding: 'utf8', cwd: root });
+  assert.equal(run.status, 0, run.stderr);
+  const packageRoot = process.cwd();
+  assert.match(run.stderr, new RegExp(`bi-encoder \\S+ from ${packageRoot}/models/default/biencoder: int8 on cpu`), run.stderr);
+  assert.match(run.stderr, new RegExp(`cross-encoder \\S+ from ${packageRoot}/models/default/crossencoder: int8 on cpu`), run.stderr);
+  assert.doesNotMatch(run.stderr, /execution provider/, 'no provider fallback line on a CPU run');
+  const linked = JSON.parse(run.stdout.trim()) as LinkedNote;
+  assert.ok(linked.modelVersion.includes('+'), 'the reranker is part of the model version');
+});
+
+test('cuilink link --reranker none says the reranker is off', () => {
+  const run = spawnSync(process.execPath, ['bin/cuilink.js', 'link', '--index', indexDir, '--provider', 'cpu', '--threads', '1', '--reranker', 'none'], { encoding: 'utf8', input: '' });
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stderr, /reranker: none \(turned off\)/);
+});
+
 test('cuilink link refuses an index built with another model', () => {
   const run = spawnSync(process.execPath, ['bin/cuilink.js', 'link', '--index', indexDir, '--model', 'test/fixtures/no-model', '--provider', 'cpu'], { encoding: 'utf8', input: '' });
   assert.equal(run.status, 2);
