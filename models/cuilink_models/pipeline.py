@@ -191,7 +191,7 @@ def main(argv=None):
 
 def ship(src: Path, dst: Path, metrics: dict, fixture_src: Path, fixture_dst: Path | None, rerank: dict | None = None) -> None:
     """Copies an evaluated export into place and records its metrics (and, for a cross-encoder, the
-    rerank settings it was chosen with: the linker's defaults for it, docs/model-directory.md).
+    rerank settings it was chosen with, under metrics.chosenRerank: docs/model-directory.md).
     The sha256 map stays valid: it covers the ONNX and tokenizer files, copied byte for byte."""
     from .common import sha256_file
 
@@ -201,7 +201,9 @@ def ship(src: Path, dst: Path, metrics: dict, fixture_src: Path, fixture_dst: Pa
     m = read_json(dst / "manifest.json")
     m["metrics"] = metrics
     if rerank is not None:
-        m["rerank"] = rerank
+        # Recorded, not read: the linker's rerank defaults live in one place, src/link/link-config.ts
+        # (a manifest `rerank` block is refused); copy these there when a retrained model is shipped.
+        m["metrics"]["chosenRerank"] = rerank
     for name, digest in m["sha256"].items():
         if sha256_file(dst / name) != digest:
             raise RuntimeError(f"{dst / name}: checksum differs from the manifest after copying")

@@ -29,12 +29,8 @@ export const modelManifestSchema = z
     outputName: z.string().min(1),
     query: querySchema,
     candidate: z.object({ includeSemanticType: z.boolean() }).partial().optional(),
-    /** A cross-encoder's rerank settings as measured when it was chosen; a link config overrides each. */
-    rerank: z
-      .object({ policy: z.enum(['always', 'ambiguous', 'never']), candidates: z.number().int().min(2).max(100), margin: z.number().min(0).max(2), weight: z.number().min(0).max(1) })
-      .partial()
-      .strict()
-      .optional(),
+    /** Rerank settings are link options (src/link/link-config.ts, the one place for defaults); a manifest carrying them is refused, not silently ignored. */
+    rerank: z.undefined({ message: "rerank settings are not read from a model manifest: put them in a link config (--link-config, or 'link' in the stage config; defaults in src/link/link-config.ts)" }).optional(),
     sha256: z.record(z.string(), z.string().regex(/^[0-9a-f]{64}$/)).default({}),
   })
   .passthrough()

@@ -52,18 +52,12 @@ export function resolveRecordedModelDir(recorded: string): string {
   return existsSync(join(fromPackage, 'manifest.json')) ? fromPackage : recorded;
 }
 
-/** The reranker's own settings (its manifest's `rerank`) under whatever the link config sets. */
-export function withRerankDefaults(config: Record<string, unknown>, defaults: Record<string, unknown>): Record<string, unknown> {
-  const given = config['rerank'];
-  return { ...config, rerank: { ...defaults, ...(typeof given === 'object' && given !== null ? given : {}) } };
-}
-
 /**
  * Opens the one linking core every entry point shares: the index, the bi-encoder it was built
  * with (checked by checksum), the optional cross-encoder, and the link options.
  */
 export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
-  let config = parseLinkConfig(options.config ?? {});
+  const config = parseLinkConfig(options.config ?? {});
   const indexDir = resolveIndexDir(options.indexDir).dir;
   const index = await LinkIndex.open(indexDir, normalizeName, { efSearch: config.efSearch });
   const log = options.log ?? ((line: string) => process.stderr.write(`cuilink: ${line}\n`));
@@ -79,7 +73,6 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   if (rerankerDir === false) log(options.rerankerDir === false ? 'reranker: none (turned off)' : `reranker: none (${DEFAULT_RERANKER_DIR} has no manifest.json)`);
   else if (config.rerank.policy === 'never') log('reranker: none (rerank.policy is never)');
   const cross = rerankerDir === false || config.rerank.policy === 'never' ? undefined : await CrossEncoder.open(rerankerDir, encoderOptions);
-  if (cross?.manifest.rerank) config = parseLinkConfig(withRerankDefaults(options.config ?? {}, cross.manifest.rerank));
   const findAbbreviations: AbbreviationFinder = (text) => {
     const map = new Map<string, { longForm: string; start: number; end: number }>();
     for (const d of findAbbreviationDefinitions(text)) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildIndexFromKb } from '../../src/link/build-index-from-kb.ts';
 import { openLinker } from '../../src/link/open-linker.ts';
+import { parseLinkConfig } from '../../src/link/link-config.ts';
 import type { Linker } from '../../src/link/linker.ts';
 import type { LinkedNote, NoteInput } from '../../src/link/types.ts';
 
@@ -109,16 +110,20 @@ test('cuilink link refuses an index built with another model', () => {
   assert.match(run.stderr, /cannot read model manifest/);
 });
 
-test('the shipped reranker brings its measured rerank settings; a link config overrides each one', async () => {
-  const manifest = JSON.parse(readFileSync('models/default/crossencoder/manifest.json', 'utf8')) as { id: string; rerank: { policy: string; candidates: number; margin: number; weight: number } };
+test('the shipped reranker runs with the link-config defaults (one place); a link config overrides each key', async () => {
+  const manifest = JSON.parse(readFileSync('models/default/crossencoder/manifest.json', 'utf8')) as { id: string; rerank?: unknown };
+  assert.equal(manifest.rerank, undefined, 'the shipped manifest carries no rerank settings of its own');
+  const defaults = parseLinkConfig({}).rerank;
+  assert.deepEqual(defaults, { policy: 'ambiguous', candidates: 5, margin: 0.05, weight: 0.1 }, 'the defaults the shipped cross-encoder was chosen with');
   const withDefaults = await openLinker({ indexDir, provider: 'cpu', threads: 1 });
   const overridden = await openLinker({ indexDir, provider: 'cpu', threads: 1, config: { rerank: { policy: 'always', weight: 0.7 } } });
   try {
     assert.ok(withDefaults.versions.modelVersion.endsWith(`+${manifest.id}`));
-    assert.deepEqual(withDefaults.config.rerank, manifest.rerank);
+    assert.deepEqual(withDefaults.config.rerank, defaults);
     assert.equal(overridden.config.rerank.weight, 0.7);
     assert.equal(overridden.config.rerank.policy, 'always');
-    assert.equal(overridden.config.rerank.margin, manifest.rerank.margin);
+    assert.equal(overridden.config.rerank.margin, defaults.margin);
+    assert.equal(overridden.config.rerank.candidates, defaults.candidates);
     // Reranking every non-exact mention with the real cross-encoder keeps the right answers.
     const linked = await overridden.linkNotes(NOTES);
     assert.ok(linked.some((n) => n.mentions.some((m) => m.reranked)));
