@@ -4,17 +4,29 @@ import { readLines } from '../kb/line-reader.ts';
 import { InputError, ParseError } from '../kb/errors.ts';
 import type { ScoredMention } from './metrics/mention-record.ts';
 
+/** What error analysis wants beside a scored record, without a join: the mention text and concept names. */
+export interface PredictionContext {
+  /** The mention as the corpus wrote it (an operator's own offline file; the stream never writes text). */
+  text?: string;
+  /** Names of the gold concepts in the KB (null for a gold id the KB lacks: a gold NIL). */
+  goldNames?: (string | null)[];
+  /** Names of the predicted concepts, in the same order as `predicted`. */
+  predictedNames?: (string | null)[];
+}
+
 /**
  * Per-mention predictions, one JSON object per line: the scored record (gold ids, ranked
- * predicted ids, NIL flag, top score, label, semantic types, per-mention scores). `cuilink
- * compare` pairs two such files by (noteId, mentionId) and needs no KB, since scores are inside.
+ * predicted ids, NIL flag, top score, label, semantic types, per-mention scores), plus what
+ * `context` adds (mention text, gold and predicted names). `cuilink compare` pairs two such files
+ * by (noteId, mentionId) and needs no KB, since scores are inside; it ignores the context fields.
  */
-export async function writePredictions(file: string, mentions: Iterable<ScoredMention>): Promise<void> {
+export async function writePredictions(file: string, mentions: Iterable<ScoredMention>, context?: (m: ScoredMention) => PredictionContext): Promise<void> {
   const out = createWriteStream(file, { encoding: 'utf8' });
   const failed = new Promise<never>((_, reject) => out.once('error', (e) => reject(new InputError(`${file}: ${e.message}`, 'OUTPUT_ERROR', e))));
   failed.catch(() => {});
   for (const m of mentions) {
-    if (!out.write(`${JSON.stringify(m)}\n`)) await Promise.race([once(out, 'drain'), failed]);
+    const row = context === undefined ? m : { ...m, ...context(m) };
+    if (!out.write(`${JSON.stringify(row)}\n`)) await Promise.race([once(out, 'drain'), failed]);
   }
   out.end();
   await Promise.race([once(out, 'finish'), failed]);

@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
+import { InputError } from '../kb/errors.ts';
 import { loadKb, type KbLoadOptions } from '../kb/load.ts';
 import { PACKAGE_ROOT } from '../kb/package-root.ts';
 import { BiEncoder } from '../encode/bi-encoder.ts';
@@ -37,10 +39,12 @@ export function recordedModelPath(modelDir: string): string {
 /** KB files → concept store → every name encoded → index directory (what `cuilink index build` runs). */
 export async function buildIndexFromKb(options: BuildIndexFromKbOptions): Promise<IndexManifest> {
   const log = options.log ?? (() => {});
+  // Checked before the KB and the model load (~20 s for MEDIC); buildIndex checks again before writing.
+  if (existsSync(options.outDir) && !options.overwrite) throw new InputError(`${options.outDir} already exists (pass --force to replace it)`, 'INDEX_EXISTS');
   const store = await loadKb(options.kbPaths, { ...options.kbOptions, onFile: (path, format, n) => log(`loaded ${n} concepts from ${path} (${format})`) });
   const encoder = await BiEncoder.open(options.modelDir, { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, precision: options.precision });
   try {
-    return await buildIndex({
+    const manifest = await buildIndex({
       concepts: store.sorted(),
       kbSources: options.kbPaths,
       kbChecksum: store.checksum(),
@@ -52,6 +56,10 @@ export async function buildIndexFromKb(options: BuildIndexFromKbOptions): Promis
       overwrite: options.overwrite,
       progress: options.progress,
     });
+    // `kb export` counts every name as written; the index keeps one vector per distinct normalized name of a concept.
+    const merged = store.nameCount - manifest.counts.names;
+    log(`${store.nameCount} names in the KB → ${manifest.counts.names} encoded: ${merged} merged or dropped (names of the same concept that normalize to the same string — case, punctuation, spacing variants — or to nothing); ${manifest.counts.exactKeys} distinct normalized names in the exact-match table`);
+    return manifest;
   } finally {
     await encoder.close();
   }

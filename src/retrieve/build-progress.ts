@@ -7,7 +7,8 @@ export class BuildProgress {
   private readonly label: string;
   private readonly stream: NodeJS.WriteStream;
   private readonly startedAt = performance.now();
-  private lastPrintAt = 0;
+  // The first advance prints at once: a log shows the work started and its size.
+  private lastPrintAt = Number.NEGATIVE_INFINITY;
   private readonly logEveryMs: number;
   private done = 0;
 

@@ -17,15 +17,56 @@ export interface RetrieveOptions {
 }
 
 /**
+ * Roots that stand for a whole ontology: no parent of their own, and at least half of the KB's
+ * concepts below them — MEDIC's `MESH:C` "Diseases", HPO's `HP:0000001` "All", DOID's `DOID:4`
+ * "disease". They organize the hierarchy; nobody means them by a mention. Kept in the KB (hierarchy,
+ * metrics), never returned as candidates. A root over a small branch (a partial hierarchy, a
+ * UMLS subset) is a real concept and stays. Applied at retrieval, so no index needs a rebuild.
+ */
+export function ontologyRoots(concepts: readonly { id: string; parents: readonly string[] }[]): Set<number> {
+  const indexOf = new Map<string, number>();
+  concepts.forEach((c, i) => indexOf.set(c.id, i));
+  const children = new Map<number, number[]>();
+  concepts.forEach((c, i) => {
+    for (const p of c.parents) {
+      const parent = indexOf.get(p);
+      if (parent === undefined) continue;
+      let list = children.get(parent);
+      if (!list) children.set(parent, (list = []));
+      list.push(i);
+    }
+  });
+  const half = concepts.length / 2;
+  const roots = new Set<number>();
+  concepts.forEach((c, i) => {
+    if (c.parents.length > 0 || !children.has(i)) return;
+    // Counts descendants until half the KB is reached (each root's walk stops there).
+    const seen = new Set<number>([i]);
+    const queue = [i];
+    while (queue.length > 0 && seen.size < half) {
+      for (const child of children.get(queue.pop()!) ?? []) {
+        if (seen.has(child)) continue;
+        seen.add(child);
+        queue.push(child);
+      }
+    }
+    if (seen.size >= half) roots.add(i);
+  });
+  return roots;
+}
+
+/**
  * Top-k concepts for one query: exact normalized-name matches first, then dense neighbours from
  * HNSW aggregated per concept (best name wins). Ties break on concept order, so the same index
- * and query always give the same list.
+ * and query always give the same list. Whole-ontology roots are never returned (ontologyRoots).
  */
 export class CandidateRetriever {
   private readonly index: LinkIndex;
+  private readonly roots: Set<number>;
 
   constructor(index: LinkIndex) {
     this.index = index;
+    this.roots = ontologyRoots(index.concepts);
   }
 
   retrieve(queryTexts: readonly string[], vector: Float32Array, options: RetrieveOptions): ConceptHit[] {
@@ -33,7 +74,7 @@ export class CandidateRetriever {
     const best = new Map<number, ConceptHit>();
     for (const text of queryTexts) {
       for (const conceptIndex of this.index.exact.lookup(text)) {
-        if (allow && !allow(conceptIndex)) continue;
+        if (this.roots.has(conceptIndex) || (allow && !allow(conceptIndex))) continue;
         best.set(conceptIndex, { conceptIndex, score: 1, exact: true });
       }
     }
@@ -43,6 +84,8 @@ export class CandidateRetriever {
     const dense = new Map<number, number>();
     for (const { label, similarity } of neighbors) {
       const conceptIndex = conceptIndexOf[label]!;
+      // Dropped after the search rather than filtered inside it: a handful of roots, and a JS callback per visited node is not free.
+      if (this.roots.has(conceptIndex)) continue;
       const previous = dense.get(conceptIndex);
       if (previous === undefined || similarity > previous) dense.set(conceptIndex, similarity);
     }

@@ -4,11 +4,12 @@ import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
 import type { LinkingCore } from '../../link/types.ts';
 import { buildEvalReport } from '../../eval/eval-report.ts';
-import { loadPubTatorCorpus } from '../../eval/gold.ts';
+import { loadPubTatorCorpus, mentionKey } from '../../eval/gold.ts';
 import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { evaluateCorpus } from '../../eval/offline-eval.ts';
 import { writePredictions } from '../../eval/prediction-file.ts';
 import { formatMetricsTable } from '../../eval/report-format.ts';
+import { BuildProgress } from '../../retrieve/build-progress.ts';
 import { TUNING_SPLIT_SEED, TUNING_SPLIT_SIZE, parseSplitPart, selectSplit } from '../../eval/tuning-split.ts';
 import type { OpenLinkerOptions } from '../../link/open-linker.ts';
 import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest } from '../linker-flags.ts';
@@ -20,6 +21,10 @@ given; the protocol of shared/data/README.md) through the index and reports, ove
 NER type: n, acc@1, acc@5, MRR, NIL rate, NIL precision/recall (gold NIL = gold id not in the
 KB), ontology similarity 1/(1+d), graded nDCG@5, expected calibration error, and mentions/s.
 
+nDCG@5 is graded (gold 3, parent/child 2, grandparent/grandchild/sibling 1) against the KB's ideal
+list for the gold, so it reads lower than acc@1: a correct top-1 followed by unrelated candidates
+is not a perfect list (docs/evaluator.md).
+
 Options:
   --index DIR            index directory (cuilink index build); its concepts are the KB
   --corpus FILE          PubTator corpus (may be gzipped)
@@ -28,7 +33,9 @@ Options:
                          the ${TUNING_SPLIT_SIZE} documents every default is chosen on, 'learn' the rest
   --split-seed N         seed of the split (default ${TUNING_SPLIT_SEED}; documented, keep it)
   --out FILE             write the JSON report (per label and per semantic type included)
-  --predictions FILE     write per-mention predictions as JSONL (input of 'cuilink compare')
+  --predictions FILE     write per-mention predictions as JSONL (input of 'cuilink compare'): gold
+                         ids and names, predicted ids and names, scores, and the mention text
+                         (from your own corpus file: the output is as sensitive as the corpus)
   --batch N              notes per linking call (default 32)
   --semantic-types       also print the per-semantic-type table
 ${LINKER_FLAGS_HELP}
@@ -51,6 +58,14 @@ function parseTypes(value: string | undefined): RegExp | undefined {
   } catch (error) {
     throw new InputError(`--types is not a valid regular expression: ${(error as Error).message}`, 'BAD_FLAGS');
   }
+}
+
+/** The corpus's NER types with their mention counts, for a --types that matched none of them. */
+async function typesOf(corpusFile: string): Promise<string> {
+  const counts = new Map<string, number>();
+  for (const g of (await loadPubTatorCorpus(corpusFile)).gold.values()) counts.set(g.label, (counts.get(g.label) ?? 0) + 1);
+  if (counts.size === 0) return ' (the corpus has no annotated mentions at all)';
+  return ` (the corpus has: ${[...counts].sort((a, b) => b[1] - a[1]).map(([t, n]) => `${t} ${n}`).join(', ')})`;
 }
 
 /** `cuilink eval`, given how to open a linking core (openLinker in the CLI, a fake in tests). */
@@ -84,19 +99,25 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         const kept = new Set(corpus.notes.map((n) => n.noteId));
         for (const [key, g] of corpus.gold) if (!kept.has(g.noteId)) corpus.gold.delete(key);
       }
-      if (corpus.gold.size === 0) throw new InputError(`${corpusFile}: no annotated mentions${types ? ` of types /${values.types}/` : ''}`, 'BAD_CORPUS');
-      const view = kbOntologyView(await loadIndexKb(indexDir));
+      if (corpus.gold.size === 0) throw new InputError(`${corpusFile}: no annotated mentions${types ? ` of types /${values.types}/${await typesOf(corpusFile)}` : ''}`, 'BAD_CORPUS');
+      const store = await loadIndexKb(indexDir);
+      const view = kbOntologyView(store);
       const core = await openCore({ ...linkerRequest(values), indexDir });
       let result;
+      // Redrawn on a terminal; a plain line every 5 s under a log collector, so a long run is never silent.
+      let progress: BuildProgress | undefined;
+      let reported = 0;
       try {
         result = await evaluateCorpus(core, corpus, view, {
           batchSize,
           onProgress: (done, total) => {
-            if (process.stderr.isTTY) process.stderr.write(`\reval: ${done}/${total} mentions`);
+            progress ??= new BuildProgress('eval: linking mentions', total);
+            progress.advance(done - reported);
+            reported = done;
           },
         });
       } finally {
-        if (process.stderr.isTTY) process.stderr.write('\n');
+        progress?.finish();
         await core.close();
       }
       const report = buildEvalReport({ corpus: corpusFile, index: indexDir, types: values.types ?? null, versions: core.versions, stats: corpus.stats, result });
@@ -113,7 +134,9 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       if (values.out !== undefined) writeJson(values.out, report);
       if (values.predictions !== undefined) {
         try {
-          await writePredictions(values.predictions, result.scored);
+          const texts = new Map(corpus.notes.flatMap((n) => n.mentions.map((m) => [mentionKey(n.noteId, m.id), m.text] as const)));
+          const nameOf = (id: string) => store.get(id)?.name ?? null;
+          await writePredictions(values.predictions, result.scored, (m) => ({ text: texts.get(mentionKey(m.noteId, m.mentionId)), goldNames: m.goldIds.map(nameOf), predictedNames: m.predicted.map(nameOf) }));
         } catch (error) {
           if (error instanceof InputError) throw error;
           throw new InputError(`cannot write ${values.predictions}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);

@@ -20,7 +20,9 @@ ${KB_FLAGS_HELP}
   --out FILE|-          output file, '-' for stdout (default '-')
   -h, --help            this text
 
-Prints a one-line summary (concepts, names, seconds) to stderr.`;
+Prints a one-line summary (concepts, names, seconds) to stderr. Names are counted as written
+(preferred name + synonyms); 'index build' encodes one vector per distinct normalized name of a
+concept, so its count is lower and it says how many were merged.`;
 
 export const kbExport: Command = {
   name: 'kb export',

@@ -46,6 +46,15 @@ test('`cuilink eval` prints the table, writes the JSON report and per-mention pr
     const scored = await readPredictions(predictions);
     assert.equal(scored.length, 8);
     assert.deepEqual(scored[1]!.predicted, ['MESH:D010051', 'MESH:D001943']);
+    // Error analysis without a join: the mention text, the gold ids with their names, the predicted names.
+    const rows = readFileSync(predictions, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { text: string; goldIds: string[]; goldNames: (string | null)[]; predicted: string[]; predictedNames: (string | null)[] });
+    for (const row of rows) {
+      assert.equal(typeof row.text, 'string');
+      assert.ok(row.text.length > 0);
+      assert.equal(row.goldNames.length, row.goldIds.length);
+      assert.equal(row.predictedNames.length, row.predicted.length);
+    }
+    assert.ok(rows.some((r) => r.goldNames.some((n) => typeof n === 'string' && n.length > 0)), 'gold names come from the index KB');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -55,6 +64,11 @@ test('`cuilink eval --types` filters annotation types', async () => {
   const evalCommand = makeEvalCommand(async () => fakeLinker(SAMPLE_TABLE));
   const { out } = await quietly(() => evalCommand.run(['--index', INDEX, '--corpus', CORPUS, '--types', '^SpecificDisease$']));
   assert.match(out, /overall +4 /);
+});
+
+test('`cuilink eval --types` matching nothing lists the NER types the corpus has', async () => {
+  const evalCommand = makeEvalCommand(async () => fakeLinker(SAMPLE_TABLE));
+  await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', CORPUS, '--types', '^Chemical$']), /no annotated mentions of types \/\^Chemical\$\/ \(the corpus has: SpecificDisease 4, .*\)/);
 });
 
 test('`cuilink eval`: bad flags and files are one-line InputErrors, before any model loads', async () => {

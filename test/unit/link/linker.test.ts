@@ -114,7 +114,8 @@ test('an abbreviation defined in the note links through its long form', async ()
 
 test('reranking reorders candidates; the cascade skips unambiguous exact matches', async () => {
   const scorer = scorerPreferring('Type 2');
-  const always = await linker({ rerank: { policy: 'always' } }, scorer).linkNotes([note('diabetes', [['diabetes', 'Disease']])]);
+  // Weight 1: the scorer alone decides (the default 0.1 keeps most of the retrieval score).
+  const always = await linker({ rerank: { policy: 'always', weight: 1 } }, scorer).linkNotes([note('diabetes', [['diabetes', 'Disease']])]);
   assert.equal(always[0]!.mentions[0]!.conceptId, 'MESH:D003924');
   assert.equal(always[0]!.mentions[0]!.reranked, true);
   assert.ok(always[0]!.mentions[0]!.score > 0.9);

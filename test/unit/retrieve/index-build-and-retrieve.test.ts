@@ -106,3 +106,25 @@ test('opening a directory that is not an index names the file and the reason', a
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('a root over the whole ontology (MEDIC MESH:C "Diseases") is never a candidate; a root over a small branch is', async () => {
+  const { ontologyRoots } = await import('../../../src/retrieve/candidate-retriever.ts');
+  const c = (id: string, name: string, parents: string[] = []) => ({ id, name, synonyms: [], semanticTypes: ['Disease'], parents, xrefs: [], altIds: [] });
+  const concepts = [c('MESH:C', 'Diseases'), c('MESH:D1', 'Diabetes', ['MESH:C']), c('MESH:D2', 'Type 2 diabetes', ['MESH:D1']), c('MESH:D3', 'Asthma', ['MESH:C']), c('MESH:D4', 'Lone disease')];
+  assert.deepEqual([...ontologyRoots(concepts)], [0]);
+  assert.deepEqual([...ontologyRoots(FIXTURE_CONCEPTS)], [], 'Diabetes Mellitus, parent of one of ten, stays linkable');
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-roots-'));
+  try {
+    const dir = join(root, 'idx');
+    const encoder = new TrigramEncoder();
+    await buildIndex({ concepts, kbSources: ['roots.jsonl'], kbChecksum: 'c'.repeat(64), encoder, model: { path: 'models/test', sha256: 'b'.repeat(64), precision: 'fp32' }, normalize: lowerNormalize, outDir: dir, progress: false });
+    const index = await LinkIndex.open(dir, lowerNormalize);
+    const retriever = new CandidateRetriever(index);
+    const hits = retriever.retrieve(['Diseases'], encoder.vector('Diseases'), { k: 5 });
+    assert.ok(hits.length > 0);
+    assert.ok(hits.every((h) => index.concepts[h.conceptIndex]!.id !== 'MESH:C'), 'not even on an exact name match');
+    assert.equal(index.indexOf('MESH:C'), 0, 'still in the KB (hierarchy, metrics)');
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
