@@ -9,7 +9,7 @@ import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { StageMetrics } from '../../src/telemetry/stage-metrics.ts';
 import { SidecarEvaluator } from '../../src/eval/sidecar/sidecar-evaluator.ts';
-import { renderPrometheus } from '../../src/eval/sidecar/prometheus-text.ts';
+import { EvaluatorMetrics } from '../../src/eval/sidecar/otel-metrics.ts';
 import { ENV_VARS, loadStageConfig } from '../../src/stream/stage-config.ts';
 import { fixtureOntology } from '../unit/eval/fixture-ontology.ts';
 import { deployLint, installOrSkip, promtool, run } from '../support/deploy-tools.ts';
@@ -54,9 +54,17 @@ async function stageFamilies(): Promise<string[]> {
   }
 }
 
-function evaluatorFamilies(): string[] {
+async function evaluatorFamilies(): Promise<string[]> {
   const evaluator = new SidecarEvaluator(fixtureOntology, { joiner: { ttlMs: 60_000, maxPending: 10 }, windows: { lastN: 10, lastMs: 60_000 }, alerts: { floor: 0.7, minSamples: 1 } }, () => {}, undefined, 0);
-  return familiesOf(renderPrometheus(evaluator.report(0)));
+  // One joined sample, so that every per-window series exists (an empty window has no acc@1 yet).
+  evaluator.addGold({ noteId: 'n1', mentionId: '0-3', ids: ['FIX:A'], label: 'Disease', start: 0, end: 3 }, 0);
+  evaluator.addLinkedNote({ noteId: 'n1', mentions: [{ mentionId: '0-3', start: 0, end: 3, label: 'Disease', conceptId: 'FIX:A', conceptName: 'A', semanticTypes: [], score: 0.9, nil: false, reranked: false, candidates: [{ conceptId: 'FIX:A', name: 'A', semanticTypes: [], score: 0.9, retrievalScore: 0.9, exact: false }] }], linkerVersion: 'l', modelVersion: 'm', indexVersion: 'i', linkedAt: 0 }, 0);
+  const metrics = new EvaluatorMetrics(() => evaluator.report(0));
+  try {
+    return familiesOf(await metrics.text());
+  } finally {
+    await metrics.shutdown();
+  }
 }
 
 /** Metric names in a PromQL expression: what is left once labels, ranges, strings, grouping clauses, functions and operators are removed. */
@@ -71,7 +79,7 @@ function metricsIn(expr: string): string[] {
 }
 
 before(async () => {
-  exported = new Set([...(await stageFamilies()), ...evaluatorFamilies()]);
+  exported = new Set([...(await stageFamilies()), ...(await evaluatorFamilies())]);
   const tool = await installOrSkip(deployLint);
   skip = tool.skip;
   lint = tool.tool;

@@ -1,7 +1,7 @@
 import type { LinkedNote } from '../../link/types.ts';
 import type { GoldMention } from '../gold.ts';
 import type { OntologyView } from '../metrics/ontology-view.ts';
-import { registerEvaluatorInstruments } from './otel-metrics.ts';
+import { EvaluatorMetrics } from './otel-metrics.ts';
 import { startReportServer } from './report-server.ts';
 import { SidecarEvaluator, type SidecarOptions, type SidecarReport } from './sidecar-evaluator.ts';
 import { loadSnapshot, saveSnapshot } from './state-file.ts';
@@ -52,8 +52,8 @@ export async function startEvaluatorService(view: OntologyView, source: Evaluato
     options.log(`evaluator: restored ${options.stateFile}: ${r.windows.count.overall.n} samples in the count window, ${r.join.pendingGold} gold and ${r.join.pendingPredictions} predictions pending`);
   }
   const report = (): SidecarReport => evaluator.report(now());
-  registerEvaluatorInstruments(report);
-  const server = await startReportServer({ port: options.port, host: options.host, report });
+  const metrics = new EvaluatorMetrics(report);
+  const server = await startReportServer({ port: options.port, host: options.host, report, metrics: (req, res) => metrics.handle(req, res) });
   let dirty = false;
   let checkpointing: Promise<void> | undefined;
   const checkpoint = async (): Promise<void> => {
@@ -97,6 +97,7 @@ export async function startEvaluatorService(view: OntologyView, source: Evaluato
       } finally {
         await source.close?.();
         await server.close();
+        await metrics.shutdown();
       }
     },
   };

@@ -1,18 +1,59 @@
-import { metrics, type Meter } from '@opentelemetry/api';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Meter } from '@opentelemetry/api';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider, type IMetricReader } from '@opentelemetry/sdk-metrics';
+import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { MetricsReport } from '../metrics/metrics-accumulator.ts';
+import type { MetricSummary } from '../metrics/metric-sums.ts';
 import type { SidecarReport } from './sidecar-evaluator.ts';
-import { WINDOW_METRICS } from './prometheus-text.ts';
+
+/** Window metrics exported per (window, breakdown, group); the field of MetricSummary each reads. */
+export const WINDOW_METRICS: { name: string; help: string; value: (s: MetricSummary) => number | null }[] = [
+  { name: 'samples', help: 'Joined gold samples in the window', value: (s) => s.n },
+  { name: 'acc1', help: 'acc@1: share of samples whose gold is the first predicted concept', value: (s) => s.acc1 },
+  { name: 'acc5', help: 'acc@5: share whose gold is among the first 5 distinct predicted concepts', value: (s) => s.acc5 },
+  { name: 'mrr', help: 'Mean reciprocal rank of the gold among the predicted concepts', value: (s) => s.mrr },
+  { name: 'nil_rate', help: 'Share of samples the linker called NIL', value: (s) => s.nilRate },
+  { name: 'nil_precision', help: 'Of samples called NIL, the share whose gold is not in the KB', value: (s) => s.nilPrecision },
+  { name: 'nil_recall', help: 'Of samples whose gold is not in the KB, the share called NIL', value: (s) => s.nilRecall },
+  { name: 'similarity', help: 'Mean ontology similarity 1/(1+d) of the top prediction to the gold', value: (s) => s.similarity },
+  { name: 'ndcg5', help: 'Mean graded nDCG@5 (3 exact, 2 parent/child, 1 grandparent/grandchild/sibling)', value: (s) => s.ndcg5 },
+  { name: 'ece', help: 'Expected calibration error of the top score against acc@1', value: (s) => s.ece },
+];
+
+/** Join outcomes, in the order the counter reports them: the attribute value and the report field. */
+export const JOIN_OUTCOMES: [string, keyof SidecarReport['join']][] = [
+  ['joined', 'joined'],
+  ['gold_expired', 'goldExpired'],
+  ['predictions_expired', 'predictionsExpired'],
+  ['gold_evicted', 'goldEvicted'],
+  ['predictions_evicted', 'predictionsEvicted'],
+  ['gold_replaced', 'goldReplaced'],
+  ['predictions_replaced', 'predictionsReplaced'],
+];
+
+function groups(report: MetricsReport): [string, string, MetricSummary][] {
+  return [
+    ['overall', 'all', report.overall],
+    ...Object.entries(report.byLabel).map(([g, s]): [string, string, MetricSummary] => ['ner_label', g, s]),
+    ...Object.entries(report.bySemanticType).map(([g, s]): [string, string, MetricSummary] => ['semantic_type', g, s]),
+  ];
+}
 
 /**
- * Publishes the evaluator's numbers as OpenTelemetry observable instruments on the global meter
- * (whatever SDK and exporter the process set up reads them); the same names and attributes as
- * the Prometheus text, with dots. Values are read from the latest report at collection time.
+ * The evaluator's numbers as OpenTelemetry observable instruments `cuilink.eval.*`, read from the
+ * latest report at collection time. The one definition of what is exported: /metrics is these
+ * instruments through the Prometheus exporter (dots become underscores, counters get `_total`).
  */
-export function registerEvaluatorInstruments(latest: () => SidecarReport, meter: Meter = metrics.getMeter('cuilink.eval')): void {
+export function registerEvaluatorInstruments(latest: () => SidecarReport, meter: Meter): void {
   const gauges = WINDOW_METRICS.map((m) => ({ metric: m, gauge: meter.createObservableGauge(`cuilink.eval.${m.name}`, { description: m.help }) }));
-  const joins = meter.createObservableCounter('cuilink.eval.join', { description: 'Join outcomes: joined pairs and half-pairs expired, evicted or replaced' });
+  const windowLimit = meter.createObservableGauge('cuilink.eval.window_limit', { description: 'Window size: samples for the count window, seconds for the time window' });
+  const joins = meter.createObservableCounter('cuilink.eval.join', { description: 'Join outcomes: joined pairs, and half-pairs expired (TTL), evicted (max size) or replaced' });
   const pending = meter.createObservableGauge('cuilink.eval.pending', { description: 'Half-pairs waiting for their other half' });
-  const alert = meter.createObservableGauge('cuilink.eval.alert', { description: '1 while an acc@1 alert fires' });
+  const alert = meter.createObservableGauge('cuilink.eval.alert', { description: '1 while an acc@1 alert fires (rule floor or baseline), 0 otherwise' });
+  const notesSeen = meter.createObservableCounter('cuilink.eval.notes_seen', { description: 'Linked notes consumed' });
+  const goldSeen = meter.createObservableCounter('cuilink.eval.gold_seen', { description: 'Gold mentions consumed' });
+  const samplesScored = meter.createObservableCounter('cuilink.eval.samples_scored', { description: 'Joined samples scored' });
   meter.addBatchObservableCallback(
     (observer) => {
       const report = latest();
@@ -24,24 +65,48 @@ export function registerEvaluatorInstruments(latest: () => SidecarReport, meter:
           }
         }
       }
+      observer.observe(windowLimit, report.windows.count.limit, { window: 'count' });
+      observer.observe(windowLimit, report.windows.time.limitMs / 1000, { window: 'time' });
       const j = report.join;
-      observer.observe(joins, j.joined, { outcome: 'joined' });
-      observer.observe(joins, j.goldExpired, { outcome: 'gold_expired' });
-      observer.observe(joins, j.predictionsExpired, { outcome: 'predictions_expired' });
-      observer.observe(joins, j.goldEvicted, { outcome: 'gold_evicted' });
-      observer.observe(joins, j.predictionsEvicted, { outcome: 'predictions_evicted' });
+      for (const [outcome, field] of JOIN_OUTCOMES) observer.observe(joins, j[field], { outcome });
       observer.observe(pending, j.pendingGold, { side: 'gold' });
       observer.observe(pending, j.pendingPredictions, { side: 'prediction' });
       for (const a of report.alerts) observer.observe(alert, a.firing ? 1 : 0, { rule: a.rule, window: a.window });
+      observer.observe(notesSeen, report.notesSeen);
+      observer.observe(goldSeen, report.goldSeen);
+      observer.observe(samplesScored, report.samplesScored);
     },
-    [...gauges.map((g) => g.gauge), joins, pending, alert],
+    [...gauges.map((g) => g.gauge), windowLimit, joins, pending, alert, notesSeen, goldSeen, samplesScored],
   );
 }
 
-function groups(report: MetricsReport): [string, string, MetricsReport['overall']][] {
-  return [
-    ['overall', 'all', report.overall],
-    ...Object.entries(report.byLabel).map(([g, s]): [string, string, MetricsReport['overall']] => ['ner_label', g, s]),
-    ...Object.entries(report.bySemanticType).map(([g, s]): [string, string, MetricsReport['overall']] => ['semantic_type', g, s]),
-  ];
+/**
+ * The evaluator's own meter provider: its instruments, read by the Prometheus exporter (served at
+ * /metrics by the report server) and by any extra reader given (an OTLP exporter, say).
+ */
+export class EvaluatorMetrics {
+  private readonly exporter: PrometheusExporter;
+  private readonly provider: MeterProvider;
+
+  constructor(latest: () => SidecarReport, options: { readers?: IMetricReader[]; serviceName?: string } = {}) {
+    // No otel_scope_* labels: the series keep the names and labels dashboards and alert rules use.
+    this.exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
+    this.provider = new MeterProvider({ resource: resourceFromAttributes({ 'service.name': options.serviceName ?? 'cuilink-evaluator' }), readers: [this.exporter, ...(options.readers ?? [])] });
+    registerEvaluatorInstruments(latest, this.provider.getMeter('cuilink.eval'));
+  }
+
+  /** Serves the Prometheus text exposition (GET /metrics). */
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    this.exporter.getMetricsRequestHandler(req, res);
+  }
+
+  /** The same text, for tests and tools that do not go through HTTP. */
+  async text(): Promise<string> {
+    const { resourceMetrics } = await this.exporter.collect();
+    return new PrometheusSerializer(undefined, false, undefined, false, true).serialize(resourceMetrics);
+  }
+
+  shutdown(): Promise<void> {
+    return this.provider.shutdown();
+  }
 }

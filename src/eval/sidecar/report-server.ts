@@ -1,14 +1,14 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { renderPrometheus } from './prometheus-text.ts';
 import type { SidecarReport } from './sidecar-evaluator.ts';
 
 /**
- * The evaluator's HTTP face: `/metrics` (Prometheus text), `/report` (the full JSON report: both
+ * The evaluator's HTTP face: `/metrics` (Prometheus text from the OpenTelemetry instruments,
+ * EvaluatorMetrics in otel-metrics.ts), `/report` (the full JSON report: both
  * windows, per NER label and semantic type, reliability bins, join counters, alerts) and
  * `/healthz`. Read-only, GET only.
  */
-export async function startReportServer(options: { port: number; host?: string; report: () => SidecarReport }): Promise<{ server: Server; url: string; close: () => Promise<void> }> {
+export async function startReportServer(options: { port: number; host?: string; report: () => SidecarReport; metrics: (req: IncomingMessage, res: ServerResponse) => void }): Promise<{ server: Server; url: string; close: () => Promise<void> }> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET') {
@@ -17,7 +17,7 @@ export async function startReportServer(options: { port: number; host?: string; 
     }
     try {
       if (path === '/metrics') {
-        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(renderPrometheus(options.report()));
+        options.metrics(req, res);
       } else if (path === '/report') {
         res.writeHead(200, { 'content-type': 'application/json' }).end(`${JSON.stringify(options.report(), null, 2)}\n`);
       } else if (path === '/healthz') {

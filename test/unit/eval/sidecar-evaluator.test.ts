@@ -10,7 +10,7 @@ import { evaluateCorpus } from '../../../src/eval/offline-eval.ts';
 import { seededRandom } from '../../../src/eval/seeded-random.ts';
 import { SidecarEvaluator, type SidecarOptions } from '../../../src/eval/sidecar/sidecar-evaluator.ts';
 import { loadSnapshot, saveSnapshot } from '../../../src/eval/sidecar/state-file.ts';
-import { renderPrometheus } from '../../../src/eval/sidecar/prometheus-text.ts';
+import { EvaluatorMetrics } from '../../../src/eval/sidecar/otel-metrics.ts';
 import { startReportServer } from '../../../src/eval/sidecar/report-server.ts';
 import { fakeLinker, SAMPLE_TABLE } from './fake-linker.ts';
 
@@ -102,22 +102,40 @@ test('baseline alert: fires when acc@1 drops more than the margin, resolves when
   const report = ev.report(5);
   assert.equal(report.windows.count.overall.acc1, 1);
   assert.equal(report.windows.time.overall.acc1, 13 / 16);
-  const text = renderPrometheus(report);
-  assert.match(text, /^cuilink_eval_alert\{rule="baseline",window="count"\} 0$/m);
-  assert.match(text, /^cuilink_eval_acc1\{window="count",by="overall",group="all"\} 1$/m);
-  assert.match(text, /^cuilink_eval_acc1\{window="time",by="ner_label",group="SpecificDisease"\} /m);
-  assert.match(text, /^cuilink_eval_join_total\{outcome="joined"\} 16$/m);
+  // /metrics is the OpenTelemetry instruments through the Prometheus exporter: one path, same names.
+  const metrics = new EvaluatorMetrics(() => report);
+  try {
+    const text = await metrics.text();
+    assert.match(text, /^cuilink_eval_alert\{rule="baseline",window="count"\} 0$/m);
+    assert.match(text, /^cuilink_eval_acc1\{window="count",by="overall",group="all"\} 1$/m);
+    assert.match(text, /^cuilink_eval_acc1\{window="time",by="ner_label",group="SpecificDisease"\} /m);
+    assert.match(text, /^cuilink_eval_join_total\{outcome="joined"\} 16$/m);
+    // Every join outcome is exported, the replaced ones included (they had drifted off the OTel side).
+    for (const outcome of ['gold_expired', 'predictions_expired', 'gold_evicted', 'predictions_evicted', 'gold_replaced', 'predictions_replaced']) {
+      assert.match(text, new RegExp(`^cuilink_eval_join_total\\{outcome="${outcome}"\\} \\d+$`, 'm'), outcome);
+    }
+    assert.match(text, /^cuilink_eval_window_limit\{window="count"\} 8$/m);
+    assert.match(text, /^cuilink_eval_samples_scored_total \d+$/m);
+    assert.match(text, /^cuilink_eval_pending\{side="gold"\} \d+$/m);
+  } finally {
+    await metrics.shutdown();
+  }
 });
 
 test('report server: /metrics is Prometheus text, /report the JSON report, others 404', async () => {
   const { view } = await fixture();
   const ev = new SidecarEvaluator(view, OPTIONS, () => {}, undefined, 0);
-  const server = await startReportServer({ port: 0, host: '127.0.0.1', report: () => ev.report(1) });
+  const exported = new EvaluatorMetrics(() => ev.report(1));
+  const server = await startReportServer({ port: 0, host: '127.0.0.1', report: () => ev.report(1), metrics: (req, res) => exported.handle(req, res) });
   try {
     const metrics = await fetch(`${server.url}/metrics`);
     assert.equal(metrics.status, 200);
-    assert.match(metrics.headers.get('content-type')!, /text\/plain; version=0\.0\.4/);
-    assert.match(await metrics.text(), /# TYPE cuilink_eval_acc1 gauge/);
+    assert.match(metrics.headers.get('content-type')!, /text\/plain/);
+    const body = await metrics.text();
+    // An empty window has no acc@1 yet (no series), but its sample count is there.
+    assert.match(body, /# TYPE cuilink_eval_samples gauge/);
+    assert.match(body, /^cuilink_eval_samples\{window="count",by="overall",group="all"\} 0$/m);
+    assert.match(body, /# TYPE cuilink_eval_join_total counter/);
     const report = (await (await fetch(`${server.url}/report`)).json()) as { windows: { count: { limit: number } } };
     assert.equal(report.windows.count.limit, 1000);
     assert.equal((await fetch(`${server.url}/nope`)).status, 404);
