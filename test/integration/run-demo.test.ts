@@ -115,8 +115,13 @@ test('npm start = cuilink demo: local broker, samples linked with the default mo
       if (match[2]) linkedMentions++;
     }
   }
-  // The samples are plain phenotype terms: the default linker must resolve most of them to an HPO concept, not call them NIL.
+  // The samples are phenotypes in clinical wording: the default linker must resolve most of them to an HPO concept, not call them NIL.
   assert.ok(linkedMentions >= totalMentions * 0.75, `${linkedMentions} of ${totalMentions} sample mentions linked to an HPO concept`);
+  // They are written to exercise every path (synonyms, lay terms, misspellings, in-note abbreviations), not just exact names.
+  const kinds = new Set(decisions.map((d) => d.replace(/^abbreviation .*/, 'abbreviation')));
+  for (const kind of ['exact', 'dense', 'reranked', 'abbreviation']) assert.ok(kinds.has(kind), `some sample link is decided '${kind}' (got ${[...kinds].join(', ')})${tail}`);
+  assert.ok(decisions.filter((d) => d === 'exact').length < totalMentions / 2, `most sample links are not exact-name matches${tail}`);
+  assert.match(run.stdout, /^decided: \d+ \w+/m, 'a tally of how the links were decided');
 
   const summary = /^(\d+) notes linked, (\d+) dead-lettered; (\d+) mentions in (\d+\.\d+) s = (\d+\.\d) mentions\/s through Kafka/m.exec(run.stdout);
   assert.ok(summary, `a throughput line is printed${tail}`);
