@@ -3,9 +3,17 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 
-// DEVELOPERS.md: one folder per stage, and a folder imports only from folders before it.
-const STAGES = ['kb', 'text', 'encode', 'retrieve', 'rerank', 'link', 'telemetry', 'stream', 'eval', 'cli'];
+// docs/architecture.md, "The layering rule": one folder per stage, and a folder imports only from
+// itself and folders before it. The stage order is read from that document's `stages` block.
+const ARCHITECTURE = resolve('docs', 'architecture.md');
+const STAGES = stagesOf(readFileSync(ARCHITECTURE, 'utf8'));
 const SRC = resolve('src');
+
+function stagesOf(markdown: string): string[] {
+  const block = /```stages\n([^`]+)```/.exec(markdown);
+  if (!block) throw new Error(`${ARCHITECTURE}: no \`\`\`stages block`);
+  return block[1]!.split('→').map((s) => s.trim());
+}
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -17,6 +25,12 @@ function files(dir: string): string[] {
 function stageOf(path: string): string | undefined {
   return relative(SRC, path).split(sep)[0];
 }
+
+test('docs/architecture.md states the stage order, and every src folder is one of its stages', () => {
+  assert.deepEqual(STAGES, ['kb', 'text', 'encode', 'retrieve', 'rerank', 'link', 'telemetry', 'stream', 'eval', 'cli']);
+  const folders = readdirSync(SRC).filter((name) => statSync(join(SRC, name)).isDirectory());
+  assert.deepEqual(folders.filter((f) => !STAGES.includes(f)), [], 'folders the document does not place');
+});
 
 test('every src folder imports only from itself or earlier stages', () => {
   const violations: string[] = [];
