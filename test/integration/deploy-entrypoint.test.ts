@@ -36,6 +36,8 @@ interface Image {
   entrypoint: string[];
   env: Record<string, string>;
   copied: string[];
+  /** The final stage copies dist/ from the build stage. */
+  compiled: boolean;
 }
 
 /** ENTRYPOINT, ENV and the paths COPY'd from the build context, read from the Dockerfile's final stage. */
@@ -47,7 +49,9 @@ function readImage(): Image {
   for (const [, pairs] of final.matchAll(/^ENV (.+)$/gm)) for (const [, k, v] of pairs!.matchAll(/(\w+)=(\S+)/g)) env[k!] = v!;
   const copied = [...final.matchAll(/^COPY (?!--from)(?:--\S+ )*(\S+) \S+$/gm)].map((m) => m[1]!).filter((p) => !p.startsWith('$'));
   copied.push('node_modules'); // COPY --from=deps: the production node_modules
-  return { entrypoint, env, copied };
+  // COPY --from=build /app/dist ./dist: the compiled JavaScript (`npm run build` in the build stage).
+  const compiled = /^COPY --from=build (?:--\S+ )*\/app\/dist \.\/dist$/m.test(final);
+  return { entrypoint, env, copied, compiled };
 }
 
 /** The image's /app: each copied path linked in from the checkout, nothing else. */
@@ -183,7 +187,14 @@ before(async () => {
       await new Promise((done) => setTimeout(done, 1000));
     }
   }
-  app = buildAppDir(readImage().copied);
+  const image = readImage();
+  app = buildAppDir(image.copied);
+  // The image runs compiled JavaScript, not TypeScript: build dist/ into the app directory as the
+  // build stage does (the same tsconfig.build.json), so the stage below runs what the image runs.
+  assert.ok(image.compiled, 'the Dockerfile copies dist/ from its build stage');
+  assert.ok(!image.copied.includes('src'), 'the image ships no TypeScript sources');
+  const tsc = await run(process.execPath, [join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(REPO, 'tsconfig.build.json'), '--outDir', join(app, 'dist')]);
+  assert.equal(tsc.code, 0, `npm run build: ${tsc.stdout}${tsc.stderr}`);
 });
 
 after(async () => {

@@ -221,8 +221,18 @@ test('the images run the checkout\'s command line as a non-root user with no bui
       }
     }
   }
-  const packageJson = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
-  assert.ok(packageJson.dependencies.tsx, 'bin/cuilink.js runs the sources through tsx, so tsx must be a production dependency');
+  // The images run compiled JavaScript (dist/ from `npm run build` in a build stage), so tsx, which
+  // only a checkout without a build uses, is a dev dependency and no TypeScript source is shipped.
+  for (const file of ['deploy/docker/Dockerfile', 'deploy/docker/Dockerfile.cuda']) {
+    const text = readFileSync(file, 'utf8').replace(/\\\n/g, ' ');
+    const finalStage = text.slice(text.lastIndexOf('\nFROM '));
+    assert.match(text, /^RUN npm run build$/m, `${file}: a build stage compiles the TypeScript`);
+    assert.match(finalStage, /^COPY --from=build (?:--\S+ )*\/app\/dist \.\/dist$/m, `${file}: the final stage copies dist/`);
+    assert.doesNotMatch(finalStage, /^COPY (?!--from)(?:--\S+ )*src /m, `${file}: no TypeScript sources in the final stage`);
+  }
+  const packageJson = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+  assert.equal(packageJson.dependencies.tsx, undefined, 'tsx is not a production dependency');
+  assert.ok(packageJson.devDependencies.tsx, 'tsx is a dev dependency (bin/cuilink.js uses it when dist/ is absent)');
 });
 
 function inputPartitions(): number {
