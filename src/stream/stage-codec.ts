@@ -1,5 +1,6 @@
 import type { LinkedNote, NoteInput } from '../link/types.ts';
 import type { RecordHeaders } from '../telemetry/kafka-trace-context.ts';
+import type { DecodeLimits } from './avro/avro-bounds.ts';
 
 /** What a dead-letter record says about the input it replaces (schemas/DeadLetter.avsc). */
 export interface DeadLetterInfo {
@@ -27,7 +28,8 @@ export interface EncodedRecord {
  * retriable, e.g. registry unreachable → retried). Implemented over src/stream/avro.
  */
 export interface StageCodec {
-  decodeNote(value: Buffer, headers: RecordHeaders): Promise<NoteInput>;
+  /** `limits` are enforced on the encoded bytes, before the note is built (NOTE_TOO_LARGE). */
+  decodeNote(value: Buffer, headers: RecordHeaders, limits?: DecodeLimits): Promise<NoteInput>;
   encodeLinkedNote(note: LinkedNote): Promise<EncodedRecord>;
   encodeDeadLetter(info: DeadLetterInfo): Promise<EncodedRecord>;
 }
