@@ -11,6 +11,9 @@ import { OutputDelivery } from './output-delivery.ts';
 import { PartitionBatchHandler } from './partition-batch-handler.ts';
 import type { StageCodec } from './stage-codec.ts';
 import { connectionOf, type StageConfig } from './stage-config.ts';
+import { StageProgress } from './stage-progress.ts';
+import { OutputFitter } from './output-fitter.ts';
+import { TopicSizeLimits } from './topic-size-limits.ts';
 import { requireTopics } from './topics.ts';
 
 export interface LinkingStageOptions {
@@ -41,10 +44,14 @@ export class LinkingStage {
   private readonly options: LinkingStageOptions;
   private readonly kafka: Kafka;
   private readonly consumer: Consumer;
-  private readonly producer: Producer;
+  private readonly delivery: OutputDelivery;
   private readonly batcher: MentionBatcher<QueuedNote, NoteOutcome>;
   private readonly logger: Logger;
   private readonly handle: PartitionBatchHandler['handle'];
+  private readonly noteLinker: NoteBatchLinker;
+  readonly progress = new StageProgress();
+  /** The output and dead-letter topics' record size limits, read at start. */
+  readonly sizes = new TopicSizeLimits();
   /** eachBatch calls in progress: stop() waits for them, since kafkajs' consumer.stop() may return first. */
   private readonly activeBatches = new Set<Promise<void>>();
   private joined = false;
@@ -74,7 +81,7 @@ export class LinkingStage {
       readUncommitted: false,
       allowAutoTopicCreation: false,
     });
-    this.producer = this.kafka.producer({
+    const createProducer = (): Producer => this.kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
@@ -85,6 +92,10 @@ export class LinkingStage {
     const tracer = options.tracer ?? trace.getTracer('cuilink.stream');
     this.metrics = new StageMetrics(() => this.batcher.inFlightMentions, options.meter ?? otelMetrics.getMeter('cuilink.stream'));
     const noteLinker = new NoteBatchLinker(options.linker, tracer, this.metrics, retry, logger);
+    this.noteLinker = noteLinker;
+    // The linker is broken for good (its encoder could not be restarted): nothing more can be
+    // linked, so stop without committing what it could not link and let a supervisor restart us.
+    noteLinker.onFatal((error) => this.fail('linker failed', error));
     this.batcher = new MentionBatcher<QueuedNote, NoteOutcome>(config.batching, (q) => q.mentionCount, (items) => noteLinker.link(items));
     this.batcher.onPressure((high) => {
       const topics = [{ topic: config.topics.input }];
@@ -92,9 +103,11 @@ export class LinkingStage {
       else this.consumer.resume(topics);
       logger.debug(high ? 'in-flight mentions at the limit: consumer paused' : 'consumer resumed', { inFlightMentions: this.batcher.inFlightMentions });
     });
+    this.delivery = new OutputDelivery(createProducer, this.consumer, config, this.sizes);
     const handler = new PartitionBatchHandler({
-      config, codec: options.codec, batcher: this.batcher, delivery: new OutputDelivery(this.producer, this.consumer, config),
-      metrics: this.metrics, tracer, logger, retry, isStopping: () => this.stopping,
+      config, codec: options.codec, batcher: this.batcher, delivery: this.delivery,
+      sizes: this.sizes, fitter: new OutputFitter(options.codec, this.sizes),
+      metrics: this.metrics, tracer, logger, retry, progress: this.progress, isStopping: () => this.stopping,
     });
     this.handle = (payload) => handler.handle(payload);
   }
@@ -103,19 +116,19 @@ export class LinkingStage {
   async start(): Promise<void> {
     const { config } = this.options;
     await requireTopics(this.kafka, [config.topics.input, config.topics.output, config.topics.deadLetter]);
+    await this.sizes.load(this.kafka, [config.topics.output, config.topics.deadLetter], config.topics.maxMessageBytes, this.logger);
     this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
       this.joined = true;
       this.logger.info('joined consumer group', { groupId: config.groupId, memberId: event.payload.memberId, assignment: event.payload.memberAssignment });
       for (const wake of this.joinWaiters.splice(0)) wake();
     });
     this.consumer.on(this.consumer.events.CRASH, (event) => {
+      // Not ready until the restarted consumer has joined again (broker unreachable, batch handed back).
+      this.joined = false;
       this.logger.error('consumer crashed', { error: event.payload.error, restart: event.payload.restart });
-      if (!event.payload.restart) {
-        this.failed = true;
-        for (const listener of this.fatalListeners) listener(event.payload.error);
-      }
+      if (!event.payload.restart) this.fail('consumer crashed', event.payload.error);
     });
-    await this.producer.connect();
+    await this.delivery.connect();
     await this.consumer.connect();
     await this.consumer.subscribe({ topics: [config.topics.input], fromBeginning: config.consumer.fromBeginning });
     await this.consumer.run({
@@ -139,9 +152,19 @@ export class LinkingStage {
     this.logger.info('stage started', { delivery: config.delivery, input: config.topics.input, output: config.topics.output, deadLetter: config.topics.deadLetter });
   }
 
-  /** Ready once the consumer has joined its group (the linker was loaded before the stage existed). */
+  /**
+   * Ready while the stage can make progress: the consumer has joined its group (and has not
+   * crashed since), the linker's last attempt succeeded, and no partition is stuck retrying.
+   */
   get ready(): boolean {
-    return this.joined && !this.stopping && !this.failed;
+    return this.joined && !this.stopping && !this.failed && this.noteLinker.available && this.progress.progressing;
+  }
+
+  private fail(what: string, error: unknown): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.logger.error(`${what}: stopping without committing what is not done`, { error });
+    for (const listener of this.fatalListeners) listener(error);
   }
 
   get live(): boolean {
@@ -180,7 +203,7 @@ export class LinkingStage {
           await this.consumer.stop();
           await this.batcher.shutdown();
           await this.consumer.disconnect();
-          await this.producer.disconnect();
+          await this.delivery.disconnect();
           return true;
         } catch (error) {
           this.logger.error('error while draining', { error });

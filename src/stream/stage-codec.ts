@@ -15,6 +15,8 @@ export interface DeadLetterInfo {
   key: Buffer | null;
   value: Buffer | null;
   headers: RecordHeaders;
+  /** Set when key/value/headers were cut to fit the topic: the whole value's size and SHA-256. */
+  truncated?: { sha256: string; size: number };
 }
 
 export interface EncodedRecord {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { LinkedNote, NoteInput } from '../../link/types.ts';
 import type { RecordHeaders } from '../../telemetry/kafka-trace-context.ts';
 import type { DeadLetterInfo, EncodedRecord, StageCodec } from '../stage-codec.ts';
@@ -28,6 +29,9 @@ export class AvroStageCodec implements StageCodec {
       offset: Number(info.sourceOffset),
       stage: info.stage,
       failedAt: info.failedAt,
+      originalTruncated: info.truncated !== undefined,
+      originalSha256: info.truncated?.sha256 ?? (info.value === null ? null : createHash('sha256').update(info.value).digest('hex')),
+      originalSize: info.truncated?.size ?? (info.value === null ? null : info.value.length),
     });
   }
 }
