@@ -195,7 +195,7 @@ export class LinkingStage {
       const { config } = this.options;
       const { drainTimeoutMs } = config;
       this.logger.info('stopping: draining in-flight batches', { inFlightMentions: this.batcher.inFlightMentions, drainTimeoutMs });
-      const drain = (async () => {
+      const drain = (async (): Promise<'drained' | 'failed'> => {
         try {
           // Handlers see `stopping`, take no new records, and finish (produce + commit) those already taken.
           this.consumer.pause([{ topic: config.topics.input }]);
@@ -204,16 +204,17 @@ export class LinkingStage {
           await this.batcher.shutdown();
           await this.consumer.disconnect();
           await this.delivery.disconnect();
-          return true;
+          return 'drained';
         } catch (error) {
-          this.logger.error('error while draining', { error });
-          return false;
+          this.logger.error('drain failed; uncommitted records will be consumed again', { error });
+          return 'failed';
         }
       })();
-      const timeout = sleep(drainTimeoutMs, false, { ref: false });
-      const drained = await Promise.race([drain, timeout]);
-      if (!drained) this.logger.warn('drain timeout reached; uncommitted records will be consumed again', { drainTimeoutMs });
-      else this.logger.info('stopped', { ...this.metrics.counts });
+      const timeout = sleep(drainTimeoutMs, 'timeout' as const, { ref: false });
+      const outcome = await Promise.race([drain, timeout]);
+      if (outcome === 'timeout') this.logger.warn('drain timeout reached; uncommitted records will be consumed again', { drainTimeoutMs });
+      else if (outcome === 'drained') this.logger.info('stopped', { ...this.metrics.counts });
+      const drained = outcome === 'drained';
       return drained;
     })();
     return this.stopPromise;
