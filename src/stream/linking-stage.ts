@@ -55,6 +55,8 @@ export class LinkingStage {
   /** eachBatch calls in progress: stop() waits for them, since kafkajs' consumer.stop() may return first. */
   private readonly activeBatches = new Set<Promise<void>>();
   private joined = false;
+  /** The consumer is running (start() got that far): stop() drains only then. */
+  private running = false;
   private stopping = false;
   private failed = false;
   private stopPromise: Promise<boolean> | undefined;
@@ -149,6 +151,7 @@ export class LinkingStage {
         }
       },
     });
+    this.running = true;
     this.logger.info('stage started', { delivery: config.delivery, input: config.topics.input, output: config.topics.output, deadLetter: config.topics.deadLetter });
   }
 
@@ -194,6 +197,12 @@ export class LinkingStage {
       this.stopping = true;
       const { config } = this.options;
       const { drainTimeoutMs } = config;
+      if (!this.running) {
+        // start() failed or never ran: nothing was taken, so there is nothing to drain.
+        await this.consumer.disconnect().catch(() => {});
+        await this.delivery.disconnect().catch(() => {});
+        return true;
+      }
       this.logger.info('stopping: draining in-flight batches', { inFlightMentions: this.batcher.inFlightMentions, drainTimeoutMs });
       const drain = (async (): Promise<'drained' | 'failed'> => {
         try {

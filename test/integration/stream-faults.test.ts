@@ -15,6 +15,7 @@ import { createRecordCodec, knownSchemas, SCHEMA_FINGERPRINT_HEADER } from '../.
 import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtime.ts';
 import type { NoteInput } from '../../src/link/types.ts';
 import { CANDIDATES_CUT_HEADER } from '../../src/stream/output-fitter.ts';
+import { StageProcess } from '../support/stage-process.ts';
 import { buildPhenotypeIndex, noteMessage, publish, syntheticNotes, TopicCollector, waitFor } from '../support/stream-fixtures.ts';
 
 // Poison records and internal faults on a real broker, with the real default bi-encoder over the
@@ -289,4 +290,21 @@ test('outputs and dead letters larger than the topics accept: candidates cut, OU
 test('a broker that refuses a record the stage thought fit (MESSAGE_TOO_LARGE): only that record is cut, the partition moves on', async () => {
   // The configured limit is above the topics' real one: the broker refuses, the stage learns.
   await outputSizeScenario('size-refused', 1_000_000);
+});
+
+test('a broker that is down at start: one JSON line with the cause, exit code 3, no stack trace', async () => {
+  const stage = new StageProcess(root, 'broker-down', {
+    brokers: ['127.0.0.1:9'],
+    groupId: 'broker-down',
+    http: { host: '127.0.0.1', port: 0 },
+    linker: { indexDir, threads: 1, rerankerDir: false },
+  });
+  const code = await stage.exited;
+  assert.equal(code, 3);
+  const last = JSON.parse(stage.lines.filter((l) => l.startsWith('{')).at(-1)!) as { level: string; message: string; exitCode: number; cause: { message: string } };
+  assert.equal(last.message, 'exiting: the stage could not start');
+  assert.equal(last.exitCode, 3);
+  assert.match(last.cause.message, /ECONNREFUSED|connect/i);
+  assert.ok(!stage.lines.some((l) => /^\s+at /.test(l)), 'no uncaught stack trace');
+  assert.ok(!stage.lines.some((l) => l.includes('drain')), 'no drain was pretended');
 });
