@@ -16,6 +16,8 @@ export interface OnnxSessionOptions {
   log: (line: string) => void;
   /** Lines only an operator debugging the set-up wants (the CPU fallback of `auto` on a machine without the CUDA provider). */
   debug?: (line: string) => void;
+  /** How a dead worker is replaced (DEFAULT_RESTART_POLICY). */
+  restart?: Partial<RestartPolicy>;
 }
 
 /** Fallback lines already written by this process: a CPU machine says "no CUDA provider" once, not once per model. */
@@ -45,97 +47,155 @@ function spawnWorker(): Worker {
   return new Worker(bootstrap, { eval: true });
 }
 
+/** How a dead worker is replaced: consecutive failed restarts before the session gives up. */
+export interface RestartPolicy {
+  maxRestarts: number;
+  initialBackoffMs: number;
+  maxBackoffMs: number;
+}
+
+export const DEFAULT_RESTART_POLICY: RestartPolicy = { maxRestarts: 5, initialBackoffMs: 200, maxBackoffMs: 5000 };
+
+interface WorkerConfig {
+  modelPath: string;
+  provider: 'cuda' | 'cpu';
+  deviceId: number;
+  threads: number;
+  spinning: boolean;
+}
+
+/** Every session not yet closed, so that a drill or a test can kill one's worker (`terminateWorker`). */
+const openSessions = new Set<OnnxSession>();
+
 /**
  * One ONNX model in its own worker thread. Runs queue in the worker in submission order; the
  * provider actually used (`cuda` or `cpu`) is known once `open` resolves.
+ *
+ * A worker that dies (a native crash, out of memory, terminated) is an internal fault, not the
+ * input's: the runs it held are rejected with the retriable ENCODER_RESTARTING, a new worker is
+ * started with exponential backoff, and runs asked for meanwhile wait for it. Only after
+ * `maxRestarts` deaths or failed starts with no successful run in between does the session give
+ * up: every run is then rejected with the non-retriable ENCODER_FAILED and `onFailed` listeners
+ * are told (the stream stage exits non-zero without committing).
  */
 export class OnnxSession {
   readonly provider: 'cuda' | 'cpu';
   readonly threads: number;
   readonly inputNames: string[];
-  private readonly worker: Worker;
+  /** Workers started after the first one died. */
+  restarts = 0;
+  private worker: Worker;
+  private readonly config: WorkerConfig;
+  private readonly policy: RestartPolicy;
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
   private failure: Error | undefined;
   private closing: Promise<void> | undefined;
+  /** Set while a replacement worker is being started; runs wait for it. */
+  private restarting: Promise<void> | undefined;
+  /** Deaths and failed starts since the last successful run. */
+  private consecutiveFailures = 0;
+  private readonly failedListeners: ((error: Error) => void)[] = [];
 
-  private constructor(worker: Worker, provider: 'cuda' | 'cpu', threads: number, inputNames: string[]) {
-    this.worker = worker;
-    this.provider = provider;
-    this.threads = threads;
+  private constructor(worker: Worker, config: WorkerConfig, inputNames: string[], policy: RestartPolicy) {
+    this.config = config;
+    this.provider = config.provider;
+    this.threads = config.threads;
     this.inputNames = inputNames;
-    worker.on('message', (reply: WorkerReply) => this.onReply(reply));
-    worker.on('error', (error) => this.fail(new CuilinkError('ENCODER_FAILED', `encoder worker failed: ${error.message}`, { cause: error })));
-    worker.on('exit', (code) => {
-      if (this.closing === undefined) this.fail(new CuilinkError('ENCODER_FAILED', `encoder worker exited with code ${code}`));
-    });
+    this.policy = policy;
+    this.worker = worker;
+    this.attach(worker);
+    openSessions.add(this);
+  }
+
+  /** Sessions not yet closed (drills, tests). */
+  static openSessions(): OnnxSession[] {
+    return [...openSessions];
   }
 
   static async open(modelPath: string, options: OnnxSessionOptions): Promise<OnnxSession> {
     const threads = options.threads ?? Math.min(4, availableParallelism());
     const spinning = options.spinning ?? process.env.CUILINK_ORT_SPINNING === '1';
-    if (options.provider === 'cpu') return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads, spinning);
+    const base = { modelPath, deviceId: options.deviceId, threads, spinning };
+    const policy = { ...DEFAULT_RESTART_POLICY, ...options.restart };
+    if (options.provider === 'cpu') return OnnxSession.start({ ...base, provider: 'cpu' }, policy);
     const missing = cudaProviderMissing();
     if (missing !== undefined) {
       if (options.provider === 'cuda') throw new CudaUnavailableError(missing);
       // No CUDA provider installed: the CPU is what this machine was set up for, not news (debug, once per process).
       once(`execution provider: cpu (auto: ${missing})`, options.debug ?? (() => {}));
-      return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads, spinning);
+      return OnnxSession.start({ ...base, provider: 'cpu' }, policy);
     }
     try {
-      return await OnnxSession.start(modelPath, 'cuda', options.deviceId, threads, spinning);
+      return await OnnxSession.start({ ...base, provider: 'cuda' }, policy);
     } catch (error) {
       const missingLibs = missingCudaLibraries();
       const reason = `onnxruntime could not start CUDA device ${options.deviceId}: ${(error as Error).message}${missingLibs.length > 0 ? ` (not on the loader path: ${missingLibs.join(', ')})` : ''}`;
       if (options.provider === 'cuda') throw new CudaUnavailableError(reason, error);
       // The CUDA provider is installed, so a GPU was meant: say why it is not used (once per process).
       once(`execution provider: cpu (auto: ${reason})`, options.log);
-      return OnnxSession.start(modelPath, 'cpu', options.deviceId, threads, spinning);
+      return OnnxSession.start({ ...base, provider: 'cpu' }, policy);
     }
   }
 
-  private static start(modelPath: string, provider: 'cuda' | 'cpu', deviceId: number, threads: number, spinning: boolean): Promise<OnnxSession> {
-    const worker = spawnWorker();
-    return new Promise((resolve, reject) => {
-      const onError = (error: Error) => {
-        void worker.terminate();
-        reject(error);
-      };
-      worker.once('error', onError);
-      worker.once('message', (reply: WorkerReply) => {
-        worker.off('error', onError);
-        if (reply.type === 'ready') {
-          resolve(new OnnxSession(worker, provider, threads, reply.inputNames));
-        } else {
-          void worker.terminate();
-          reject(new CuilinkError('BAD_MODEL', `cannot load ${modelPath}: ${reply.type === 'error' ? reply.message : 'unexpected reply'}`));
-        }
-      });
-      // Only the provider asked for: a silent CPU fallback inside onnxruntime would hide a broken GPU setup.
-      const request: WorkerRequest = { type: 'init', modelPath, providers: [provider], deviceId, threads, spinning };
-      worker.postMessage(request);
-    });
+  private static async start(config: WorkerConfig, policy: RestartPolicy): Promise<OnnxSession> {
+    const { worker, inputNames } = await startWorker(config);
+    return new OnnxSession(worker, config, inputNames, policy);
   }
 
-  run(feeds: FeedTensor[], outputName: string, pooling: Pooling, normalize: boolean): Promise<RunReply> {
-    if (this.failure) return Promise.reject(this.failure);
-    if (this.closing) return Promise.reject(new CuilinkError('ENCODER_CLOSED', 'the encoder is closed'));
+  /** False while a replacement worker is starting, and for good once the session gave up or closed. */
+  get available(): boolean {
+    return this.restarting === undefined && this.failure === undefined && this.closing === undefined;
+  }
+
+  /** Called once if the session gives up restarting its worker. */
+  onFailed(listener: (error: Error) => void): void {
+    this.failedListeners.push(listener);
+  }
+
+  async run(feeds: FeedTensor[], outputName: string, pooling: Pooling, normalize: boolean): Promise<RunReply> {
+    if (this.restarting) await this.restarting;
+    if (this.failure) throw this.failure;
+    if (this.closing) throw new CuilinkError('ENCODER_CLOSED', 'the encoder is closed');
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
+    const reply = await new Promise<RunReply>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       const request: WorkerRequest = { type: 'run', id, feeds, outputName, pooling, normalize };
       this.worker.postMessage(request, feeds.map((f) => f.data.buffer as ArrayBuffer));
     });
+    this.consecutiveFailures = 0;
+    return reply;
+  }
+
+  /**
+   * Makes the current worker thread exit as a crash would, once the run it is in finishes (runs
+   * queued behind it die with it); the session restarts it like any dead worker (drills, tests).
+   * Resolves when the worker has exited. (Worker.terminate() during a native run aborts the process.)
+   */
+  async killWorker(): Promise<void> {
+    const worker = this.worker;
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.postMessage({ type: 'exit', code: 70 } satisfies WorkerRequest);
+    await exited;
   }
 
   close(): Promise<void> {
     this.closing ??= (async () => {
+      openSessions.delete(this);
+      await this.restarting?.catch(() => {});
       this.worker.postMessage({ type: 'close' } satisfies WorkerRequest);
       await new Promise((r) => setTimeout(r, 20));
       await this.worker.terminate();
-      this.fail(new CuilinkError('ENCODER_CLOSED', 'the encoder is closed'));
+      this.failure ??= new CuilinkError('ENCODER_CLOSED', 'the encoder is closed');
+      this.rejectPending(this.failure);
     })();
     return this.closing;
+  }
+
+  private attach(worker: Worker): void {
+    worker.on('message', (reply: WorkerReply) => this.onReply(reply));
+    worker.on('error', (error) => this.onDeath(worker, `encoder worker failed: ${error.message}`));
+    worker.on('exit', (code) => this.onDeath(worker, `encoder worker exited with code ${code}`));
   }
 
   private onReply(reply: WorkerReply): void {
@@ -144,12 +204,74 @@ export class OnnxSession {
     if (!pending) return;
     this.pending.delete(reply.id);
     if (reply.type === 'result') pending.resolve(reply);
-    else pending.reject(new CuilinkError('ENCODER_FAILED', `inference failed: ${reply.message}`));
+    else pending.reject(new CuilinkError('INFERENCE_FAILED', `inference failed: ${reply.message}`));
   }
 
-  private fail(error: Error): void {
-    this.failure ??= error;
+  private onDeath(worker: Worker, reason: string): void {
+    if (worker !== this.worker || this.closing !== undefined || this.failure !== undefined) return;
+    this.rejectPending(new CuilinkError('ENCODER_RESTARTING', `${reason}; restarting it`, { retriable: true }));
+    this.restarting ??= this.restart(reason).finally(() => (this.restarting = undefined));
+  }
+
+  /** Starts replacement workers with exponential backoff until one is up or the policy gives up. */
+  private async restart(reason: string): Promise<void> {
+    let lastReason = reason;
+    for (;;) {
+      this.consecutiveFailures++;
+      if (this.consecutiveFailures > this.policy.maxRestarts) {
+        this.giveUp(new CuilinkError('ENCODER_FAILED', `encoder worker could not be kept running (${this.policy.maxRestarts} restarts without a successful run; last: ${lastReason})`));
+        return;
+      }
+      const waitMs = Math.min(this.policy.maxBackoffMs, this.policy.initialBackoffMs * 2 ** (this.consecutiveFailures - 1));
+      await new Promise((r) => setTimeout(r, waitMs));
+      if (this.closing !== undefined) return;
+      try {
+        const { worker } = await startWorker(this.config);
+        this.restarts++;
+        this.worker = worker;
+        this.attach(worker);
+        return;
+      } catch (error) {
+        lastReason = `restart failed: ${(error as Error).message}`;
+      }
+    }
+  }
+
+  private giveUp(error: CuilinkError): void {
+    this.failure = error;
+    this.rejectPending(error);
+    for (const listener of this.failedListeners) listener(error);
+  }
+
+  private rejectPending(error: Error): void {
     for (const p of this.pending.values()) p.reject(error);
     this.pending.clear();
   }
+}
+
+/** Spawns a worker and loads the model in it; rejects (and ends the worker) when it cannot. */
+function startWorker(config: WorkerConfig): Promise<{ worker: Worker; inputNames: string[] }> {
+  const worker = spawnWorker();
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => {
+      void worker.terminate();
+      reject(error);
+    };
+    const onExit = (code: number) => reject(new CuilinkError('BAD_MODEL', `encoder worker exited with code ${code} while loading ${config.modelPath}`));
+    worker.once('error', onError);
+    worker.once('exit', onExit);
+    worker.once('message', (reply: WorkerReply) => {
+      worker.off('error', onError);
+      worker.off('exit', onExit);
+      if (reply.type === 'ready') {
+        resolve({ worker, inputNames: reply.inputNames });
+      } else {
+        void worker.terminate();
+        reject(new CuilinkError('BAD_MODEL', `cannot load ${config.modelPath}: ${reply.type === 'error' ? reply.message : 'unexpected reply'}`));
+      }
+    });
+    // Only the provider asked for: a silent CPU fallback inside onnxruntime would hide a broken GPU setup.
+    const request: WorkerRequest = { type: 'init', modelPath: config.modelPath, providers: [config.provider], deviceId: config.deviceId, threads: config.threads, spinning: config.spinning };
+    worker.postMessage(request);
+  });
 }

@@ -49,5 +49,6 @@ export interface ErrorReply {
   message: string;
 }
 
-export type WorkerRequest = InitRequest | RunRequest | { type: 'close' };
+/** `exit`: the worker ends itself after the runs queued before it, as a crash would (drills, tests). */
+export type WorkerRequest = InitRequest | RunRequest | { type: 'close' } | { type: 'exit'; code: number };
 export type WorkerReply = InitReply | RunReply | ErrorReply;

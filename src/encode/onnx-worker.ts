@@ -54,6 +54,11 @@ port.on('message', (request: WorkerRequest) => {
     void session?.release().finally(() => port.close());
     return;
   }
+  if (request.type === 'exit') {
+    // After the runs already queued: ending the thread inside a native run aborts the whole process.
+    queue = queue.then(() => process.exit(request.code));
+    return;
+  }
   // One run at a time: concurrent runs on one session only fight over the same intra-op threads.
   queue = queue.then(() => (request.type === 'init' ? init(request) : run(request)));
   queue = queue.catch((error: unknown) => reply({ type: 'error', id: request.type === 'run' ? request.id : undefined, message: error instanceof Error ? error.message : String(error) }));

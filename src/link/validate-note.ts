@@ -37,7 +37,7 @@ export function validateNote(value: unknown, limits: NoteLimits = DEFAULT_NOTE_L
     const end = m.end as number;
     if (start < 0 || end > note.text.length || start >= end) throw new InputError(`${at}: span [${start}, ${end}) is outside the text (length ${note.text.length}) or empty`, 'BAD_SPAN');
     if (end - start > limits.maxMentionChars) throw new InputError(`${at}: span of ${end - start} characters exceeds the limit of ${limits.maxMentionChars}`, 'BAD_SPAN');
-    if (typeof m.text !== 'string' || m.text !== note.text.slice(start, end)) throw new InputError(`${at}: mention text does not match the span [${start}, ${end})`, 'SPAN_TEXT_MISMATCH');
+    if (typeof m.text !== 'string' || m.text !== note.text.slice(start, end)) throw new InputError(`${at}: mention text does not match the span [${start}, ${end}) (offsets are UTF-16 code units, end exclusive: a character outside the Basic Multilingual Plane, e.g. an emoji, counts 2)`, 'SPAN_TEXT_MISMATCH');
     if (typeof m.label !== 'string') throw new InputError(`${at}: label must be a string`, 'BAD_MENTION');
     if (m.score !== undefined && m.score !== null && typeof m.score !== 'number') throw new InputError(`${at}: score must be a number`, 'BAD_MENTION');
   }

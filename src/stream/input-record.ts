@@ -24,7 +24,9 @@ export async function decodeInputRecord(codec: StageCodec, message: KafkaMessage
   const headers = (message.headers ?? {}) as RecordHeaders;
   let note: unknown;
   try {
-    note = await codec.decodeNote(message.value, headers);
+    // No string of more than 3 UTF-8 bytes per UTF-16 unit of the longest note, and no more items
+    // in an array (the mentions) than a note may have: checked before anything is allocated.
+    note = await codec.decodeNote(message.value, headers, { maxArrayItems: limits.maxMentions, maxStringBytes: limits.maxNoteChars * 3, code: 'NOTE_TOO_LARGE' });
   } catch (error) {
     if (error instanceof CuilinkError) {
       if (error.retriable) throw error;

@@ -11,6 +11,9 @@ import { OutputDelivery } from './output-delivery.ts';
 import { PartitionBatchHandler } from './partition-batch-handler.ts';
 import type { StageCodec } from './stage-codec.ts';
 import { connectionOf, type StageConfig } from './stage-config.ts';
+import { StageProgress } from './stage-progress.ts';
+import { OutputFitter } from './output-fitter.ts';
+import { TopicSizeLimits } from './topic-size-limits.ts';
 import { requireTopics } from './topics.ts';
 
 export interface LinkingStageOptions {
@@ -41,13 +44,19 @@ export class LinkingStage {
   private readonly options: LinkingStageOptions;
   private readonly kafka: Kafka;
   private readonly consumer: Consumer;
-  private readonly producer: Producer;
+  private readonly delivery: OutputDelivery;
   private readonly batcher: MentionBatcher<QueuedNote, NoteOutcome>;
   private readonly logger: Logger;
   private readonly handle: PartitionBatchHandler['handle'];
+  private readonly noteLinker: NoteBatchLinker;
+  readonly progress = new StageProgress();
+  /** The output and dead-letter topics' record size limits, read at start. */
+  readonly sizes = new TopicSizeLimits();
   /** eachBatch calls in progress: stop() waits for them, since kafkajs' consumer.stop() may return first. */
   private readonly activeBatches = new Set<Promise<void>>();
   private joined = false;
+  /** The consumer is running (start() got that far): stop() drains only then. */
+  private running = false;
   private stopping = false;
   private failed = false;
   private stopPromise: Promise<boolean> | undefined;
@@ -74,7 +83,7 @@ export class LinkingStage {
       readUncommitted: false,
       allowAutoTopicCreation: false,
     });
-    this.producer = this.kafka.producer({
+    const createProducer = (): Producer => this.kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
@@ -85,6 +94,10 @@ export class LinkingStage {
     const tracer = options.tracer ?? trace.getTracer('cuilink.stream');
     this.metrics = new StageMetrics(() => this.batcher.inFlightMentions, options.meter ?? otelMetrics.getMeter('cuilink.stream'));
     const noteLinker = new NoteBatchLinker(options.linker, tracer, this.metrics, retry, logger);
+    this.noteLinker = noteLinker;
+    // The linker is broken for good (its encoder could not be restarted): nothing more can be
+    // linked, so stop without committing what it could not link and let a supervisor restart us.
+    noteLinker.onFatal((error) => this.fail('linker failed', error));
     this.batcher = new MentionBatcher<QueuedNote, NoteOutcome>(config.batching, (q) => q.mentionCount, (items) => noteLinker.link(items));
     this.batcher.onPressure((high) => {
       const topics = [{ topic: config.topics.input }];
@@ -92,9 +105,11 @@ export class LinkingStage {
       else this.consumer.resume(topics);
       logger.debug(high ? 'in-flight mentions at the limit: consumer paused' : 'consumer resumed', { inFlightMentions: this.batcher.inFlightMentions });
     });
+    this.delivery = new OutputDelivery(createProducer, this.consumer, config, this.sizes);
     const handler = new PartitionBatchHandler({
-      config, codec: options.codec, batcher: this.batcher, delivery: new OutputDelivery(this.producer, this.consumer, config),
-      metrics: this.metrics, tracer, logger, retry, isStopping: () => this.stopping,
+      config, codec: options.codec, batcher: this.batcher, delivery: this.delivery,
+      sizes: this.sizes, fitter: new OutputFitter(options.codec, this.sizes),
+      metrics: this.metrics, tracer, logger, retry, progress: this.progress, isStopping: () => this.stopping,
     });
     this.handle = (payload) => handler.handle(payload);
   }
@@ -103,19 +118,19 @@ export class LinkingStage {
   async start(): Promise<void> {
     const { config } = this.options;
     await requireTopics(this.kafka, [config.topics.input, config.topics.output, config.topics.deadLetter]);
+    await this.sizes.load(this.kafka, [config.topics.output, config.topics.deadLetter], config.topics.maxMessageBytes, this.logger);
     this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
       this.joined = true;
       this.logger.info('joined consumer group', { groupId: config.groupId, memberId: event.payload.memberId, assignment: event.payload.memberAssignment });
       for (const wake of this.joinWaiters.splice(0)) wake();
     });
     this.consumer.on(this.consumer.events.CRASH, (event) => {
+      // Not ready until the restarted consumer has joined again (broker unreachable, batch handed back).
+      this.joined = false;
       this.logger.error('consumer crashed', { error: event.payload.error, restart: event.payload.restart });
-      if (!event.payload.restart) {
-        this.failed = true;
-        for (const listener of this.fatalListeners) listener(event.payload.error);
-      }
+      if (!event.payload.restart) this.fail('consumer crashed', event.payload.error);
     });
-    await this.producer.connect();
+    await this.delivery.connect();
     await this.consumer.connect();
     await this.consumer.subscribe({ topics: [config.topics.input], fromBeginning: config.consumer.fromBeginning });
     await this.consumer.run({
@@ -136,12 +151,23 @@ export class LinkingStage {
         }
       },
     });
+    this.running = true;
     this.logger.info('stage started', { delivery: config.delivery, input: config.topics.input, output: config.topics.output, deadLetter: config.topics.deadLetter });
   }
 
-  /** Ready once the consumer has joined its group (the linker was loaded before the stage existed). */
+  /**
+   * Ready while the stage can make progress: the consumer has joined its group (and has not
+   * crashed since), the linker's last attempt succeeded, and no partition is stuck retrying.
+   */
   get ready(): boolean {
-    return this.joined && !this.stopping && !this.failed;
+    return this.joined && !this.stopping && !this.failed && this.noteLinker.available && this.progress.progressing;
+  }
+
+  private fail(what: string, error: unknown): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.logger.error(`${what}: stopping without committing what is not done`, { error });
+    for (const listener of this.fatalListeners) listener(error);
   }
 
   get live(): boolean {
@@ -171,8 +197,14 @@ export class LinkingStage {
       this.stopping = true;
       const { config } = this.options;
       const { drainTimeoutMs } = config;
+      if (!this.running) {
+        // start() failed or never ran: nothing was taken, so there is nothing to drain.
+        await this.consumer.disconnect().catch(() => {});
+        await this.delivery.disconnect().catch(() => {});
+        return true;
+      }
       this.logger.info('stopping: draining in-flight batches', { inFlightMentions: this.batcher.inFlightMentions, drainTimeoutMs });
-      const drain = (async () => {
+      const drain = (async (): Promise<'drained' | 'failed'> => {
         try {
           // Handlers see `stopping`, take no new records, and finish (produce + commit) those already taken.
           this.consumer.pause([{ topic: config.topics.input }]);
@@ -180,17 +212,18 @@ export class LinkingStage {
           await this.consumer.stop();
           await this.batcher.shutdown();
           await this.consumer.disconnect();
-          await this.producer.disconnect();
-          return true;
+          await this.delivery.disconnect();
+          return 'drained';
         } catch (error) {
-          this.logger.error('error while draining', { error });
-          return false;
+          this.logger.error('drain failed; uncommitted records will be consumed again', { error });
+          return 'failed';
         }
       })();
-      const timeout = sleep(drainTimeoutMs, false, { ref: false });
-      const drained = await Promise.race([drain, timeout]);
-      if (!drained) this.logger.warn('drain timeout reached; uncommitted records will be consumed again', { drainTimeoutMs });
-      else this.logger.info('stopped', { ...this.metrics.counts });
+      const timeout = sleep(drainTimeoutMs, 'timeout' as const, { ref: false });
+      const outcome = await Promise.race([drain, timeout]);
+      if (outcome === 'timeout') this.logger.warn('drain timeout reached; uncommitted records will be consumed again', { drainTimeoutMs });
+      else if (outcome === 'drained') this.logger.info('stopped', { ...this.metrics.counts });
+      const drained = outcome === 'drained';
       return drained;
     })();
     return this.stopPromise;

@@ -16,13 +16,30 @@ export interface QueuedNote {
 export type NoteOutcome = { kind: 'linked'; linked: LinkedNote; batchContext: SpanContext } | { kind: 'failed'; error: CuilinkError };
 
 /**
+ * Codes of internal faults: the linker itself is broken (its encoder could not be kept running,
+ * or it was closed). They are never a note's fault, so never dead-lettered: the stage stops
+ * without committing and exits non-zero, and a restarted process links the records.
+ */
+export const INTERNAL_FAULT_CODES: ReadonlySet<string> = new Set(['ENCODER_FAILED', 'ENCODER_CLOSED']);
+
+export function isInternalFault(error: unknown): boolean {
+  return INTERNAL_FAULT_CODES.has(codeOf(error));
+}
+
+/**
  * The stage's batch processor: one LinkingCore call per micro-batch under a `cuilink.stream.batch`
  * span linked to each record's incoming trace context; the linker's encode / retrieve / rerank
  * spans become its children. Retriable failures are retried with backoff and then rethrown (the
  * records stay uncommitted); a non-retriable failure is narrowed down to the notes that cause it,
- * which are dead-lettered while the rest of the batch goes through.
+ * which are dead-lettered while the rest of the batch goes through. Internal faults
+ * (INTERNAL_FAULT_CODES) are never narrowed down nor dead-lettered: they are reported to
+ * `onFatal` and rethrown, so no offset is committed.
  */
 export class NoteBatchLinker {
+  /** False from a failed linking attempt (retriable or internal) until the next success: /readyz. */
+  available = true;
+  private readonly fatalListeners: ((error: unknown) => void)[] = [];
+
   constructor(
     private readonly linker: LinkingCore,
     private readonly tracer: Tracer,
@@ -30,6 +47,10 @@ export class NoteBatchLinker {
     private readonly retry: RetryOptions,
     private readonly logger: Logger,
   ) {}
+
+  onFatal(listener: (error: unknown) => void): void {
+    this.fatalListeners.push(listener);
+  }
 
   link(items: QueuedNote[]): Promise<NoteOutcome[]> {
     const mentions = items.reduce((sum, i) => sum + i.mentionCount, 0);
@@ -43,12 +64,17 @@ export class NoteBatchLinker {
           const linked = await this.linkWithRetry(items.map((i) => i.note));
           return linked.map((note): NoteOutcome => ({ kind: 'linked', linked: note, batchContext }));
         } catch (error) {
-          if (isRetriable(error) || items.length === 1) throw error;
+          if (isRetriable(error) || isInternalFault(error) || items.length === 1) throw error;
           this.logger.warn('linking batch failed; linking its notes one by one', { notes: items.length, code: codeOf(error) });
           return await this.linkOneByOne(items, batchContext);
         }
       } catch (error) {
-        if (!isRetriable(error) && items.length === 1) return [{ kind: 'failed', error: asLinkFailure(error) } satisfies NoteOutcome];
+        if (isInternalFault(error)) {
+          this.available = false;
+          for (const listener of this.fatalListeners) listener(error);
+        } else if (!isRetriable(error) && items.length === 1) {
+          return [{ kind: 'failed', error: asLinkFailure(error) } satisfies NoteOutcome];
+        }
         span.setStatus({ code: SpanStatusCode.ERROR, message: codeOf(error) });
         throw error;
       } finally {
@@ -59,14 +85,17 @@ export class NoteBatchLinker {
     });
   }
 
-  private linkWithRetry(notes: NoteInput[]): Promise<LinkedNote[]> {
-    return withRetry(() => this.linker.linkNotes(notes), {
+  private async linkWithRetry(notes: NoteInput[]): Promise<LinkedNote[]> {
+    const linked = await withRetry(() => this.linker.linkNotes(notes), {
       ...this.retry,
       onRetry: (error, attempt, waitMs) => {
+        this.available = false;
         this.metrics.recordRetry('link');
         this.logger.warn('linking failed, retrying', { attempt, waitMs, code: codeOf(error) });
       },
     });
+    this.available = true;
+    return linked;
   }
 
   private async linkOneByOne(items: QueuedNote[], batchContext: SpanContext): Promise<NoteOutcome[]> {
@@ -76,7 +105,7 @@ export class NoteBatchLinker {
         const [linked] = await this.linkWithRetry([item.note]);
         outcomes.push({ kind: 'linked', linked: linked!, batchContext });
       } catch (error) {
-        if (isRetriable(error)) throw error;
+        if (isRetriable(error) || isInternalFault(error)) throw error;
         trace.getActiveSpan()?.addEvent('note failed', { 'cuilink.error.code': codeOf(error) });
         outcomes.push({ kind: 'failed', error: asLinkFailure(error) });
       }

@@ -1,5 +1,7 @@
 import type { Consumer, Producer, TopicMessages } from 'kafkajs';
+import { CuilinkError } from '../kb/errors.ts';
 import type { StageConfig } from './stage-config.ts';
+import { isTooLarge, recordBytes, type TopicSizeLimits } from './topic-size-limits.ts';
 
 /** The offset to commit for one partition: the next record to read. */
 export interface PartitionCommit {
@@ -9,19 +11,50 @@ export interface PartitionCommit {
 }
 
 /**
+ * The broker refused a produce request as too large although it fit the known limit: `bytes`
+ * is what the request held. Nothing of the step was committed; the caller lowers the topic's
+ * limit, fits the records again and redoes the step.
+ */
+export class RecordRefusedError extends CuilinkError {
+  constructor(
+    readonly topic: string,
+    readonly bytes: number,
+    cause: unknown,
+  ) {
+    super('RECORD_REFUSED', `${topic} refused ${bytes} bytes as too large`, { cause });
+  }
+}
+
+/**
  * Writes a partition's outputs and commits its input offset, in that order, as one step:
  * at-least-once sends (idempotent producer, acks=all) and commits once the send is acknowledged;
  * exactly-once sends and commits inside one Kafka transaction. Steps are serialized: one
  * transaction at a time per producer, and per-partition output order is the call order.
+ * Messages go out in produce requests cut to the topics' size limits (TopicSizeLimits.chunk).
+ * A request the broker refuses as too large may have been written for some partitions and not
+ * others, which leaves the idempotent producer's sequence numbers wrong: the producer is
+ * replaced (a fresh producer id) before RecordRefusedError is thrown.
  */
 export class OutputDelivery {
   private tail: Promise<unknown> = Promise.resolve();
+  private producer: Producer | undefined;
 
   constructor(
-    private readonly producer: Producer,
+    private readonly createProducer: () => Producer,
     private readonly consumer: Consumer,
     private readonly config: Pick<StageConfig, 'delivery' | 'groupId'>,
+    private readonly sizes: TopicSizeLimits,
   ) {}
+
+  async connect(): Promise<void> {
+    const producer = this.createProducer();
+    await producer.connect();
+    this.producer = producer;
+  }
+
+  async disconnect(): Promise<void> {
+    await this.producer?.disconnect();
+  }
 
   deliver(topicMessages: TopicMessages[], commit: PartitionCommit): Promise<void> {
     const step = this.tail.then(() => (this.config.delivery === 'exactly-once' ? this.transactional(topicMessages, commit) : this.atLeastOnce(topicMessages, commit)));
@@ -29,15 +62,33 @@ export class OutputDelivery {
     return step;
   }
 
+  /** One TopicMessages per produce request, each within its topic's limit, in order. */
+  private requests(topicMessages: TopicMessages[]): TopicMessages[] {
+    return topicMessages.flatMap(({ topic, messages }) => this.sizes.chunk(topic, messages).map((chunk) => ({ topic, messages: chunk })));
+  }
+
+  private async sendAll(topicMessages: TopicMessages[], send: (request: TopicMessages) => Promise<unknown>): Promise<void> {
+    for (const request of this.requests(topicMessages)) {
+      try {
+        await send(request);
+      } catch (error) {
+        if (!isTooLarge(error)) throw error;
+        await this.producer?.disconnect().catch(() => {});
+        await this.connect();
+        throw new RecordRefusedError(request.topic, request.messages.reduce((sum, m) => sum + recordBytes(m), 0), error);
+      }
+    }
+  }
+
   private async atLeastOnce(topicMessages: TopicMessages[], commit: PartitionCommit): Promise<void> {
-    if (topicMessages.length > 0) await this.producer.sendBatch({ topicMessages, acks: -1 });
+    await this.sendAll(topicMessages, (request) => this.producer!.sendBatch({ topicMessages: [request], acks: -1 }));
     await this.consumer.commitOffsets([commit]);
   }
 
   private async transactional(topicMessages: TopicMessages[], commit: PartitionCommit): Promise<void> {
-    const transaction = await this.producer.transaction();
+    const transaction = await this.producer!.transaction();
     try {
-      if (topicMessages.length > 0) await transaction.sendBatch({ topicMessages, acks: -1 });
+      await this.sendAll(topicMessages, (request) => transaction.sendBatch({ topicMessages: [request], acks: -1 }));
       await transaction.sendOffsets({ consumerGroupId: this.config.groupId, topics: [{ topic: commit.topic, partitions: [{ partition: commit.partition, offset: commit.offset }] }] });
       await transaction.commit();
     } catch (error) {

@@ -6,12 +6,26 @@ import type { StageMetrics } from '../telemetry/stage-metrics.ts';
 import { decodeInputRecord, type RejectedRecord } from './input-record.ts';
 import type { MentionBatcher } from './mention-batcher.ts';
 import { codeOf, type NoteOutcome, type QueuedNote } from './note-batch-linker.ts';
-import type { OutputDelivery } from './output-delivery.ts';
+import { RecordRefusedError, type OutputDelivery } from './output-delivery.ts';
 import { withRetry, type RetryOptions } from './retry.ts';
 import type { StageCodec } from './stage-codec.ts';
 import type { StageConfig } from './stage-config.ts';
+import type { StageProgress } from './stage-progress.ts';
+import { CANDIDATES_CUT_HEADER, type OutputFitter } from './output-fitter.ts';
+import type { TopicSizeLimits } from './topic-size-limits.ts';
+import { CuilinkError } from '../kb/errors.ts';
 
 type Outcome = NoteOutcome | RejectedRecord;
+
+/** One group's records ready to produce, and what they say for metrics and logs. */
+interface BuiltRecords {
+  topicMessages: TopicMessages[];
+  produced: number;
+  deadCodes: string[];
+  deadOffsets: string[];
+  /** Input offsets whose output or dead letter was cut to fit. */
+  cut: string[];
+}
 
 interface Entry {
   message: KafkaMessage;
@@ -30,6 +44,9 @@ export interface PartitionBatchHandlerDeps {
   tracer: Tracer;
   logger: Logger;
   retry: RetryOptions;
+  progress: StageProgress;
+  sizes: TopicSizeLimits;
+  fitter: OutputFitter;
   isStopping: () => boolean;
 }
 
@@ -60,7 +77,7 @@ export class PartitionBatchHandler {
     for (const message of batch.messages) {
       if (!payload.isRunning() || payload.isStale() || this.deps.isStopping() || deliveryError !== undefined) break;
       const started = performance.now();
-      const decoded = await withRetry(() => decodeInputRecord(this.deps.codec, message, limits), this.retryFor('decode'));
+      const decoded = await this.retrying(`decode ${batch.topic}/${batch.partition}`, () => decodeInputRecord(this.deps.codec, message, limits));
       metrics.recordPhase('decode', (performance.now() - started) / 1000);
       metrics.recordConsumed();
       const entry: Entry = { message };
@@ -102,7 +119,7 @@ export class PartitionBatchHandler {
 
   private async deliver(group: Entry[], payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
-    const { config, codec, tracer, metrics } = this.deps;
+    const { tracer, metrics } = this.deps;
     const linked = group.filter((e) => e.outcome!.kind === 'linked');
     const batchContexts = linked.map((e) => (e.outcome as Extract<Outcome, { kind: 'linked' }>).batchContext);
     const parent = batchContexts[0] ? trace.setSpanContext(ROOT_CONTEXT, batchContexts[0]) : ROOT_CONTEXT;
@@ -111,49 +128,37 @@ export class PartitionBatchHandler {
     await tracer.startActiveSpan('cuilink.stream.produce', { links, attributes: { 'messaging.destination.partition.id': String(batch.partition), 'cuilink.records': group.length } }, parent, async (span) => {
       try {
         const traceHeaders = injectRecordContext(trace.setSpan(parent, span));
-        const output: Message[] = [];
-        const deadLetters: Message[] = [];
-        const deadCodes: string[] = [];
-        for (const entry of group) {
-          const outcome = entry.outcome!;
-          const source = `${batch.topic}/${batch.partition}/${entry.message.offset}`;
-          if (outcome.kind === 'linked') {
-            const encoded = await codec.encodeLinkedNote(outcome.linked);
-            output.push({ key: outcome.linked.noteId, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders, 'cuilink-source': source } });
-          } else {
-            const encoded = await codec.encodeDeadLetter({
-              errorCode: outcome.error.code,
-              reason: outcome.error.message,
-              sourceTopic: batch.topic,
-              sourcePartition: batch.partition,
-              sourceOffset: entry.message.offset,
-              stage: outcome.kind === 'failed' ? 'link' : outcome.step,
-              failedAt: Date.now(),
-              key: entry.message.key,
-              value: entry.message.value,
-              headers: (entry.message.headers ?? {}) as RecordHeaders,
-            });
-            deadLetters.push({ key: entry.message.key, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders, 'cuilink-source': source, 'cuilink-error-code': outcome.error.code } });
-            deadCodes.push(outcome.error.code);
-          }
-        }
-        const topicMessages: TopicMessages[] = [];
-        if (output.length > 0) topicMessages.push({ topic: config.topics.output, messages: output });
-        if (deadLetters.length > 0) topicMessages.push({ topic: config.topics.deadLetter, messages: deadLetters });
         const last = group[group.length - 1]!.message.offset;
         const commit = { topic: batch.topic, partition: batch.partition, offset: nextOffset(last, batch) };
-        await withRetry(() => this.deps.delivery.deliver(topicMessages, commit), this.retryFor('deliver'));
+        let built: BuiltRecords;
+        // A request the broker refuses although it fit the known limit (a broker-wide limit below
+        // the topic's, a config changed since start, a wrong override): nothing was committed; the
+        // topic's limit is lowered below what was refused and the group fitted and delivered again,
+        // so that only the records above the learned limit are cut or dead-lettered.
+        for (let attempt = 1; ; attempt++) {
+          built = await this.build(group, batch, traceHeaders);
+          try {
+            await this.retrying(`deliver ${batch.topic}/${batch.partition}`, () => this.deps.delivery.deliver(built.topicMessages, commit));
+            break;
+          } catch (error) {
+            if (!(error instanceof RecordRefusedError) || attempt >= 16) throw error;
+            const lowered = this.deps.sizes.lower(error.topic, error.bytes);
+            this.deps.logger.warn('the broker refused records as too large; fitting them again under a lower limit', { topic: error.topic, refusedBytes: error.bytes, maxMessageBytes: lowered });
+          }
+        }
         payload.resolveOffset(last);
+        metrics.recordLag(batch.topic, batch.partition, batch.highWatermark, commit.offset);
         const ackedAt = Date.now();
-        metrics.recordProduced(output.length);
-        for (const code of deadCodes) metrics.recordDeadLettered(code);
+        metrics.recordProduced(built.produced);
+        for (const code of built.deadCodes) metrics.recordDeadLettered(code);
         for (const entry of group) {
           const createdAt = Number(entry.message.timestamp);
           if (Number.isFinite(createdAt) && createdAt > 0) metrics.recordEndToEnd(Math.max(0, ackedAt - createdAt) / 1000);
         }
-        span.setAttribute('cuilink.produced', output.length);
-        span.setAttribute('cuilink.dead_lettered', deadLetters.length);
-        if (deadLetters.length > 0) this.deps.logger.warn('records dead-lettered', { topic: batch.topic, partition: batch.partition, codes: deadCodes, offsets: group.filter((e) => e.outcome!.kind !== 'linked').map((e) => e.message.offset) });
+        span.setAttribute('cuilink.produced', built.produced);
+        span.setAttribute('cuilink.dead_lettered', built.deadCodes.length);
+        if (built.deadCodes.length > 0) this.deps.logger.warn('records dead-lettered', { topic: batch.topic, partition: batch.partition, codes: built.deadCodes, offsets: built.deadOffsets });
+        if (built.cut.length > 0) this.deps.logger.warn('records cut to fit their topic', { topic: batch.topic, partition: batch.partition, offsets: [...new Set(built.cut)] });
       } catch (error) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: codeOf(error) });
         throw error;
@@ -164,15 +169,65 @@ export class PartitionBatchHandler {
     });
   }
 
-  private retryFor(operation: string): RetryOptions {
-    return {
+  /** The group's output and dead-letter records, each fitted to its topic's size limit. */
+  private async build(group: Entry[], batch: EachBatchPayload['batch'], traceHeaders: Record<string, string>): Promise<BuiltRecords> {
+    const { output: outputTopic, deadLetter: deadTopic } = this.deps.config.topics;
+    const output: Message[] = [];
+    const deadLetters: Message[] = [];
+    const built: BuiltRecords = { topicMessages: [], produced: 0, deadCodes: [], deadOffsets: [], cut: [] };
+    for (const entry of group) {
+      const { message, dead, cut } = await this.make(entry, batch, traceHeaders);
+      if (cut) built.cut.push(entry.message.offset);
+      if (dead === undefined) {
+        output.push(message);
+      } else {
+        deadLetters.push(message);
+        built.deadCodes.push(dead);
+        built.deadOffsets.push(entry.message.offset);
+      }
+    }
+    if (output.length > 0) built.topicMessages.push({ topic: outputTopic, messages: output });
+    if (deadLetters.length > 0) built.topicMessages.push({ topic: deadTopic, messages: deadLetters });
+    built.produced = output.length;
+    return built;
+  }
+
+  /** One entry's record under the current limits: its LinkedNote, or its dead letter (`dead`: the code). */
+  private async make(entry: Entry, batch: EachBatchPayload['batch'], traceHeaders: Record<string, string>): Promise<{ message: Message; dead?: string; cut: boolean }> {
+    const { config, fitter, sizes } = this.deps;
+    const { output: outputTopic, deadLetter: deadTopic } = config.topics;
+    const outcome = entry.outcome!;
+    const source = `${batch.topic}/${batch.partition}/${entry.message.offset}`;
+    let error: CuilinkError;
+    let stage: string;
+    if (outcome.kind === 'linked') {
+      const message = await fitter.linked(outputTopic, outcome.linked, (encoded) => ({ key: outcome.linked.noteId, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders, 'cuilink-source': source } }));
+      if (message !== undefined) return { message, cut: message.headers?.[CANDIDATES_CUT_HEADER] !== undefined };
+      error = new CuilinkError('OUTPUT_TOO_LARGE', `the LinkedNote of note ${outcome.linked.noteId} (${outcome.linked.mentions.length} mentions) does not fit ${outputTopic} (max.message.bytes ${sizes.maxMessageBytes(outputTopic)}) even without candidates`);
+      stage = 'produce';
+    } else {
+      error = outcome.error;
+      stage = outcome.kind === 'failed' ? 'link' : outcome.step;
+    }
+    const info = { errorCode: error.code, reason: error.message, sourceTopic: batch.topic, sourcePartition: batch.partition, sourceOffset: entry.message.offset, stage, failedAt: Date.now(), key: entry.message.key, value: entry.message.value, headers: (entry.message.headers ?? {}) as RecordHeaders };
+    const letter = await fitter.deadLetter(deadTopic, info, (encoded, key) => ({ key, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders, 'cuilink-source': source, 'cuilink-error-code': error.code } }));
+    return { message: letter.message, dead: error.code, cut: letter.cut };
+  }
+
+  /** `operation` with retries; while its attempts fail, `key` is listed as stalled (/readyz 503). */
+  private async retrying<T>(key: string, operation: () => Promise<T>): Promise<T> {
+    const name = key.split(' ')[0]!;
+    const result = await withRetry(operation, {
       ...this.deps.retry,
       shouldStop: () => false,
       onRetry: (error, attempt, waitMs) => {
-        this.deps.metrics.recordRetry(operation);
-        this.deps.logger.warn(`${operation} failed, retrying`, { attempt, waitMs, code: codeOf(error) });
+        this.deps.progress.failed(key);
+        this.deps.metrics.recordRetry(name);
+        this.deps.logger.warn(`${name} failed, retrying`, { attempt, waitMs, code: codeOf(error), on: key.slice(name.length + 1) });
       },
-    };
+    });
+    this.deps.progress.succeeded(key);
+    return result;
   }
 }
 

@@ -1,5 +1,6 @@
 import type { LinkedNote, NoteInput } from '../link/types.ts';
 import type { RecordHeaders } from '../telemetry/kafka-trace-context.ts';
+import type { DecodeLimits } from './avro/avro-bounds.ts';
 
 /** What a dead-letter record says about the input it replaces (schemas/DeadLetter.avsc). */
 export interface DeadLetterInfo {
@@ -14,6 +15,8 @@ export interface DeadLetterInfo {
   key: Buffer | null;
   value: Buffer | null;
   headers: RecordHeaders;
+  /** Set when key/value/headers were cut to fit the topic: the whole value's size and SHA-256. */
+  truncated?: { sha256: string; size: number };
 }
 
 export interface EncodedRecord {
@@ -27,7 +30,8 @@ export interface EncodedRecord {
  * retriable, e.g. registry unreachable → retried). Implemented over src/stream/avro.
  */
 export interface StageCodec {
-  decodeNote(value: Buffer, headers: RecordHeaders): Promise<NoteInput>;
+  /** `limits` are enforced on the encoded bytes, before the note is built (NOTE_TOO_LARGE). */
+  decodeNote(value: Buffer, headers: RecordHeaders, limits?: DecodeLimits): Promise<NoteInput>;
   encodeLinkedNote(note: LinkedNote): Promise<EncodedRecord>;
   encodeDeadLetter(info: DeadLetterInfo): Promise<EncodedRecord>;
 }

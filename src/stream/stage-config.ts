@@ -22,6 +22,12 @@ export const stageConfigSchema = z
         input: topicName.default('cuilink.notes'),
         output: topicName.default('cuilink.linked'),
         deadLetter: topicName.default('cuilink.dead-letter'),
+        /**
+         * Largest record batch the output and dead-letter topics accept. Read from the topics'
+         * `max.message.bytes` at start (describeConfigs) when absent; set it when the stage may not
+         * describe topic configs. A lower value than the topics' is safe, a higher one is learned down.
+         */
+        maxMessageBytes: z.number().int().min(4096).optional(),
       })
       .strict()
       .default({}),
@@ -172,6 +178,7 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_DEVICE_ID', ['linker', 'deviceId'], asInt],
   ['CUILINK_PRECISION', ['linker', 'precision'], asString],
   ['CUILINK_RERANKER', ['linker', 'rerankerDir'], asReranker],
+  ['CUILINK_MAX_MESSAGE_BYTES', ['topics', 'maxMessageBytes'], asInt],
 ];
 
 function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {

@@ -13,6 +13,14 @@ export interface StageCounts {
   retries: number;
 }
 
+/** Dead-letter codes the stage can emit: each one's counter series exists from start, at 0. */
+export const DEAD_LETTER_CODES = [
+  'EMPTY_RECORD', 'UNKNOWN_SCHEMA', 'UNDECODABLE', 'INCOMPATIBLE_SCHEMA', 'BAD_TEXT_ENCODING', 'BAD_NOTE', 'EMPTY_NOTE', 'NOTE_TOO_LARGE',
+  'BAD_MENTION', 'BAD_SPAN', 'SPAN_TEXT_MISMATCH', 'LINK_FAILED', 'INFERENCE_FAILED', 'OUTPUT_TOO_LARGE',
+] as const;
+/** Operations the stage retries: each one's counter series exists from start, at 0. */
+export const RETRIED_OPERATIONS = ['decode', 'link', 'deliver'] as const;
+
 /**
  * The stage's counters and histograms, as OpenTelemetry instruments (exported over OTLP and as
  * Prometheus text) and as plain numbers for `stats()` and the run summary. Attributes are
@@ -37,18 +45,39 @@ export class StageMetrics {
       description: 'Mentions per linking batch',
       advice: { explicitBucketBoundaries: [1, 4, 16, 32, 64, 128, 256, 512, 1024] },
     });
-    this.phaseSeconds = meter.createHistogram('cuilink.stream.phase.duration', {
+    // Series at 0 from start, so that increase()/rate() alerts see the first event after a restart.
+    for (const code of DEAD_LETTER_CODES) this.deadLettered.add(0, { code });
+    for (const operation of RETRIED_OPERATIONS) this.retries.add(0, { operation });
+    // Units in the names (Prometheus: cuilink_stream_phase_duration_seconds, ..._end_to_end_lag_seconds).
+    this.phaseSeconds = meter.createHistogram('cuilink.stream.phase_duration_seconds', {
       description: 'Duration of a stage phase (decode, link, produce, commit)',
       unit: 's',
       advice: { explicitBucketBoundaries: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] },
     });
-    this.endToEndSeconds = meter.createHistogram('cuilink.stream.end_to_end_lag', {
+    this.endToEndSeconds = meter.createHistogram('cuilink.stream.end_to_end_lag_seconds', {
       description: 'Input record timestamp to output acknowledgement',
       unit: 's',
       advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] },
     });
     const inFlight = meter.createObservableGauge('cuilink.stream.in_flight_mentions', { description: 'Mentions queued or being linked' });
     inFlight.addCallback((result) => result.observe(inFlightMentions()));
+    const lag = meter.createObservableGauge('cuilink.stream.consumer_lag', { description: 'Records in an input partition after the stage’s committed offset (high watermark of its last fetch − committed), by topic and partition' });
+    lag.addCallback((result) => {
+      for (const [key, value] of this.lags) result.observe(value.lag, { topic: value.topic, partition: key.slice(key.lastIndexOf('/') + 1) });
+    });
+  }
+
+  private readonly lags = new Map<string, { topic: string; lag: number }>();
+
+  /** Consumer lag of one input partition: its high watermark at the last fetch minus the offset committed. */
+  recordLag(topic: string, partition: number, highWatermark: string, committed: string): void {
+    const lag = Number(BigInt(highWatermark) - BigInt(committed));
+    this.lags.set(`${topic}/${partition}`, { topic, lag: Math.max(0, lag) });
+  }
+
+  /** Lag per `topic/partition` (stats, tests). */
+  get consumerLag(): Record<string, number> {
+    return Object.fromEntries([...this.lags].map(([key, value]) => [key, value.lag]));
   }
 
   recordConsumed(n = 1): void {

@@ -193,9 +193,9 @@ test('the Grafana dashboard has the panels operators need, over exported metrics
   const panelQuerying = (pattern: RegExp) => panels.find((p) => p.targets.some((t: Json) => pattern.test(t.expr)));
   const required: [string, RegExp][] = [
     ['throughput', /rate\(cuilink_stream_(consumed|produced)_total/],
-    ['end-to-end lag', /cuilink_stream_end_to_end_lag_bucket/],
+    ['end-to-end lag', /cuilink_stream_end_to_end_lag_seconds_bucket/],
     ['batch size', /cuilink_stream_batch_mentions/],
-    ['stage latencies', /cuilink_stream_phase_duration_bucket.*phase|by \(le, phase\)/],
+    ['stage latencies', /cuilink_stream_phase_duration_seconds_bucket.*phase|by \(le, phase\)/],
     ['dead-lettered count', /cuilink_stream_dead_lettered_total/],
     ['rolling acc@1', /cuilink_eval_acc1/],
     ['rolling nDCG', /cuilink_eval_ndcg5/],

@@ -3,6 +3,7 @@ import { parseFlags, parseNumberFlag } from '../args.ts';
 import { loadStageConfig, type StageConfig } from '../../stream/stage-config.ts';
 import { startStageRuntime, type StageRuntime } from '../stage-runtime.ts';
 import { InputError } from '../../kb/errors.ts';
+import { createLogger } from '../../telemetry/logger.ts';
 
 const usage = `Usage: cuilink run [--config FILE] [--index DIR] [--http-port N]
 
@@ -55,18 +56,40 @@ function untilSignal(): Promise<string> {
   });
 }
 
-/** Serves until a signal or a fatal stage error; 0 once drained and committed, else 1. The demo's --follow uses it too. */
+/**
+ * Exit codes of `cuilink run` (docs/stream.md): 0 stopped on a signal after a full drain; 1 an
+ * internal fault while running (consumer gave up, encoder could not be restarted) or a drain
+ * that did not finish; 2 usage or configuration error; 3 could not start (brokers unreachable,
+ * topics missing, index or model not loadable); 130 a second signal during the drain.
+ */
+export const EXIT = { stopped: 0, fault: 1, usage: 2, startFailed: 3 } as const;
+
+/** Serves until a signal or a fatal stage error; the demo's --follow uses it too. */
 export async function serveUntilStopped(runtime: StageRuntime): Promise<number> {
-  const fatal = new Promise<string>((resolve) => runtime.stage.onFatal(() => resolve('fatal')));
+  let cause: unknown;
+  const fatal = new Promise<string>((resolve) => runtime.stage.onFatal((error) => {
+    cause = error;
+    resolve('fatal');
+  }));
   const reason = await Promise.race([untilSignal(), fatal]);
   runtime.logger.info('shutting down', { reason });
   const drained = await runtime.close();
+  const exitCode = reason === 'fatal' || !drained ? EXIT.fault : EXIT.stopped;
+  // One line that says why the process ends, whatever the path.
+  runtime.logger[exitCode === 0 ? 'info' : 'error']('exiting', { exitCode, reason, drained, ...(cause === undefined ? {} : { cause }) });
   // kafkajs and exporters are closed by now; this only guards against a stray handle keeping the process up.
-  setTimeout(() => process.exit(process.exitCode ?? 0), 5000).unref();
-  return reason === 'fatal' || !drained ? 1 : 0;
+  setTimeout(() => process.exit(process.exitCode ?? exitCode), 5000).unref();
+  return exitCode;
 }
 
 async function runService(config: StageConfig): Promise<number> {
-  const runtime = await startStageRuntime(config);
+  let runtime: StageRuntime;
+  try {
+    runtime = await startStageRuntime(config);
+  } catch (error) {
+    // A broker that is down, a missing topic or index: one JSON line with the cause, no stack trace.
+    createLogger({ level: config.telemetry.logLevel, fields: { service: config.telemetry.serviceName } }).error('exiting: the stage could not start', { exitCode: EXIT.startFailed, cause: error });
+    return EXIT.startFailed;
+  }
   return serveUntilStopped(runtime);
 }

@@ -76,6 +76,10 @@ export interface DeadLetterRecord {
   offset: number;
   stage: string;
   failedAt: number;
+  /** v2: the original was cut to fit the dead-letter topic (absent in v1 records: false). */
+  originalTruncated: boolean;
+  originalSha256: string | null;
+  originalSize: number | null;
 }
 
 export interface RecordOfKind {

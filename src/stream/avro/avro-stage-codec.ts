@@ -1,15 +1,16 @@
+import { createHash } from 'node:crypto';
 import type { LinkedNote, NoteInput } from '../../link/types.ts';
 import type { RecordHeaders } from '../../telemetry/kafka-trace-context.ts';
 import type { DeadLetterInfo, EncodedRecord, StageCodec } from '../stage-codec.ts';
 import { headersToAvro, linkedNoteToAvro, noteEventToNoteInput } from './avro-conversions.ts';
-import type { RecordCodec } from './record-codec.ts';
+import type { DecodeLimits, RecordCodec } from './record-codec.ts';
 
 /** The stage's codec over Avro: NoteEvent in, LinkedNote and DeadLetter out. */
 export class AvroStageCodec implements StageCodec {
   constructor(private readonly codec: RecordCodec) {}
 
-  async decodeNote(value: Buffer, headers: RecordHeaders): Promise<NoteInput> {
-    return noteEventToNoteInput(await this.codec.decode('NoteEvent', value, headers));
+  async decodeNote(value: Buffer, headers: RecordHeaders, limits?: DecodeLimits): Promise<NoteInput> {
+    return noteEventToNoteInput(await this.codec.decode('NoteEvent', value, headers, limits));
   }
 
   async encodeLinkedNote(note: LinkedNote): Promise<EncodedRecord> {
@@ -28,6 +29,9 @@ export class AvroStageCodec implements StageCodec {
       offset: Number(info.sourceOffset),
       stage: info.stage,
       failedAt: info.failedAt,
+      originalTruncated: info.truncated !== undefined,
+      originalSha256: info.truncated?.sha256 ?? (info.value === null ? null : createHash('sha256').update(info.value).digest('hex')),
+      originalSize: info.truncated?.size ?? (info.value === null ? null : info.value.length),
     });
   }
 }

@@ -13,6 +13,7 @@ import {
   SCHEMA_FINGERPRINT_HEADER,
   SCHEMA_NAME_HEADER,
   toAvroBuffer,
+  type DecodeLimits,
   type EncodedValue,
   type RecordCodec,
 } from './record-codec.ts';
@@ -29,6 +30,7 @@ const MAGIC_BYTE = 0;
 const WIRE_HEADER_BYTES = 5;
 
 interface RegistryWriter {
+  /** The writer schema as avsc parsed it from the registry. */
   type: avro.Type;
   resolver: avro.Resolver;
 }
@@ -65,15 +67,15 @@ export class ConfluentAvroCodec implements RecordCodec {
     return { value: Buffer.concat([header, body]), headers: { [SCHEMA_NAME_HEADER]: schema.name } };
   }
 
-  async decode<K extends RecordKind>(kind: K, value: Buffer | null | undefined, headers?: RecordHeaders): Promise<RecordOfKind[K]> {
-    if (headerString(headers, SCHEMA_FINGERPRINT_HEADER) !== undefined) return this.plain.decodeSync(kind, value, headers);
+  async decode<K extends RecordKind>(kind: K, value: Buffer | null | undefined, headers?: RecordHeaders, limits?: DecodeLimits): Promise<RecordOfKind[K]> {
+    if (headerString(headers, SCHEMA_FINGERPRINT_HEADER) !== undefined) return this.plain.decodeSync(kind, value, headers, limits);
     const bytes = requireValue(value, kind);
     if (bytes.length < WIRE_HEADER_BYTES || bytes[0] !== MAGIC_BYTE) {
       throw new CuilinkError('UNDECODABLE', `value is not in the Confluent wire format (no magic byte) and has no ${SCHEMA_FINGERPRINT_HEADER} header`);
     }
     const id = bytes.readInt32BE(1);
     const writer = await this.writerFor(kind, id);
-    return readAvro(this.schemas.current(kind).type, bytes.subarray(WIRE_HEADER_BYTES), writer.resolver, kind) as RecordOfKind[K];
+    return readAvro(this.schemas.current(kind).type, writer.type, bytes.subarray(WIRE_HEADER_BYTES), writer.resolver, kind, limits) as RecordOfKind[K];
   }
 
   private registeredId(kind: RecordKind): Promise<number> {

@@ -11,6 +11,7 @@ import {
   SCHEMA_FINGERPRINT_HEADER,
   SCHEMA_NAME_HEADER,
   toAvroBuffer,
+  type DecodeLimits,
   type EncodedValue,
   type RecordCodec,
 } from './record-codec.ts';
@@ -34,11 +35,11 @@ export class PlainAvroCodec implements RecordCodec {
     };
   }
 
-  async decode<K extends RecordKind>(kind: K, value: Buffer | null | undefined, headers?: RecordHeaders): Promise<RecordOfKind[K]> {
-    return this.decodeSync(kind, value, headers);
+  async decode<K extends RecordKind>(kind: K, value: Buffer | null | undefined, headers?: RecordHeaders, limits?: DecodeLimits): Promise<RecordOfKind[K]> {
+    return this.decodeSync(kind, value, headers, limits);
   }
 
-  decodeSync<K extends RecordKind>(kind: K, value: Buffer | null | undefined, headers?: RecordHeaders): RecordOfKind[K] {
+  decodeSync<K extends RecordKind>(kind: K, value: Buffer | null | undefined, headers?: RecordHeaders, limits?: DecodeLimits): RecordOfKind[K] {
     const bytes = requireValue(value, kind);
     const fingerprint = headerString(headers, SCHEMA_FINGERPRINT_HEADER);
     if (fingerprint === undefined) {
@@ -51,6 +52,6 @@ export class PlainAvroCodec implements RecordCodec {
     if (!this.resolvers.has(writer.fingerprint)) {
       this.resolvers.set(writer.fingerprint, writer.current ? undefined : resolverFor(reader.type, writer.type, kind, writer.file));
     }
-    return readAvro(reader.type, bytes, this.resolvers.get(writer.fingerprint), kind) as RecordOfKind[K];
+    return readAvro(reader.type, writer.type, bytes, this.resolvers.get(writer.fingerprint), kind, limits) as RecordOfKind[K];
   }
 }

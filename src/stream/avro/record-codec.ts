@@ -3,6 +3,9 @@ import { CuilinkError } from '../../kb/errors.ts';
 import type { RecordHeaders } from '../../telemetry/kafka-trace-context.ts';
 import type { RecordOfKind } from './avro-records.ts';
 import type { RecordKind } from './avro-schemas.ts';
+import { checkAvroBounds, type DecodeLimits } from './avro-bounds.ts';
+
+export type { DecodeLimits } from './avro-bounds.ts';
 
 /** Hex SHA-256 of the writer schema's canonical form (plain Avro format). */
 export const SCHEMA_FINGERPRINT_HEADER = 'cuilink-schema-fingerprint';
@@ -23,7 +26,8 @@ export interface EncodedValue {
 export interface RecordCodec {
   readonly format: 'avro-fingerprint' | 'confluent';
   encode<K extends RecordKind>(kind: K, record: RecordOfKind[K]): Promise<EncodedValue>;
-  decode<K extends RecordKind>(kind: K, value: Buffer | null | undefined, headers?: RecordHeaders): Promise<RecordOfKind[K]>;
+  /** `limits` are checked on the bytes before anything is allocated for them (src/stream/avro/avro-bounds.ts). */
+  decode<K extends RecordKind>(kind: K, value: Buffer | null | undefined, headers?: RecordHeaders, limits?: DecodeLimits): Promise<RecordOfKind[K]>;
   close?(): Promise<void>;
 }
 
@@ -52,8 +56,13 @@ function describe(value: unknown): string {
   return typeof value;
 }
 
-/** Reads `bytes` (written with `writer`) as the reader type; avsc errors become UNDECODABLE. */
-export function readAvro(reader: avro.Type, bytes: Buffer, resolver: avro.Resolver | undefined, kind: RecordKind): unknown {
+/**
+ * Reads `bytes` (written with `writer`) as the reader type; avsc errors become UNDECODABLE. The
+ * bytes are first checked against the writer schema and `limits` without allocating, since avsc
+ * trusts the counts it reads.
+ */
+export function readAvro(reader: avro.Type, writer: avro.Type, bytes: Buffer, resolver: avro.Resolver | undefined, kind: RecordKind, limits?: DecodeLimits): unknown {
+  checkAvroBounds(writer, bytes, kind, limits);
   try {
     return resolver === undefined ? reader.fromBuffer(bytes) : reader.fromBuffer(bytes, resolver);
   } catch (error) {

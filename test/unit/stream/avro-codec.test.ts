@@ -123,6 +123,9 @@ test('DeadLetter round trip keeps the original bytes and repeated headers in ord
     offset: 9_007_199_254,
     stage: 'decode',
     failedAt: 77,
+    originalTruncated: false,
+    originalSha256: 'a'.repeat(64),
+    originalSize: 4,
   };
   const encoded = await codec.encode('DeadLetter', record);
   const decoded = await codec.decode('DeadLetter', encoded.value, encoded.headers);
