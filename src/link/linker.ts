@@ -1,10 +1,13 @@
 import { trace, type Span } from '@opentelemetry/api';
 import type { Concept } from '../kb/concept.ts';
 import type { CandidateRetriever, ConceptHit } from '../retrieve/candidate-retriever.ts';
+import type { ExactNameVectors } from '../retrieve/exact-name-vectors.ts';
 import type { LinkIndex } from '../retrieve/link-index.ts';
 import type { NameEncoder } from '../retrieve/name-encoder.ts';
 import type { Reranker } from '../rerank/reranker.ts';
 import type { LinkConfig } from './link-config.ts';
+import type { LinkCacheStats } from './link-cache.ts';
+import type { LinkMemo } from './link-memo.ts';
 import type { Candidate, LinkedMention, LinkedNote, LinkingCore, MentionInput, NoteInput } from './types.ts';
 
 /** Builds the text an encoder sees for a mention: the mention alone or inside its context window. */
@@ -22,6 +25,15 @@ export interface LinkerParts {
   findAbbreviations: AbbreviationFinder;
   config: LinkConfig;
   versions: { linkerVersion: string; modelVersion: string; indexVersion: string };
+  /**
+   * Both models see only the mention (src/link/link-memo.ts isContextFree): each mention is then
+   * encoded and reranked in its own model batch, so its link is a pure function of its text.
+   */
+  contextFree?: boolean;
+  /** The link cache in front of retrieval and reranking (context-free models only). */
+  memo?: LinkMemo;
+  /** Stored vectors of exact KB names, used instead of encoding (config.exactVectors). */
+  exactVectors?: ExactNameVectors;
   /** Releases encoder workers; called once by close(). */
   release: () => Promise<void>;
 }
@@ -71,13 +83,27 @@ export class Linker implements LinkingCore {
         span.setAttribute('cuilink.notes', notes.length);
         const work = this.prepare(notes);
         span.setAttribute('cuilink.mentions', work.length);
-        await this.retrieve(work);
-        await this.rerank(notes, work);
+        const pass = this.parts.memo?.begin(work, this.versions);
+        const todo = pass?.todo ?? work;
+        span.setAttribute('cuilink.mentions.linked', todo.length);
+        await this.retrieve(todo);
+        await this.rerank(notes, todo);
+        pass?.finish();
         return this.assemble(notes, work);
       } finally {
         span.end();
       }
     });
+  }
+
+  /** The link cache's counters; undefined when the cache is off or bypassed (context-reading models). */
+  cacheStats(): LinkCacheStats | undefined {
+    return this.parts.memo?.cache.stats();
+  }
+
+  /** Drops the link cache's entries: for a swap (e.g. learned memory) that the versions do not show. */
+  invalidateCache(): void {
+    this.parts.memo?.invalidate();
   }
 
   async close(): Promise<void> {
@@ -111,10 +137,14 @@ export class Linker implements LinkingCore {
 
   private async retrieve(work: MentionWork[]): Promise<void> {
     const { encoder, retriever, config } = this.parts;
-    const vectors = await withSpan('cuilink.encode', { 'cuilink.queries': work.length }, () =>
-      // Batched per note: a mention's vector must not depend on the other notes of a micro-batch.
-      encoder.encode(work.map((w) => w.query), work.map((w) => w.noteIndex)),
+    const vectors = this.storedVectors(work);
+    const missing = work.flatMap((w, i) => (vectors[i] === undefined ? [i] : []));
+    const encoded = await withSpan('cuilink.encode', { 'cuilink.queries': missing.length }, () =>
+      // Batched per note (or per mention with context-free models): dynamic int8 scales activations
+      // per batch, and a mention's vector must not depend on the other notes of a micro-batch.
+      encoder.encode(missing.map((i) => work[i]!.query), missing.map((i) => (this.parts.contextFree ? i : work[i]!.noteIndex))),
     );
+    missing.forEach((i, j) => (vectors[i] = encoded[j]));
     await withSpan('cuilink.retrieve', { 'cuilink.queries': work.length }, async () => {
       work.forEach((w, i) => {
         const allow = this.allowFor(w.mention.label);
@@ -122,6 +152,14 @@ export class Linker implements LinkingCore {
         w.scores = w.hits.map((h) => h.score);
       });
     });
+  }
+
+  /** Index vectors of mentions that are exactly one concept's name, when that cannot change a top-1. */
+  private storedVectors(work: MentionWork[]): (Float32Array | undefined)[] {
+    const { exactVectors, config, reranker } = this.parts;
+    // With `always`, the reranker reorders even a unique exact hit against the dense tail.
+    if (!exactVectors || !config.exactVectors || (reranker && config.rerank.policy === 'always')) return work.map(() => undefined);
+    return work.map((w) => exactVectors.vectorFor(w.exactTexts, this.allowFor(w.mention.label)));
   }
 
   private needsRerank(w: MentionWork): boolean {
@@ -143,7 +181,7 @@ export class Linker implements LinkingCore {
         query: rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]),
         candidates: w.hits.slice(0, config.rerank.candidates).map((h) => index.concepts[h.conceptIndex]!),
       }));
-      const probabilities = await reranker.rerank(items, chosen.map((w) => w.noteIndex));
+      const probabilities = await reranker.rerank(items, chosen.map((w, i) => (this.parts.contextFree ? i : w.noteIndex)));
       const weight = config.rerank.weight;
       chosen.forEach((w, i) => {
         const p = probabilities[i]!;

@@ -11,8 +11,11 @@ import { normalizeName } from '../text/normalize.ts';
 import { CandidateRetriever } from '../retrieve/candidate-retriever.ts';
 import { LinkIndex } from '../retrieve/link-index.ts';
 import { resolveIndexDir } from '../retrieve/index-versions.ts';
+import { ExactNameVectors } from '../retrieve/exact-name-vectors.ts';
 import { Reranker } from '../rerank/reranker.ts';
+import { LinkCache } from './link-cache.ts';
 import { parseLinkConfig } from './link-config.ts';
+import { isContextFree, LinkMemo } from './link-memo.ts';
 import { Linker, type AbbreviationFinder } from './linker.ts';
 import { LINKER_VERSION } from './version.ts';
 
@@ -31,6 +34,8 @@ export interface OpenLinkerOptions {
   precision?: Precision;
   /** Link options (src/link/link-config.ts), validated here. */
   config?: Record<string, unknown>;
+  /** A link cache to share (e.g. with the linker this one replaces); one sized by `config.cache` when absent. */
+  cache?: LinkCache;
 }
 
 export const DEFAULT_RERANKER_DIR = join('models', 'default', 'crossencoder');
@@ -64,6 +69,14 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     for (const d of findAbbreviationDefinitions(text)) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });
     return map;
   };
+  // Both models must see only the mention for a mention's link to be a function of its text.
+  const contextFree = isContextFree(encoder.manifest.query) && (cross === undefined || isContextFree(cross.manifest.query));
+  const { cache: cacheLimits, ...linkSettings } = config;
+  const modelKeyParts = {
+    biEncoder: `${encoder.modelSha256}:${encoder.precision}:${encoder.provider}`,
+    crossEncoder: cross ? `${cross.modelSha256}:${cross.precision}:${cross.provider}` : '',
+  };
+  const cache = options.cache ?? new LinkCache({ maxEntries: cacheLimits.maxEntries, maxBytes: cacheLimits.maxBytes });
   return new Linker({
     index,
     retriever: new CandidateRetriever(index),
@@ -73,6 +86,10 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     rerankQuery: (text, mention, override) => buildQuery(text, mention, cross!.manifest.query, override),
     findAbbreviations,
     config,
+    contextFree,
+    // Model checksums, precisions and providers too: the versions carry model ids only.
+    memo: contextFree && cache.enabled ? new LinkMemo(cache, linkSettings, () => modelKeyParts) : undefined,
+    exactVectors: new ExactNameVectors(index, normalizeName),
     versions: {
       linkerVersion: LINKER_VERSION,
       modelVersion: cross ? `${encoder.modelId}+${cross.modelId}` : encoder.modelId,
