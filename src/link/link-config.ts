@@ -26,6 +26,11 @@ export const linkConfigSchema = z
          * so a reranker never throws away a strong retrieval signal entirely.
          */
         weight: z.number().min(0).max(1).default(1),
+        /**
+         * Score only the candidates that can still come first (src/link/rerank-pruning.ts): same
+         * top-1, fewer cross-encoder pairs. Context-free models only (their pair scores are pure).
+         */
+        prune: z.boolean().default(true),
       })
       .default({}),
     nil: z

@@ -8,6 +8,7 @@ import type { Reranker } from '../rerank/reranker.ts';
 import type { LinkConfig } from './link-config.ts';
 import type { LinkCacheStats } from './link-cache.ts';
 import type { LinkMemo } from './link-memo.ts';
+import { candidatesThatCanWin } from './rerank-pruning.ts';
 import type { Candidate, LinkedMention, LinkedNote, LinkingCore, MentionInput, NoteInput } from './types.ts';
 
 /** Builds the text an encoder sees for a mention: the mention alone or inside its context window. */
@@ -177,21 +178,26 @@ export class Linker implements LinkingCore {
     const chosen = work.filter((w) => this.needsRerank(w));
     if (chosen.length === 0) return;
     await withSpan('cuilink.rerank', { 'cuilink.mentions': chosen.length }, async () => {
-      const items = chosen.map((w) => ({
-        query: rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]),
-        candidates: w.hits.slice(0, config.rerank.candidates).map((h) => index.concepts[h.conceptIndex]!),
-      }));
-      const probabilities = await reranker.rerank(items, chosen.map((w, i) => (this.parts.contextFree ? i : w.noteIndex)));
       const weight = config.rerank.weight;
+      const heads = chosen.map((w) => w.hits.slice(0, config.rerank.candidates));
+      // Pure pair scores (context-free models) let the candidates that cannot win go unscored.
+      const prune = this.parts.contextFree && config.rerank.prune;
+      const scoredOf = heads.map((head) => (prune ? candidatesThatCanWin(head.map((h) => h.score), weight) : head.map((_, j) => j)));
+      const items = chosen.map((w, i) => ({
+        query: rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]),
+        candidates: scoredOf[i]!.map((j) => index.concepts[heads[i]![j]!.conceptIndex]!),
+      }));
+      const probabilities = await reranker.rerank(items, this.parts.contextFree ? 'pair' : chosen.map((w) => w.noteIndex));
       chosen.forEach((w, i) => {
         const p = probabilities[i]!;
-        const head = w.hits.slice(0, p.length).map((hit, j) => ({ hit, score: weight * p[j]! + (1 - weight) * hit.score }));
-        head.sort((a, b) => b.score - a.score || a.hit.conceptIndex - b.hit.conceptIndex);
-        const tail = w.hits.slice(p.length);
-        const floor = head.length > 0 ? head[head.length - 1]!.score : 0;
-        w.hits = [...head.map((h) => h.hit), ...tail];
-        // Unreranked tail candidates keep their order below the reranked head.
-        w.scores = [...head.map((h) => h.score), ...tail.map((h) => Math.min(floor, h.score))];
+        const scored = scoredOf[i]!.map((j, k) => ({ hit: heads[i]![j]!, score: weight * p[k]! + (1 - weight) * heads[i]![j]!.score }));
+        scored.sort((a, b) => b.score - a.score || a.hit.conceptIndex - b.hit.conceptIndex);
+        const kept = new Set(scoredOf[i]);
+        const rest = w.hits.filter((_, j) => !kept.has(j));
+        const floor = scored.length > 0 ? scored[scored.length - 1]!.score : 0;
+        w.hits = [...scored.map((h) => h.hit), ...rest];
+        // Unscored candidates keep their retrieval order below the reranked ones.
+        w.scores = [...scored.map((h) => h.score), ...rest.map((h) => Math.min(floor, h.score))];
         w.reranked = true;
       });
     });
