@@ -187,7 +187,8 @@ export class Linker implements LinkingCore {
         query: rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]),
         candidates: scoredOf[i]!.map((j) => index.concepts[heads[i]![j]!.conceptIndex]!),
       }));
-      const probabilities = await reranker.rerank(items, this.parts.contextFree ? 'pair' : chosen.map((w) => w.noteIndex));
+      // Each pair alone when pruning (its top-1 must equal scoring all), else each mention alone.
+      const probabilities = await reranker.rerank(items, prune ? 'pair' : chosen.map((w, i) => (this.parts.contextFree ? i : w.noteIndex)));
       chosen.forEach((w, i) => {
         const p = probabilities[i]!;
         const scored = scoredOf[i]!.map((j, k) => ({ hit: heads[i]![j]!, score: weight * p[k]! + (1 - weight) * heads[i]![j]!.score }));
