@@ -182,9 +182,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const dev = await loadPubTatorCorpus(join(data, 'NCBIdevelopset_corpus.txt'));
   if (values.notes) train.notes = train.notes.slice(0, Number(values.notes));
   const view = kbOntologyView(await loadIndexKb(values.index));
-  const threads = values.threads === undefined ? undefined : Number(values.threads);
+  // --threads 1,2: every chosen setting once per intra-op thread count (per ONNX session).
+  const threadList = values.threads === undefined ? [undefined] : values.threads.split(',').map(Number);
   const only = process.env.FIRST_PASS_ONLY?.split(',').map(Number);
-  const settings = DEFAULT_SETTINGS.filter((_, i) => only === undefined || only.includes(i)).map((s) => ({ ...s, threads }));
+  const chosen = DEFAULT_SETTINGS.filter((_, i) => only === undefined || only.includes(i));
+  const settings = threadList.flatMap((threads) => chosen.map((s) => ({ ...s, firstRoundOnly: false, threads, name: threads === undefined ? s.name : `${s.name}, ${threads} thread(s)` })));
   const out = await runFirstPass({ open: { indexDir: values.index, provider: 'cpu' }, train, dev, view, rounds: Number(values.rounds), settings });
   console.log(JSON.stringify(out, null, 1));
 }
