@@ -27,10 +27,13 @@ export interface LinkerParts {
   config: LinkConfig;
   versions: { linkerVersion: string; modelVersion: string; indexVersion: string };
   /**
-   * Both models see only the mention (src/link/link-memo.ts isContextFree): each mention is then
-   * encoded and reranked in its own model batch, so its link is a pure function of its text.
+   * What a model batch may mix (default `note`). `note`: models that read context; a mention must
+   * not depend on other notes. `mention`: context-free models with dynamic int8 quantization, which
+   * scales activations per batch: each mention (each rerank pair when pruning) alone, so a link is
+   * a pure function of its mention. `all`: context-free models without it (fp16/fp32): rows of a
+   * batch do not interact, so every mention of the call shares batches.
    */
-  contextFree?: boolean;
+  batchScope?: 'note' | 'mention' | 'all';
   /** The link cache in front of retrieval and reranking (context-free models only). */
   memo?: LinkMemo;
   /** Stored vectors of exact KB names, used instead of encoding (config.exactVectors). */
@@ -143,7 +146,7 @@ export class Linker implements LinkingCore {
     const encoded = await withSpan('cuilink.encode', { 'cuilink.queries': missing.length }, () =>
       // Batched per note (or per mention with context-free models): dynamic int8 scales activations
       // per batch, and a mention's vector must not depend on the other notes of a micro-batch.
-      encoder.encode(missing.map((i) => work[i]!.query), missing.map((i) => (this.parts.contextFree ? i : work[i]!.noteIndex))),
+      encoder.encode(missing.map((i) => work[i]!.query), this.groups(missing.map((i) => work[i]!))),
     );
     missing.forEach((i, j) => (vectors[i] = encoded[j]));
     await withSpan('cuilink.retrieve', { 'cuilink.queries': work.length }, async () => {
@@ -153,6 +156,13 @@ export class Linker implements LinkingCore {
         w.scores = w.hits.map((h) => h.score);
       });
     });
+  }
+
+  /** Model batch groups of the given mentions (see LinkerParts.batchScope); undefined: one group. */
+  private groups(work: readonly MentionWork[]): number[] | undefined {
+    const scope = this.parts.batchScope ?? 'note';
+    if (scope === 'all') return undefined;
+    return work.map((w, i) => (scope === 'mention' ? i : w.noteIndex));
   }
 
   /** Index vectors of mentions that are exactly one concept's name, when that cannot change a top-1. */
@@ -181,14 +191,15 @@ export class Linker implements LinkingCore {
       const weight = config.rerank.weight;
       const heads = chosen.map((w) => w.hits.slice(0, config.rerank.candidates));
       // Pure pair scores (context-free models) let the candidates that cannot win go unscored.
-      const prune = this.parts.contextFree && config.rerank.prune;
+      const scope = this.parts.batchScope ?? 'note';
+      const prune = scope !== 'note' && config.rerank.prune;
       const scoredOf = heads.map((head) => (prune ? candidatesThatCanWin(head.map((h) => h.score), weight) : head.map((_, j) => j)));
       const items = chosen.map((w, i) => ({
         query: rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]),
         candidates: scoredOf[i]!.map((j) => index.concepts[heads[i]![j]!.conceptIndex]!),
       }));
-      // Each pair alone when pruning (its top-1 must equal scoring all), else each mention alone.
-      const probabilities = await reranker.rerank(items, prune ? 'pair' : chosen.map((w, i) => (this.parts.contextFree ? i : w.noteIndex)));
+      // With int8, each pair alone when pruning (so the top-1 equals scoring all), else per mention.
+      const probabilities = await reranker.rerank(items, prune && scope === 'mention' ? 'pair' : this.groups(chosen));
       chosen.forEach((w, i) => {
         const p = probabilities[i]!;
         const scored = scoredOf[i]!.map((j, k) => ({ hit: heads[i]![j]!, score: weight * p[k]! + (1 - weight) * heads[i]![j]!.score }));

@@ -86,7 +86,9 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     rerankQuery: (text, mention, override) => buildQuery(text, mention, cross!.manifest.query, override),
     findAbbreviations,
     config,
-    contextFree,
+    // Dynamic int8 quantization scales activations per batch: context-free int8 models link each
+    // mention alone; fp16/fp32 rows do not interact, so their mentions share batches across notes.
+    batchScope: !contextFree ? 'note' : encoder.precision === 'int8' || cross?.precision === 'int8' ? 'mention' : 'all',
     // Model checksums, precisions and providers too: the versions carry model ids only.
     memo: contextFree && cache.enabled ? new LinkMemo(cache, linkSettings, () => modelKeyParts) : undefined,
     exactVectors: new ExactNameVectors(index, normalizeName),

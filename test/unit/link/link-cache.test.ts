@@ -68,7 +68,7 @@ function linker(options: Options = {}) {
     rerankQuery: (_text, m, override) => `[M] ${override ?? m.text} [/M]`,
     findAbbreviations: () => new Map(),
     config,
-    contextFree: true,
+    batchScope: 'mention',
     memo: cache.enabled ? new LinkMemo(cache, settings) : undefined,
     exactVectors: new ExactNameVectors(index, lowerNormalize),
     versions: { linkerVersion: 't', modelVersion: 'm', indexVersion: options.indexVersion ?? index.manifest.indexVersion },
