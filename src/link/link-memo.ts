@@ -65,7 +65,8 @@ export class LinkMemo {
     this.cache.clear();
   }
 
-  begin<T extends MemoWork>(work: T[], versions: Readonly<Record<string, string>>): MemoPass<T> {
+  /** `keep`: candidates stored per mention (the linker's topK: it never reads past them). */
+  begin<T extends MemoWork>(work: T[], versions: Readonly<Record<string, string>>, keep = Infinity): MemoPass<T> {
     if (!this.cache.enabled) return { todo: work, finish: () => {} };
     const scope = this.scope(versions);
     const todo: T[] = [];
@@ -90,7 +91,7 @@ export class LinkMemo {
     return {
       todo,
       finish: () => {
-        for (const [key, w] of leaders) this.cache.set(key, { hits: w.hits.slice(), scores: w.scores.slice(), reranked: w.reranked });
+        for (const [key, w] of leaders) this.cache.set(key, { hits: w.hits.slice(0, keep), scores: w.scores.slice(0, keep), reranked: w.reranked });
         for (const [w, leader] of repeats) fill(w, leader.hits, leader.scores, leader.reranked);
       },
     };

@@ -87,7 +87,7 @@ export class Linker implements LinkingCore {
         span.setAttribute('cuilink.notes', notes.length);
         const work = this.prepare(notes);
         span.setAttribute('cuilink.mentions', work.length);
-        const pass = this.parts.memo?.begin(work, this.versions);
+        const pass = this.parts.memo?.begin(work, this.versions, this.parts.config.topK);
         const todo = pass?.todo ?? work;
         span.setAttribute('cuilink.mentions.linked', todo.length);
         await this.retrieve(todo);
