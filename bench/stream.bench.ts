@@ -1,7 +1,7 @@
 // npm run bench:stream — NCBI-disease abstracts (gold spans as NER mentions) through the real
 // broker and the Kafka stage with the real default model over a MEDIC index, next to the offline
 // linker in the same process. Prints figures and writes bench/results/stream.json.
-//   --corpus FILE --kb FILE --index DIR (reuse) --repeat N (corpus copies per phase) --rounds N
+//   --corpus FILE[,FILE…] (default NCBI-disease train + dev as one stream) --kb FILE --index DIR (reuse) --repeat N (corpus copies per phase) --rounds N
 //   --max-mentions N --max-wait-ms N --max-in-flight N --max-concurrent N (the stage's batching
 //   knobs; the stage's defaults otherwise) --out FILE
 //
@@ -9,6 +9,9 @@
 // back to back, and the figures are medians over rounds (the 1-minute load average is recorded
 // with each). The half-rate phases are paced at half the median of the stream's measured maximum
 // rates, and their p99 is the median of the rounds' p99s.
+//
+// The link cache makes a replay meaningless, so every phase is a FIRST pass: the cache is emptied
+// before it, the corpus is sent once (--repeat 1), and each phase reports its hit ratio.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -32,10 +35,10 @@ import { noteMessage, publish, waitFor } from '../test/support/stream-fixtures.t
 const SHARED = join('..', 'shared', 'data');
 const { values } = parseArgs({
   options: {
-    corpus: { type: 'string', default: join(SHARED, 'ncbi-disease', 'NCBIdevelopset_corpus.txt') },
+    corpus: { type: 'string', default: ['NCBItrainset_corpus.txt', 'NCBIdevelopset_corpus.txt'].map((f) => join(SHARED, 'ncbi-disease', f)).join(',') },
     kb: { type: 'string', default: join(SHARED, 'medic', 'CTD_diseases.tsv.gz') },
     index: { type: 'string' },
-    repeat: { type: 'string', default: '2' },
+    repeat: { type: 'string', default: '1' },
     rounds: { type: 'string', default: '3' },
     'max-mentions': { type: 'string' },
     'max-wait-ms': { type: 'string' },
@@ -44,7 +47,8 @@ const { values } = parseArgs({
     out: { type: 'string', default: join('bench', 'results', 'stream.json') },
   },
 });
-for (const file of [values.corpus, values.kb]) {
+const corpusFiles = values.corpus.split(',');
+for (const file of [...corpusFiles, values.kb]) {
   if (!existsSync(file)) {
     console.error(`bench:stream: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
@@ -65,7 +69,8 @@ const { batching } = stageConfigSchema.parse({
   },
 });
 
-const corpus = await loadPubTatorCorpus(values.corpus);
+const parts = await Promise.all(corpusFiles.map((f) => loadPubTatorCorpus(f)));
+const corpus = { notes: parts.flatMap((p) => p.notes) };
 const copies = (tag: string): NoteInput[] => Array.from({ length: repeat }, (_, r) => corpus.notes.map((n) => ({ ...n, noteId: `${tag}${r}-${n.noteId}` }))).flat();
 const mentionsOf = (notes: NoteInput[]) => notes.reduce((s, n) => s + n.mentions.length, 0);
 const median = (xs: number[]) => {
@@ -76,6 +81,17 @@ const load = () => Number(loadavg()[0]!.toFixed(2));
 console.log(`corpus ${values.corpus}: ${corpus.notes.length} notes, ${mentionsOf(corpus.notes)} mentions (×${repeat} per phase, ${rounds} rounds); index ${indexDir}; ${cpus().length} CPUs; batching ${JSON.stringify(batching)}; load ${load()}`);
 
 const linker = await openLinker({ indexDir });
+/** Empties the link cache (a first pass) and returns the phase's hit ratio when called back. */
+function coldCache(): () => number | null {
+  linker.invalidateCache();
+  const before = linker.cacheStats();
+  return () => {
+    const after = linker.cacheStats();
+    if (!before || !after) return null;
+    const lookups = after.hits - before.hits + after.misses - before.misses;
+    return lookups > 0 ? (after.hits - before.hits) / lookups : 0;
+  };
+}
 /** The stage's linker, timed: wall time with at least one linkNotes call running inside the stream (vs the offline pass). */
 const inStage = { calls: 0, mentions: 0, ms: 0 };
 let activeCalls = 0;
@@ -115,8 +131,10 @@ function batches(notes: NoteInput[]): NoteInput[][] {
 await linker.linkNotes(corpus.notes.slice(0, 20)); // warm-up
 const offlineNotes = copies('off');
 const offlineCpuPercent: number[] = [];
+const offlineHitRatios: (number | null)[] = [];
 async function measureOffline(round: number, keepAwake: boolean): Promise<number> {
   const timer = keepAwake ? setInterval(() => {}, 1) : undefined;
+  const hitRatio = coldCache();
   const cpuBefore = process.cpuUsage();
   const t0 = performance.now();
   for (const batch of batches(offlineNotes)) await linker.linkNotes(batch);
@@ -126,7 +144,9 @@ async function measureOffline(round: number, keepAwake: boolean): Promise<number
   const rate = mentionsOf(offlineNotes) / seconds;
   const cpuPercent = ((cpu.user + cpu.system) / 1e6 / seconds) * 100;
   offlineCpuPercent.push(cpuPercent);
-  console.log(`round ${round} offline linker${keepAwake ? ' (event loop kept awake)' : ''}: ${mentionsOf(offlineNotes)} mentions in ${seconds.toFixed(2)} s = ${rate.toFixed(1)} mentions/s; process CPU ${cpuPercent.toFixed(0)}% (load ${load()})`);
+  const ratio = hitRatio();
+  offlineHitRatios.push(ratio);
+  console.log(`round ${round} offline linker${keepAwake ? ' (event loop kept awake)' : ''}: ${mentionsOf(offlineNotes)} mentions in ${seconds.toFixed(2)} s = ${rate.toFixed(1)} mentions/s; cache hit ratio ${ratio?.toFixed(3)}; process CPU ${cpuPercent.toFixed(0)}% (load ${load()})`);
   return rate;
 }
 
@@ -145,7 +165,7 @@ async function startStage(phase: string): Promise<{ stage: LinkingStage; topics:
   return { stage, topics };
 }
 
-interface MaxRound { mentionsPerSecond: number; seconds: number; cpuPercent: number; linkerMentionsPerSecondInStage: number; batches: number; load: number }
+interface MaxRound { mentionsPerSecond: number; seconds: number; cpuPercent: number; linkerMentionsPerSecondInStage: number; batches: number; load: number; cacheHitRatio: number | null }
 /** Max rate: the whole phase published up front, then consumed as fast as the stage goes. */
 async function measureStream(round: number): Promise<MaxRound> {
   const { stage, topics } = await startStage(`max${round}`);
@@ -154,6 +174,7 @@ async function measureStream(round: number): Promise<MaxRound> {
   await stage.start();
   await stage.whenJoined();
   Object.assign(inStage, { calls: 0, mentions: 0, ms: 0 });
+  const hitRatio = coldCache();
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
   // Polled every 100 ms (≤ ~1% against the stream): a tighter timer would itself keep the event loop awake (see docs/stream.md).
@@ -164,8 +185,9 @@ async function measureStream(round: number): Promise<MaxRound> {
   const rate = mentionsOf(notes) / seconds;
   const cpuPercent = ((cpu.user + cpu.system) / 1e6 / seconds) * 100;
   const linkerRate = inStage.mentions / (inStage.ms / 1000);
-  console.log(`round ${round} through Kafka (max rate): ${mentionsOf(notes)} mentions in ${seconds.toFixed(2)} s = ${rate.toFixed(1)} mentions/s; mentions/s while the stage's linker was busy ${linkerRate.toFixed(1)} (${inStage.calls} batches); stage process CPU ${cpuPercent.toFixed(0)}% (load ${load()})`);
-  return { mentionsPerSecond: rate, seconds, cpuPercent, linkerMentionsPerSecondInStage: linkerRate, batches: inStage.calls, load: load() };
+  const cacheHitRatio = hitRatio();
+  console.log(`round ${round} through Kafka (max rate): ${mentionsOf(notes)} mentions in ${seconds.toFixed(2)} s = ${rate.toFixed(1)} mentions/s; mentions/s while the stage's linker was busy ${linkerRate.toFixed(1)} (${inStage.calls} batches); cache hit ratio ${cacheHitRatio?.toFixed(3)}; stage process CPU ${cpuPercent.toFixed(0)}% (load ${load()})`);
+  return { mentionsPerSecond: rate, seconds, cpuPercent, linkerMentionsPerSecondInStage: linkerRate, batches: inStage.calls, load: load(), cacheHitRatio };
 }
 
 /** Output keys → first time seen, read by a consumer of its own (no polling of a growing list). */
@@ -183,7 +205,7 @@ async function watchOutput(client: Kafka, topic: string): Promise<{ seen: Map<st
   return { seen, stop: () => consumer.disconnect() };
 }
 
-interface HalfRound { latencyMs: { p50: number; p95: number; p99: number; max: number }; batches: number; meanBatchMentions: number; load: number }
+interface HalfRound { latencyMs: { p50: number; p95: number; p99: number; max: number }; batches: number; meanBatchMentions: number; load: number; cacheHitRatio: number | null }
 /** Half rate: notes published one by one, paced; latency = publish → output record read back. */
 async function measureHalfRate(round: number, notesPerSecond: number): Promise<HalfRound> {
   const { stage, topics } = await startStage(`half${round}`);
@@ -195,6 +217,7 @@ async function measureHalfRate(round: number, notesPerSecond: number): Promise<H
   await producer.connect();
   const messages = await Promise.all(notes.map((n) => noteMessage(recordCodec, n)));
   Object.assign(inStage, { calls: 0, mentions: 0, ms: 0 });
+  const hitRatio = coldCache();
   const sentAt = new Map<string, number>();
   const start = performance.now();
   for (const [i, note] of notes.entries()) {
@@ -209,8 +232,8 @@ async function measureHalfRate(round: number, notesPerSecond: number): Promise<H
   await stage.stop();
   const latencies = notes.map((n) => watch.seen.get(n.noteId)! - sentAt.get(n.noteId)!).sort((a, b) => a - b);
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
-  const result = { latencyMs: { p50: pct(50), p95: pct(95), p99: pct(99), max: latencies[latencies.length - 1]! }, batches: inStage.calls, meanBatchMentions: inStage.mentions / Math.max(1, inStage.calls), load: load() };
-  console.log(`round ${round} half rate: latency p50 ${result.latencyMs.p50} ms, p95 ${result.latencyMs.p95} ms, p99 ${result.latencyMs.p99} ms, max ${result.latencyMs.max} ms; ${result.batches} batches of ${result.meanBatchMentions.toFixed(1)} mentions on average (load ${result.load})`);
+  const result = { latencyMs: { p50: pct(50), p95: pct(95), p99: pct(99), max: latencies[latencies.length - 1]! }, batches: inStage.calls, meanBatchMentions: inStage.mentions / Math.max(1, inStage.calls), load: load(), cacheHitRatio: hitRatio() };
+  console.log(`round ${round} half rate: latency p50 ${result.latencyMs.p50} ms, p95 ${result.latencyMs.p95} ms, p99 ${result.latencyMs.p99} ms, max ${result.latencyMs.max} ms; ${result.batches} batches of ${result.meanBatchMentions.toFixed(1)} mentions on average; cache hit ratio ${result.cacheHitRatio?.toFixed(3)} (load ${result.load})`);
   return result;
 }
 
@@ -250,11 +273,12 @@ const throughputRatio = streamRate / offlineRate;
 const result = {
   date: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, note: 'shared with other jobs (tests, model training); the broker JVM runs on the same cores; loadAvg1m per phase below' },
-  corpus: { file: values.corpus, notes: corpus.notes.length, mentions: mentionsOf(corpus.notes), copiesPerPhase: repeat, rounds },
+  corpus: { files: corpusFiles, notes: corpus.notes.length, mentions: mentionsOf(corpus.notes), copiesPerPhase: repeat, rounds, firstPass: 'the link cache is emptied before every phase' },
+  settingsChosenOn: 'link settings: the shipped defaults (rerank settings from the cross-encoder manifest, chosen on the NCBI-disease train tuning split); the cache, exact vectors and rerank pruning are speed knobs that keep every top-1 link identical',
   index: indexDir,
   model: model.id,
   batching,
-  offline: { mentionsPerSecondRuns: offlineRuns, mentionsPerSecondRunsEventLoopAwake: offlineAwakeRuns, cpuPercentRuns: offlineCpuPercent, mentionsPerSecond: offlineRate, reference: 'median over rounds of the better of the two runs of each round' },
+  offline: { cacheHitRatios: offlineHitRatios, mentionsPerSecondRuns: offlineRuns, mentionsPerSecondRunsEventLoopAwake: offlineAwakeRuns, cpuPercentRuns: offlineCpuPercent, mentionsPerSecond: offlineRate, reference: 'median over rounds of the better of the two runs of each round' },
   stream: { maxRateRuns: maxRuns, mentionsPerSecond: streamRate, peakRssMiB: peakRss / 2 ** 20 },
   halfRate: {
     notesPerSecond,
@@ -271,10 +295,10 @@ const result = {
     throughputVsOffline: { value: throughputRatio, bar: 0.9, pass: throughputRatio >= 0.9 },
     /** For information: against the plain offline runs alone (what `cuilink link` gets from an idle event loop here). */
     throughputVsPlainOffline: { value: streamRate / median(offlineRuns), bar: 0.9, pass: streamRate / median(offlineRuns) >= 0.9 },
-    p99AtHalfRateMs: { value: p99, bar: 500, pass: p99 <= 500 },
+    p99AtHalfRateMs: { value: p99, bar: 150, pass: p99 <= 150 },
   },
 };
 mkdirSync(join('bench', 'results'), { recursive: true });
 writeFileSync(values.out, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`peak RSS of the stage process ${(peakRss / 2 ** 20).toFixed(0)} MiB (broker JVM not included)`);
-console.log(`bars (medians over ${rounds} rounds): throughput ${(throughputRatio * 100).toFixed(0)}% of offline (≥ 90%: ${result.bars.throughputVsOffline.pass ? 'pass' : 'FAIL'}; ${(result.bars.throughputVsPlainOffline.value * 100).toFixed(0)}% of the plain offline runs alone); p99 ${p99} ms at half rate (≤ 500 ms: ${result.bars.p99AtHalfRateMs.pass ? 'pass' : 'FAIL'}) → ${values.out}`);
+console.log(`bars (medians over ${rounds} rounds): throughput ${(throughputRatio * 100).toFixed(0)}% of offline (≥ 90%: ${result.bars.throughputVsOffline.pass ? 'pass' : 'FAIL'}; ${(result.bars.throughputVsPlainOffline.value * 100).toFixed(0)}% of the plain offline runs alone); p99 ${p99} ms at half rate (≤ 150 ms: ${result.bars.p99AtHalfRateMs.pass ? 'pass' : 'FAIL'}) → ${values.out}`);

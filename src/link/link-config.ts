@@ -32,6 +32,11 @@ export const linkConfigSchema = z
          * so a reranker never throws away a strong retrieval signal entirely.
          */
         weight: z.number().min(0).max(1).default(0.1),
+        /**
+         * Score only the candidates that can still come first (src/link/rerank-pruning.ts): same
+         * top-1, fewer cross-encoder pairs. Context-free models only (their pair scores are pure).
+         */
+        prune: z.boolean().default(true),
       })
       .default({}),
     nil: z
@@ -44,6 +49,24 @@ export const linkConfigSchema = z
     typeFilter: z.record(z.string(), z.array(z.string()).min(1)).default({}),
     /** Resolve `SF` mentions through `long form (SF)` definitions found in the same note. */
     abbreviations: z.boolean().default(true),
+    /**
+     * A mention that is exactly one concept's KB name uses that name's stored index vector instead
+     * of being encoded (src/retrieve/exact-name-vectors.ts): same top-1, dense tail from the name.
+     */
+    exactVectors: z.boolean().default(true),
+    /**
+     * The link cache (src/link/link-cache.ts), used when both models are context-free: finished
+     * mention links by (query, label, versions, config). Sizes only; they never change a link.
+     */
+    cache: z
+      .object({
+        /** Most mentions held; 0 turns the cache off. */
+        maxEntries: z.number().int().min(0).max(100_000_000).default(100_000),
+        /** Most estimated bytes held. */
+        maxBytes: z.number().int().min(0).default(64 * 2 ** 20),
+      })
+      .strict()
+      .default({}),
   })
   .strict();
 

@@ -1,10 +1,14 @@
 import { trace, type Span } from '@opentelemetry/api';
 import type { Concept } from '../kb/concept.ts';
 import type { CandidateRetriever, ConceptHit } from '../retrieve/candidate-retriever.ts';
+import type { ExactNameVectors } from '../retrieve/exact-name-vectors.ts';
 import type { LinkIndex } from '../retrieve/link-index.ts';
 import type { NameEncoder } from '../retrieve/name-encoder.ts';
 import type { Reranker } from '../rerank/reranker.ts';
 import type { LinkConfig } from './link-config.ts';
+import type { LinkCacheStats } from './link-cache.ts';
+import type { LinkMemo } from './link-memo.ts';
+import { candidatesThatCanWin } from './rerank-pruning.ts';
 import type { Candidate, LinkedMention, LinkedNote, LinkingCore, MentionInput, NoteInput } from './types.ts';
 
 /** Builds the text an encoder sees for a mention: the mention alone or inside its context window. */
@@ -22,6 +26,18 @@ export interface LinkerParts {
   findAbbreviations: AbbreviationFinder;
   config: LinkConfig;
   versions: { linkerVersion: string; modelVersion: string; indexVersion: string };
+  /**
+   * What a model batch may mix (default `note`). `note`: models that read context; a mention must
+   * not depend on other notes. `mention`: context-free models with dynamic int8 quantization, which
+   * scales activations per batch: each mention (each rerank pair when pruning) alone, so a link is
+   * a pure function of its mention. `all`: context-free models without it (fp16/fp32): rows of a
+   * batch do not interact, so every mention of the call shares batches.
+   */
+  batchScope?: 'note' | 'mention' | 'all';
+  /** The link cache in front of retrieval and reranking (context-free models only). */
+  memo?: LinkMemo;
+  /** Stored vectors of exact KB names, used instead of encoding (config.exactVectors). */
+  exactVectors?: ExactNameVectors;
   /** Releases encoder workers; called once by close(). */
   release: () => Promise<void>;
 }
@@ -71,13 +87,27 @@ export class Linker implements LinkingCore {
         span.setAttribute('cuilink.notes', notes.length);
         const work = this.prepare(notes);
         span.setAttribute('cuilink.mentions', work.length);
-        await this.retrieve(work);
-        await this.rerank(notes, work);
+        const pass = this.parts.memo?.begin(work, this.versions, this.parts.config.topK);
+        const todo = pass?.todo ?? work;
+        span.setAttribute('cuilink.mentions.linked', todo.length);
+        await this.retrieve(todo);
+        await this.rerank(notes, todo);
+        pass?.finish();
         return this.assemble(notes, work);
       } finally {
         span.end();
       }
     });
+  }
+
+  /** The link cache's counters; undefined when the cache is off or bypassed (context-reading models). */
+  cacheStats(): LinkCacheStats | undefined {
+    return this.parts.memo?.cache.stats();
+  }
+
+  /** Drops the link cache's entries: for a swap (e.g. learned memory) that the versions do not show. */
+  invalidateCache(): void {
+    this.parts.memo?.invalidate();
   }
 
   async close(): Promise<void> {
@@ -111,10 +141,14 @@ export class Linker implements LinkingCore {
 
   private async retrieve(work: MentionWork[]): Promise<void> {
     const { encoder, retriever, config } = this.parts;
-    const vectors = await withSpan('cuilink.encode', { 'cuilink.queries': work.length }, () =>
-      // Batched per note: a mention's vector must not depend on the other notes of a micro-batch.
-      encoder.encode(work.map((w) => w.query), work.map((w) => w.noteIndex)),
+    const vectors = this.storedVectors(work);
+    const missing = work.flatMap((w, i) => (vectors[i] === undefined ? [i] : []));
+    const encoded = await withSpan('cuilink.encode', { 'cuilink.queries': missing.length }, () =>
+      // Batched per note (or per mention with context-free models): dynamic int8 scales activations
+      // per batch, and a mention's vector must not depend on the other notes of a micro-batch.
+      encoder.encode(missing.map((i) => work[i]!.query), this.groups(missing.map((i) => work[i]!))),
     );
+    missing.forEach((i, j) => (vectors[i] = encoded[j]));
     await withSpan('cuilink.retrieve', { 'cuilink.queries': work.length }, async () => {
       work.forEach((w, i) => {
         const allow = this.allowFor(w.mention.label);
@@ -122,6 +156,21 @@ export class Linker implements LinkingCore {
         w.scores = w.hits.map((h) => h.score);
       });
     });
+  }
+
+  /** Model batch groups of the given mentions (see LinkerParts.batchScope); undefined: one group. */
+  private groups(work: readonly MentionWork[]): number[] | undefined {
+    const scope = this.parts.batchScope ?? 'note';
+    if (scope === 'all') return undefined;
+    return work.map((w, i) => (scope === 'mention' ? i : w.noteIndex));
+  }
+
+  /** Index vectors of mentions that are exactly one concept's name, when that cannot change a top-1. */
+  private storedVectors(work: MentionWork[]): (Float32Array | undefined)[] {
+    const { exactVectors, config, reranker } = this.parts;
+    // With `always`, the reranker reorders even a unique exact hit against the dense tail.
+    if (!exactVectors || !config.exactVectors || (reranker && config.rerank.policy === 'always')) return work.map(() => undefined);
+    return work.map((w) => exactVectors.vectorFor(w.exactTexts, this.allowFor(w.mention.label)));
   }
 
   private needsRerank(w: MentionWork): boolean {
@@ -139,21 +188,28 @@ export class Linker implements LinkingCore {
     const chosen = work.filter((w) => this.needsRerank(w));
     if (chosen.length === 0) return;
     await withSpan('cuilink.rerank', { 'cuilink.mentions': chosen.length }, async () => {
-      const items = chosen.map((w) => ({
-        query: rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]),
-        candidates: w.hits.slice(0, config.rerank.candidates).map((h) => index.concepts[h.conceptIndex]!),
-      }));
-      const probabilities = await reranker.rerank(items, chosen.map((w) => w.noteIndex));
       const weight = config.rerank.weight;
+      const heads = chosen.map((w) => w.hits.slice(0, config.rerank.candidates));
+      // Pure pair scores (context-free models) let the candidates that cannot win go unscored.
+      const scope = this.parts.batchScope ?? 'note';
+      const prune = scope !== 'note' && config.rerank.prune;
+      const scoredOf = heads.map((head) => (prune ? candidatesThatCanWin(head.map((h) => h.score), weight) : head.map((_, j) => j)));
+      const items = chosen.map((w, i) => ({
+        query: rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]),
+        candidates: scoredOf[i]!.map((j) => index.concepts[heads[i]![j]!.conceptIndex]!),
+      }));
+      // With int8, each pair alone when pruning (so the top-1 equals scoring all), else per mention.
+      const probabilities = await reranker.rerank(items, prune && scope === 'mention' ? 'pair' : this.groups(chosen));
       chosen.forEach((w, i) => {
         const p = probabilities[i]!;
-        const head = w.hits.slice(0, p.length).map((hit, j) => ({ hit, score: weight * p[j]! + (1 - weight) * hit.score }));
-        head.sort((a, b) => b.score - a.score || a.hit.conceptIndex - b.hit.conceptIndex);
-        const tail = w.hits.slice(p.length);
-        const floor = head.length > 0 ? head[head.length - 1]!.score : 0;
-        w.hits = [...head.map((h) => h.hit), ...tail];
-        // Unreranked tail candidates keep their order below the reranked head.
-        w.scores = [...head.map((h) => h.score), ...tail.map((h) => Math.min(floor, h.score))];
+        const scored = scoredOf[i]!.map((j, k) => ({ hit: heads[i]![j]!, score: weight * p[k]! + (1 - weight) * heads[i]![j]!.score }));
+        scored.sort((a, b) => b.score - a.score || a.hit.conceptIndex - b.hit.conceptIndex);
+        const kept = new Set(scoredOf[i]);
+        const rest = w.hits.filter((_, j) => !kept.has(j));
+        const floor = scored.length > 0 ? scored[scored.length - 1]!.score : 0;
+        w.hits = [...scored.map((h) => h.hit), ...rest];
+        // Unscored candidates keep their retrieval order below the reranked ones.
+        w.scores = [...scored.map((h) => h.score), ...rest.map((h) => Math.min(floor, h.score))];
         w.reranked = true;
       });
     });

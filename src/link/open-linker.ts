@@ -12,8 +12,11 @@ import { normalizeName } from '../text/normalize.ts';
 import { CandidateRetriever } from '../retrieve/candidate-retriever.ts';
 import { LinkIndex } from '../retrieve/link-index.ts';
 import { resolveIndexDir } from '../retrieve/index-versions.ts';
+import { ExactNameVectors } from '../retrieve/exact-name-vectors.ts';
 import { Reranker } from '../rerank/reranker.ts';
+import { LinkCache } from './link-cache.ts';
 import { parseLinkConfig } from './link-config.ts';
+import { isContextFree, LinkMemo } from './link-memo.ts';
 import { Linker, type AbbreviationFinder } from './linker.ts';
 import { LINKER_VERSION } from './version.ts';
 
@@ -36,6 +39,8 @@ export interface OpenLinkerOptions {
   log?: (line: string) => void;
   /** Set-up detail (the execution-provider fallback); see EncoderOptions.debug. */
   debug?: (line: string) => void;
+  /** A link cache to share (e.g. with the linker this one replaces); one sized by `config.cache` when absent. */
+  cache?: LinkCache;
 }
 
 /** The shipped cross-encoder, found from the package root (not the working directory). */
@@ -78,6 +83,14 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     for (const d of findAbbreviationDefinitions(text)) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });
     return map;
   };
+  // Both models must see only the mention for a mention's link to be a function of its text.
+  const contextFree = isContextFree(encoder.manifest.query) && (cross === undefined || isContextFree(cross.manifest.query));
+  const { cache: cacheLimits, ...linkSettings } = config;
+  const modelKeyParts = {
+    biEncoder: `${encoder.modelSha256}:${encoder.precision}:${encoder.provider}`,
+    crossEncoder: cross ? `${cross.modelSha256}:${cross.precision}:${cross.provider}` : '',
+  };
+  const cache = options.cache ?? new LinkCache({ maxEntries: cacheLimits.maxEntries, maxBytes: cacheLimits.maxBytes });
   return new Linker({
     index,
     retriever: new CandidateRetriever(index),
@@ -87,6 +100,12 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     rerankQuery: (text, mention, override) => buildQuery(text, mention, cross!.manifest.query, override),
     findAbbreviations,
     config,
+    // Dynamic int8 quantization scales activations per batch: context-free int8 models link each
+    // mention alone; fp16/fp32 rows do not interact, so their mentions share batches across notes.
+    batchScope: !contextFree ? 'note' : encoder.precision === 'int8' || cross?.precision === 'int8' ? 'mention' : 'all',
+    // Model checksums, precisions and providers too: the versions carry model ids only.
+    memo: contextFree && cache.enabled ? new LinkMemo(cache, linkSettings, () => modelKeyParts) : undefined,
+    exactVectors: new ExactNameVectors(index, normalizeName),
     versions: {
       linkerVersion: LINKER_VERSION,
       modelVersion: cross ? `${encoder.modelId}+${cross.modelId}` : encoder.modelId,

@@ -38,15 +38,16 @@ export class Reranker {
 
   /**
    * Probabilities (sigmoid of the logits), one array per item, aligned with its candidates.
-   * Items of different `groups` (one id per item) never share a model batch.
+   * Items of different `groups` (one id per item) never share a model batch; `'pair'` puts every
+   * pair in its own batch, so each probability depends on its pair alone.
    */
-  async rerank(items: readonly RerankItem[], groups?: readonly number[]): Promise<Float32Array[]> {
+  async rerank(items: readonly RerankItem[], groups?: readonly number[] | 'pair'): Promise<Float32Array[]> {
     const pairs: { query: string; candidate: string }[] = [];
     const pairGroups: number[] = [];
     items.forEach((item, i) => {
       for (const concept of item.candidates) {
         pairs.push({ query: item.query, candidate: this.candidateText(concept) });
-        pairGroups.push(groups?.[i] ?? 0);
+        pairGroups.push(groups === 'pair' ? pairGroups.length : (groups?.[i] ?? 0));
       }
     });
     const logits = pairs.length > 0 ? await this.scorer.score(pairs, groups ? pairGroups : undefined) : new Float32Array(0);

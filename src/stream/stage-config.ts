@@ -179,6 +179,9 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_PRECISION', ['linker', 'precision'], asString],
   ['CUILINK_RERANKER', ['linker', 'rerankerDir'], asReranker],
   ['CUILINK_MAX_MESSAGE_BYTES', ['topics', 'maxMessageBytes'], asInt],
+  ['CUILINK_THREADS', ['linker', 'threads'], asInt],
+  ['CUILINK_LINK_CACHE_ENTRIES', ['link', 'cache', 'maxEntries'], asInt],
+  ['CUILINK_LINK_CACHE_BYTES', ['link', 'cache', 'maxBytes'], asInt],
 ];
 
 function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {

@@ -71,6 +71,29 @@ test('same input, same index: same output, whatever the batching', async () => {
   assert.deepEqual(ids(await linker.linkNotes(NOTES)), ids(together));
 });
 
+test('context-free models: a link depends on its mention alone, so the link cache answers exactly what linking again would', async () => {
+  // The real int8 models scale activations per batch: only one mention per model batch makes this hold.
+  const uncached = await openLinker({ indexDir, provider: 'cpu', threads: 1, config: { cache: { maxEntries: 0 } } });
+  const cached = await openLinker({ indexDir, provider: 'cpu', threads: 1, config: { rerank: { policy: 'always' } } });
+  const reranked = await openLinker({ indexDir, provider: 'cpu', threads: 1, config: { cache: { maxEntries: 0 }, rerank: { policy: 'always' } } });
+  try {
+    const strip = (out: LinkedNote[]) => out.map((n) => ({ ...n, linkedAt: 0 }));
+    const together = await uncached.linkNotes(NOTES);
+    const alone = [];
+    for (const n of [...NOTES].reverse()) alone.unshift(...(await uncached.linkNotes([n])));
+    assert.deepEqual(strip(alone), strip(together), 'candidates and scores do not depend on the other notes of a batch');
+    const first = await cached.linkNotes(NOTES);
+    const again = await cached.linkNotes([...NOTES].reverse());
+    assert.ok(cached.cacheStats()!.hits >= 7, JSON.stringify(cached.cacheStats()));
+    assert.deepEqual(strip(again.reverse()), strip(first));
+    assert.deepEqual(strip(first), strip(await reranked.linkNotes(NOTES)), 'cached = uncached, reranker included');
+  } finally {
+    await uncached.close();
+    await cached.close();
+    await reranked.close();
+  }
+});
+
 test('cuilink link: JSON lines in, LinkedNote lines out, bad lines reported and counted', () => {
   const input = join(root, 'notes.jsonl');
   const output = join(root, 'linked.jsonl');

@@ -33,6 +33,9 @@ test('defaults, then the file, then environment variables', () => {
   });
   assert.equal(loadStageConfig({ env: { CUILINK_RERANKER: 'none' } }).linker.rerankerDir, false);
   assert.equal(loadStageConfig({ env: { CUILINK_RERANKER: 'models/other' } }).linker.rerankerDir, 'models/other');
+  const cached = loadStageConfig({ env: { CUILINK_LINK_CACHE_ENTRIES: '5000', CUILINK_LINK_CACHE_BYTES: '1048576', CUILINK_THREADS: '1' } });
+  assert.deepEqual(cached.link, { cache: { maxEntries: 5000, maxBytes: 1048576 } });
+  assert.equal(cached.linker.threads, 1);
   assert.equal(defaults.linker.rerankerDir, undefined);
 });
 
