@@ -11,6 +11,7 @@ import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
 import { evaluateCorpus, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
 import { openLinker, DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
+import { recordedModelPath } from '../src/link/build-index-from-kb.ts';
 import { readModelManifest } from '../src/encode/manifest.ts';
 import { ensureBenchIndex } from './bench-index.ts';
 import { parseProviderChoice } from '../src/encode/execution-provider.ts';
@@ -114,7 +115,7 @@ if (firstPass) {
 mkdirSync(join(outFile, '..'), { recursive: true });
 writeFileSync(outFile, `${JSON.stringify({
   benchmark: 'bench:link', provider, precision: precision ?? 'default', date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
-  kb: values.kb, corpus: values.corpus, model: model.id, reranker: rerankerPresent ? values.reranker : null,
+  kb: values.kb, corpus: values.corpus, model: model.id, reranker: rerankerPresent ? recordedModelPath(values.reranker) : null,
   index: { dir: indexDir, concepts: indexManifest.counts.concepts, names: indexManifest.counts.names, buildSeconds: buildSeconds ?? indexManifest.timings.totalSeconds, buildCached: buildSeconds === null, hnsw: indexManifest.hnsw, recallAt10VsExact: recallAt10 },
   peakRssBytesWhileLinking: peakLinkRss, rssAfter,
   systems: rows.map((r) => ({ system: r.system, n: r.result.mentions, mentionsPerSecond: r.result.mentionsPerSecond, acc1: r.result.metrics.overall.acc1, acc5: r.result.metrics.overall.acc5, mrr: r.result.metrics.overall.mrr })),

@@ -5,6 +5,11 @@ import { createServer, type Server } from 'node:http';
  * calls (subject config, register, schema by id), in process. A stand-in because neither
  * Confluent Schema Registry nor Karapace can be installed from the registries this project
  * reaches; it checks nothing about compatibility, so it tests the wire format, not a registry.
+ * Apicurio Registry 3.x (io.apicurio:apicurio-registry-app, Confluent API at /apis/ccompat/v7) was
+ * tried (issue 16): the app jar is a Quarkus module that needs a Quarkus build from Maven Central;
+ * 3.3.3 is the only version whose parent POM is there, and its Quarkus dependencies do not resolve
+ * (e.g. io.quarkus:quarkus-smallrye-health-parent:pom:3.33.3.1 and, overriding Quarkus to 3.33.2,
+ * quarkus-resteasy-client-jackson-parent:pom:3.33.2 are not found), so the stand-in stays.
  */
 export interface SchemaRegistryStandIn {
   url: string;
