@@ -167,7 +167,12 @@ test('no note or mention text in spans, logs or metrics; /healthz, /readyz and /
   assert.match(metricsText, /cuilink_stream_consumed_total/);
   assert.match(metricsText, /cuilink_stream_dead_lettered_total\{[^}]*code="UNKNOWN_SCHEMA"/);
   assert.match(metricsText, /cuilink_stream_in_flight_mentions/);
-  assert.match(metricsText, /cuilink_stream_end_to_end_lag/);
+  assert.match(metricsText, /cuilink_stream_end_to_end_lag_seconds_bucket/);
+  assert.match(metricsText, /cuilink_stream_phase_duration_seconds_bucket\{[^}]*phase="link"/);
+  // Series that had no event yet exist at 0, so increase() alerts see their first event.
+  assert.match(metricsText, /cuilink_stream_dead_lettered_total\{[^}]*code="OUTPUT_TOO_LARGE"[^}]*\} 0/);
+  assert.match(metricsText, /cuilink_stream_retries_total\{[^}]*operation="deliver"[^}]*\} 0/);
+  assert.match(metricsText, /cuilink_stream_consumer_lag\{[^}]*partition="[01]"[^}]*topic="notes"|cuilink_stream_consumer_lag\{[^}]*topic="notes"[^}]*partition="[01]"/);
   const finished = spans.getFinishedSpans();
   assert.ok(finished.length > 0);
   assert.ok(logs.length > 0);
