@@ -5,6 +5,7 @@ import type { LinkIndex } from '../retrieve/link-index.ts';
 import type { NameEncoder } from '../retrieve/name-encoder.ts';
 import type { Reranker } from '../rerank/reranker.ts';
 import type { LinkConfig } from './link-config.ts';
+import type { MemoryEvidence } from './memory-evidence.ts';
 import type { Candidate, LinkedMention, LinkedNote, LinkingCore, MentionInput, NoteInput } from './types.ts';
 
 /** Builds the text an encoder sees for a mention: the mention alone or inside its context window. */
@@ -22,6 +23,8 @@ export interface LinkerParts {
   findAbbreviations: AbbreviationFinder;
   config: LinkConfig;
   versions: { linkerVersion: string; modelVersion: string; indexVersion: string };
+  /** The labelled-mention memory now being served (memory-watcher.ts swaps it); each batch reads it once. */
+  memory?: { current(): MemoryEvidence | undefined };
   /** Releases encoder workers; called once by close(). */
   release: () => Promise<void>;
 }
@@ -35,6 +38,10 @@ interface MentionWork {
   hits: ConceptHit[];
   scores: number[];
   reranked: boolean;
+  vector?: Float32Array;
+  votes?: { byConcept: Map<number, number>; kb: Set<number>; total: number };
+  memoryDecided: boolean;
+  memorySupport: number;
 }
 
 const tracer = trace.getTracer('cuilink.link');
@@ -53,8 +60,9 @@ export class Linker implements LinkingCore {
     this.parts = parts;
   }
 
+  /** With `memoryVersion` (null without a memory): a result cached under these versions is never stale across a memory swap. */
   get versions() {
-    return this.parts.versions;
+    return { ...this.parts.versions, memoryVersion: this.parts.memory?.current()?.version ?? null };
   }
 
   get index(): LinkIndex {
@@ -69,11 +77,15 @@ export class Linker implements LinkingCore {
     return tracer.startActiveSpan('cuilink.link', async (span) => {
       try {
         span.setAttribute('cuilink.notes', notes.length);
+        // Read once: a memory swapped mid-batch serves the next batch, never half of this one.
+        const memory = this.parts.memory?.current();
         const work = this.prepare(notes);
         span.setAttribute('cuilink.mentions', work.length);
         await this.retrieve(work);
+        if (memory) for (const w of work) memory.decide(w, this.allowFor(w.mention.label));
         await this.rerank(notes, work);
-        return this.assemble(notes, work);
+        if (memory) for (const w of work) memory.tieBreak(w);
+        return this.assemble(notes, work, memory?.version ?? null);
       } finally {
         span.end();
       }
@@ -103,6 +115,8 @@ export class Linker implements LinkingCore {
           hits: [],
           scores: [],
           reranked: false,
+          memoryDecided: false,
+          memorySupport: 0,
         });
       }
     });
@@ -120,13 +134,14 @@ export class Linker implements LinkingCore {
         const allow = this.allowFor(w.mention.label);
         w.hits = retriever.retrieve(w.exactTexts, vectors[i]!, { k: config.retrieveK, allow });
         w.scores = w.hits.map((h) => h.score);
+        w.vector = vectors[i];
       });
     });
   }
 
   private needsRerank(w: MentionWork): boolean {
     const { policy, margin } = this.parts.config.rerank;
-    if (policy === 'never' || w.hits.length < 2) return false;
+    if (policy === 'never' || w.hits.length < 2 || w.memoryDecided) return false;
     if (policy === 'always') return true;
     const [first, second] = w.hits as [ConceptHit, ConceptHit];
     if (first.exact && !second.exact) return false;
@@ -159,10 +174,10 @@ export class Linker implements LinkingCore {
     });
   }
 
-  private assemble(notes: NoteInput[], work: MentionWork[]): LinkedNote[] {
+  private assemble(notes: NoteInput[], work: MentionWork[], memoryVersion: string | null): LinkedNote[] {
     const { config, index, versions } = this.parts;
     const linkedAt = Date.now();
-    const out: LinkedNote[] = notes.map((note) => ({ noteId: note.noteId, mentions: [], ...versions, linkedAt }));
+    const out: LinkedNote[] = notes.map((note) => ({ noteId: note.noteId, mentions: [], ...versions, memoryVersion, linkedAt }));
     for (const w of work) {
       const candidates: Candidate[] = w.hits.slice(0, config.topK).map((hit, i) => {
         const concept: Concept = index.concepts[hit.conceptIndex]!;
@@ -183,6 +198,8 @@ export class Linker implements LinkingCore {
         reranked: w.reranked,
         candidates,
         expandedFrom: w.expandedFrom,
+        memoryDecided: w.memoryDecided,
+        memorySupport: w.memorySupport,
       };
       out[w.noteIndex]!.mentions.push(linked);
     }

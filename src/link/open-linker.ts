@@ -15,6 +15,7 @@ import { Reranker } from '../rerank/reranker.ts';
 import { parseLinkConfig } from './link-config.ts';
 import { Linker, type AbbreviationFinder } from './linker.ts';
 import { LINKER_VERSION } from './version.ts';
+import { MemoryWatcher } from './memory-watcher.ts';
 
 export interface OpenLinkerOptions {
   /** An index directory, or an index root of versions whose `CURRENT` names the one to open (src/retrieve/index-versions.ts). */
@@ -31,6 +32,12 @@ export interface OpenLinkerOptions {
   precision?: Precision;
   /** Link options (src/link/link-config.ts), validated here. */
   config?: Record<string, unknown>;
+  /** A labelled-mention memory: a version directory, or a root whose `CURRENT` is polled and hot-swapped. */
+  memoryDir?: string;
+  /** How often a memory root's `CURRENT` is polled (default 1000 ms; 0: never). */
+  memoryPollMs?: number;
+  /** Reports a memory version that could not be loaded (the old one keeps serving). */
+  onMemoryError?: (error: Error) => void;
 }
 
 export const DEFAULT_RERANKER_DIR = join('models', 'default', 'crossencoder');
@@ -59,6 +66,14 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const rerankerDir = options.rerankerDir === undefined ? (existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false) : options.rerankerDir;
   const cross = rerankerDir === false || config.rerank.policy === 'never' ? undefined : await CrossEncoder.open(rerankerDir, encoderOptions);
   if (cross?.manifest.rerank) config = parseLinkConfig(withRerankDefaults(options.config ?? {}, cross.manifest.rerank));
+  let memory: MemoryWatcher | undefined;
+  try {
+    memory = options.memoryDir === undefined ? undefined : MemoryWatcher.open({ path: options.memoryDir, index, config: config.memory, normalize: normalizeName, modelSha256: encoder.modelSha256, pollMs: options.memoryPollMs, onError: options.onMemoryError });
+  } catch (error) {
+    await encoder.close();
+    await cross?.close();
+    throw error;
+  }
   const findAbbreviations: AbbreviationFinder = (text) => {
     const map = new Map<string, { longForm: string; start: number; end: number }>();
     for (const d of findAbbreviationDefinitions(text)) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });
@@ -73,12 +88,14 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     rerankQuery: (text, mention, override) => buildQuery(text, mention, cross!.manifest.query, override),
     findAbbreviations,
     config,
+    memory,
     versions: {
       linkerVersion: LINKER_VERSION,
       modelVersion: cross ? `${encoder.modelId}+${cross.modelId}` : encoder.modelId,
       indexVersion: index.manifest.indexVersion,
     },
     release: async () => {
+      memory?.close();
       await encoder.close();
       await cross?.close();
     },

@@ -1,0 +1,12 @@
+import { loadPubTatorCorpus } from '../src/eval/gold.ts';
+import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
+import { selectSplit } from '../src/eval/tuning-split.ts';
+import { tuneMemory } from './memory-tuning.ts';
+const IDX = '.cache/cuilink/bench/medic--cuilink-biencoder-minilm-base-untrained-b7485ac38070';
+const corpus = await loadPubTatorCorpus('/work/shared/data/ncbi-disease/NCBItrainset_corpus.txt');
+corpus.notes = selectSplit(corpus.notes, (n) => n.noteId, 'tune');
+const kept = new Set(corpus.notes.map((n) => n.noteId));
+for (const [k, g] of corpus.gold) if (!kept.has(g.noteId)) corpus.gold.delete(k);
+const view = kbOntologyView(await loadIndexKb(IDX));
+const r = await tuneMemory({ indexDir: IDX, memoryDir: '/tmp/m13/learn', corpus, view, rerankerDir: false, start: { kbVotes: 1, minSupport: 1, majority: 0.5, denseThreshold: 0.9, denseWeight: 0.5, bonus: 0.05, prior: 0.001 }, passes: 1, log: console.log });
+console.log(JSON.stringify(r.best), r.acc1);
