@@ -42,6 +42,7 @@ interface MentionWork {
   votes?: { byConcept: Map<number, number>; kb: Set<number>; total: number };
   memoryDecided: boolean;
   memorySupport: number;
+  memoryConcept?: Candidate;
 }
 
 const tracer = trace.getTracer('cuilink.link');
@@ -183,6 +184,8 @@ export class Linker implements LinkingCore {
         const concept: Concept = index.concepts[hit.conceptIndex]!;
         return { conceptId: concept.id, name: concept.name, semanticTypes: concept.semanticTypes, score: w.scores[i]!, retrievalScore: hit.score, exact: hit.exact };
       });
+      // A concept outside the KB that the memory decided (memory-evidence.ts, outsideKb) leads the list.
+      if (w.memoryConcept) candidates.splice(0, candidates.length, w.memoryConcept, ...candidates.slice(0, config.topK - 1));
       const best = candidates[0];
       const nil = best === undefined || best.score < config.nil.threshold;
       const linked: LinkedMention = {

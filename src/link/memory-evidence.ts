@@ -2,6 +2,7 @@ import type { ConceptHit } from '../retrieve/candidate-retriever.ts';
 import type { LinkIndex } from '../retrieve/link-index.ts';
 import type { MemoryStore } from '../retrieve/memory-store.ts';
 import type { MemoryConfig } from './link-config.ts';
+import type { Candidate } from './types.ts';
 
 /** The parts of a mention's linking state the memory reads and reorders (MentionWork in linker.ts). */
 export interface MemoryWork {
@@ -13,6 +14,8 @@ export interface MemoryWork {
   votes?: { byConcept: Map<number, number>; kb: Set<number>; total: number };
   memoryDecided: boolean;
   memorySupport: number;
+  /** A concept outside the KB that the memory decided (its labels name an id the index lacks). */
+  memoryConcept?: Candidate;
 }
 
 /** A prototype match ranks a little below a KB name of the same similarity: names are curated, labels may be wrong. */
@@ -30,7 +33,10 @@ const PROTOTYPE_DISCOUNT = 0.98;
  * `majority` of all votes. So with kbVotes = 1 one label cannot take a mention away from a
  * concept that owns its exact name (1 : 1 is no majority), one mislabel cannot flip a surface many
  * labels agree on (1 : n), and a label of a surface the KB does not know decides alone. A decided
- * link skips the reranker. Otherwise the votes only break ties: every candidate's final score
+ * link skips the reranker. With `outsideKb`, labels may name an id the KB lacks (a local code, an
+ * OMIM id a MeSH-only index does not carry): when such an id wins by the same rule it is the link,
+ * named by the mention text, without semantic types (only for NER labels without a type filter).
+ * Otherwise the votes only break ties: every candidate's final score
  * gains `bonus · share of votes + prior · log(1 + labels of the concept) / log(1 + max labels)`.
  */
 export class MemoryEvidence {
@@ -55,10 +61,12 @@ export class MemoryEvidence {
     const { config, index, store } = this;
     const byConcept = new Map<number, number>();
     const prototypeSim = new Map<number, number>();
+    const foreign = new Map<string, number>();
     let total = 0;
     const vote = (id: string, n: number): void => {
       total += n;
       const ci = index.indexOf(id);
+      if (ci === undefined && !allow && config.outsideKb) foreign.set(id, (foreign.get(id) ?? 0) + n);
       if (ci === undefined || (allow && !allow(ci))) return; // still evidence against the others
       byConcept.set(ci, (byConcept.get(ci) ?? 0) + n);
     };
@@ -95,8 +103,21 @@ export class MemoryEvidence {
         bestVotes = v;
       }
     });
-    const support = byConcept.get(best) ?? 0;
+    let foreignBest: string | undefined;
+    for (const [id, v] of foreign) {
+      if (v > bestVotes) {
+        foreignBest = id;
+        bestVotes = v;
+      }
+    }
+    const support = foreignBest !== undefined ? foreign.get(foreignBest)! : (byConcept.get(best) ?? 0);
     w.memorySupport = support;
+    if (foreignBest !== undefined) {
+      if (support < config.minSupport || bestVotes / total <= config.majority) return;
+      w.memoryConcept = { conceptId: foreignBest, name: w.exactTexts[w.exactTexts.length - 1]!, semanticTypes: [], score: 1, retrievalScore: 1, exact: false };
+      w.memoryDecided = true;
+      return;
+    }
     if (support < config.minSupport || bestVotes / total <= config.majority) return;
     const at = w.hits.findIndex((h) => h.conceptIndex === best);
     const [hit] = w.hits.splice(at, 1);

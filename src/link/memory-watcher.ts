@@ -2,7 +2,9 @@ import { InputError } from '../kb/errors.ts';
 import type { LinkIndex } from '../retrieve/link-index.ts';
 import { MemoryStore } from '../retrieve/memory-store.ts';
 import { currentMemoryVersion, resolveMemoryDir } from '../retrieve/memory-root.ts';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { MEMORY_MANIFEST_FILE } from '../retrieve/memory-manifest.ts';
 import type { MemoryConfig } from './link-config.ts';
 import { MemoryEvidence } from './memory-evidence.ts';
 
@@ -29,18 +31,21 @@ export interface MemoryWatcherOptions {
  */
 export class MemoryWatcher {
   private readonly options: MemoryWatcherOptions;
-  private evidence: MemoryEvidence;
+  private evidence: MemoryEvidence | undefined;
   private timer: NodeJS.Timeout | undefined;
 
-  private constructor(options: MemoryWatcherOptions, evidence: MemoryEvidence) {
+  private constructor(options: MemoryWatcherOptions, evidence: MemoryEvidence | undefined) {
     this.options = options;
     this.evidence = evidence;
   }
 
+  /** A root with no CURRENT yet (a memory the updater has not written to) serves no memory until one appears. */
   static open(options: MemoryWatcherOptions): MemoryWatcher {
-    const resolved = resolveMemoryDir(options.path);
-    const watcher = new MemoryWatcher(options, MemoryWatcher.load(resolved.dir, options));
-    if (resolved.root !== undefined && (options.pollMs ?? 1000) > 0) {
+    const empty = !existsSync(join(options.path, MEMORY_MANIFEST_FILE)) && currentMemoryVersion(options.path) === undefined;
+    const resolved = empty ? undefined : resolveMemoryDir(options.path);
+    const watcher = new MemoryWatcher(options, resolved && MemoryWatcher.load(resolved.dir, options));
+    if (resolved?.root !== undefined || empty) {
+      if ((options.pollMs ?? 1000) <= 0) return watcher;
       watcher.timer = setInterval(() => watcher.poll(), options.pollMs ?? 1000);
       watcher.timer.unref();
     }
@@ -55,7 +60,7 @@ export class MemoryWatcher {
     return new MemoryEvidence(store, options.index, options.config);
   }
 
-  current(): MemoryEvidence {
+  current(): MemoryEvidence | undefined {
     return this.evidence;
   }
 
@@ -64,7 +69,7 @@ export class MemoryWatcher {
     const root = this.options.path;
     try {
       const version = currentMemoryVersion(root);
-      if (version === undefined || version === this.evidence.version) return false;
+      if (version === undefined || version === this.evidence?.version) return false;
       this.evidence = MemoryWatcher.load(join(root, version), this.options);
       this.options.onSwap?.(version);
       return true;

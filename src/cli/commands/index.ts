@@ -10,7 +10,8 @@ import { evaluator } from './evaluator.ts';
 import { goldSample } from './gold-sample.ts';
 import { run } from './run.ts';
 import { memoryAdd, memoryExport, memoryInfo, memoryRemove } from './memory.ts';
+import { memoryUpdater } from './memory-updater.ts';
 import { openLinker } from '../../link/open-linker.ts';
 
 /** Every command, in the order `cuilink --help` lists them. Add yours here. */
-export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), compare, evaluator, goldSample, run, memoryAdd, memoryInfo, memoryExport, memoryRemove];
+export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), compare, evaluator, goldSample, run, memoryAdd, memoryInfo, memoryExport, memoryRemove, memoryUpdater];

@@ -150,6 +150,6 @@ test('remove retracts a label; save/open round-trips; the watcher swaps to the n
   writeFileSync(join(memRoot, 'CURRENT'), 'no-such-version\n');
   assert.equal(w2.poll(), false);
   assert.equal(errors.length, 1);
-  assert.equal(w2.current().version, v2.memoryVersion);
+  assert.equal(w2.current()?.version, v2.memoryVersion);
   assert.match(readFileSync(join(memRoot, v2.memoryVersion, 'records.jsonl'), 'utf8'), /lung fire/);
 });

@@ -1,0 +1,107 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Kafka } from 'kafkajs';
+import { BiEncoder } from '../../src/encode/bi-encoder.ts';
+import { buildIndexFromKb } from '../../src/link/build-index-from-kb.ts';
+import { openLinker } from '../../src/link/open-linker.ts';
+import { MemoryLearner } from '../../src/link/memory-learner.ts';
+import type { LinkedNote, NoteInput } from '../../src/link/types.ts';
+import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
+import { createKafkaClient } from '../../src/stream/kafka-client.ts';
+import { ensureTopics } from '../../src/stream/topics.ts';
+import { avroToLinkedNote, PlainAvroCodec } from '../../src/stream/avro/index.ts';
+import { loadStageConfig } from '../../src/stream/stage-config.ts';
+import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtime.ts';
+import { goldMentionToAvro } from '../../src/eval/gold-avro.ts';
+import { MemoryUpdater } from '../../src/eval/memory-updater.ts';
+import { noteMessage, publish, TopicCollector, waitFor } from '../support/stream-fixtures.ts';
+
+// The real broker, the real default ONNX bi-encoder over a real index of a fixture KB, the real
+// stage and the real memory updater: notes are linked, gold arrives on the gold topic, the memory
+// updates and the running stage links later notes with the same mention right, without a restart.
+const codec = new PlainAvroCodec();
+const TOPICS = { input: 'mo.notes', output: 'mo.linked', deadLetter: 'mo.dead' };
+const GOLD_TOPIC = 'mo.gold';
+const TARGET = 'MESH:D001943'; // Breast Neoplasms in the fixture KB
+let root: string;
+let broker: LocalBroker;
+let kafka: Kafka;
+let runtime: StageRuntime | undefined;
+let updater: MemoryUpdater | undefined;
+let encoder: BiEncoder | undefined;
+
+before(async () => {
+  root = mkdtempSync(join(tmpdir(), 'cuilink-memory-online-'));
+  broker = await startLocalBroker();
+  kafka = createKafkaClient({ brokers: broker.brokers, clientId: 'memory-online-test', logLevel: 'error' });
+  await ensureTopics(kafka, [TOPICS.input, TOPICS.output, TOPICS.deadLetter, GOLD_TOPIC], { partitions: 1 });
+  await buildIndexFromKb({ kbPaths: ['test/fixtures/eval/mini-kb.jsonl'], modelDir: 'models/default/biencoder', outDir: join(root, 'index'), provider: 'cpu', threads: 1, progress: false });
+});
+
+after(async () => {
+  await updater?.stop().catch(() => {});
+  await runtime?.close().catch(() => {});
+  await encoder?.close();
+  await broker?.stop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+const MENTION = 'zorbital lump';
+function note(id: string): NoteInput {
+  const text = `Exam found a ${MENTION} on the left.`;
+  const start = text.indexOf(MENTION);
+  return { noteId: id, text, mentions: [{ id: `${start}-${start + MENTION.length}`, start, end: start + MENTION.length, text: MENTION, label: 'Disease' }], source: 'test', timestamp: Date.now() };
+}
+
+test('gold on the gold topic reaches the memory and a running stage links later notes with it, no restart', async () => {
+  const memoryRoot = join(root, 'memory');
+  const config = loadStageConfig({ env: {}, overrides: { brokers: broker.brokers, groupId: 'mo-stage', topics: TOPICS, 'http.enabled': false, 'telemetry.prometheus': false, 'telemetry.logLevel': 'error' } });
+  runtime = await startStageRuntime(config, {
+    brokers: broker.brokers,
+    logSink: () => {},
+    openCore: () => openLinker({ indexDir: join(root, 'index'), provider: 'cpu', threads: 1, rerankerDir: false, memoryDir: memoryRoot, memoryPollMs: 100 }),
+  });
+  const linked = new TopicCollector(kafka, TOPICS.output);
+  await linked.start();
+  const decoded = new Map<string, LinkedNote>();
+  const linkedNote = async (id: string): Promise<LinkedNote> => {
+    await waitFor(async () => {
+      for (const r of linked.records) if (!decoded.has(r.key!)) decoded.set(r.key!, avroToLinkedNote(await codec.decode('LinkedNote', r.value, r.headers)));
+      return decoded.has(id);
+    }, 60_000, `linked output of ${id}`);
+    return decoded.get(id)!;
+  };
+
+  // 1. Before any gold: no memory, the invented surface does not reach the target.
+  await publish(kafka, TOPICS.input, [await noteMessage(codec, note('before-1'))]);
+  const before = (await linkedNote('before-1')).mentions[0]!;
+  assert.notEqual(before.conceptId, TARGET);
+  assert.equal((await linkedNote('before-1')).memoryVersion ?? null, null);
+  assert.equal(before.memoryDecided, false);
+
+  // 2. A coder labels that mention; the updater learns it (learn fraction 1: every note learns).
+  encoder = await BiEncoder.open('models/default/biencoder', { provider: 'cpu', threads: 1 });
+  updater = new MemoryUpdater({ kafka, codec, notesTopic: TOPICS.input, goldTopic: GOLD_TOPIC, groupId: 'mo-updater', root: memoryRoot, learner: new MemoryLearner(encoder), learnFraction: 1, flushMs: 100, log: () => {} });
+  await updater.start();
+  const n = note('before-1');
+  const m = n.mentions[0]!;
+  const gold = await codec.encode('GoldMention', goldMentionToAvro({ noteId: n.noteId, mentionId: m.id, ids: [TARGET], label: 'Disease', start: m.start, end: m.end }, { annotatedAt: 1 }));
+  await publish(kafka, GOLD_TOPIC, [{ key: n.noteId, value: gold.value, headers: gold.headers }]);
+  await waitFor(() => updater!.stats.version !== undefined, 60_000, 'the first memory snapshot');
+  assert.equal(updater.stats.learned, 1);
+
+  // 3. Later notes with the same mention: once the stage has swapped (it polls CURRENT), they link to the target.
+  let after: LinkedNote | undefined;
+  for (let i = 0; i < 40 && after?.memoryVersion == null; i++) {
+    await publish(kafka, TOPICS.input, [await noteMessage(codec, note(`after-${i}`))]);
+    after = await linkedNote(`after-${i}`);
+  }
+  assert.equal(after!.memoryVersion, updater.stats.version);
+  assert.equal(after!.mentions[0]!.conceptId, TARGET);
+  assert.equal(after!.mentions[0]!.memoryDecided, true);
+  assert.equal(runtime.linker.versions.memoryVersion, updater.stats.version);
+  await linked.stop();
+});
