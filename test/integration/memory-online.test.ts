@@ -17,6 +17,7 @@ import { loadStageConfig } from '../../src/stream/stage-config.ts';
 import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtime.ts';
 import { goldMentionToAvro } from '../../src/eval/gold-avro.ts';
 import { MemoryUpdater } from '../../src/eval/memory-updater.ts';
+import { readFileSync } from 'node:fs';
 import { noteMessage, publish, TopicCollector, waitFor } from '../support/stream-fixtures.ts';
 
 // The real broker, the real default ONNX bi-encoder over a real index of a fixture KB, the real
@@ -25,7 +26,6 @@ import { noteMessage, publish, TopicCollector, waitFor } from '../support/stream
 const codec = new PlainAvroCodec();
 const TOPICS = { input: 'mo.notes', output: 'mo.linked', deadLetter: 'mo.dead' };
 const GOLD_TOPIC = 'mo.gold';
-const TARGET = 'MESH:D001943'; // Breast Neoplasms in the fixture KB
 let root: string;
 let broker: LocalBroker;
 let kafka: Kafka;
@@ -78,6 +78,9 @@ test('gold on the gold topic reaches the memory and a running stage links later 
   // 1. Before any gold: no memory, the invented surface does not reach the target.
   await publish(kafka, TOPICS.input, [await noteMessage(codec, note('before-1'))]);
   const before = (await linkedNote('before-1')).mentions[0]!;
+  // The coder's label: a fixture-KB concept the linker did not pick.
+  const kbIds = readFileSync('test/fixtures/eval/mini-kb.jsonl', 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+  const TARGET = kbIds.find((id) => id !== before.conceptId && !before.candidates.slice(0, 1).some((c) => c.conceptId === id))!;
   assert.notEqual(before.conceptId, TARGET);
   assert.equal((await linkedNote('before-1')).memoryVersion ?? null, null);
   assert.equal(before.memoryDecided, false);

@@ -153,3 +153,16 @@ test('remove retracts a label; save/open round-trips; the watcher swaps to the n
   assert.equal(w2.current()?.version, v2.memoryVersion);
   assert.match(readFileSync(join(memRoot, v2.memoryVersion, 'records.jsonl'), 'utf8'), /lung fire/);
 });
+
+test('labels naming an id outside the KB link to it (outsideKb), unless turned off', async () => {
+  const store = memoryOf([label('zorbitis xq', 'OMIM:999999'), label('zorbitis xq', 'OMIM:999999')]);
+  const m = await linkOne(store, 'zorbitis xq');
+  assert.equal(m.conceptId, 'OMIM:999999');
+  assert.equal(m.conceptName, 'zorbitis xq');
+  assert.equal(m.memoryDecided, true);
+  assert.equal(m.memorySupport, 2);
+  assert.ok(m.candidates.length <= 5);
+  const off = await linkOne(store, 'zorbitis xq', { memory: { outsideKb: false } });
+  assert.notEqual(off.conceptId, 'OMIM:999999');
+  assert.equal(off.memoryDecided, false);
+});
