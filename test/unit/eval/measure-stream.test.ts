@@ -7,7 +7,7 @@ import { goldStream } from '../../../src/eval/gold-sampling.ts';
 import { SidecarEvaluator, type SidecarOptions } from '../../../src/eval/sidecar/sidecar-evaluator.ts';
 import { fakeLinker, SAMPLE_TABLE } from './fake-linker.ts';
 
-const BASE: SidecarOptions = { joiner: { ttlMs: 60_000, maxPending: 1000 }, windows: { lastN: 1000, lastMs: 3_600_000 }, alerts: {} };
+const BASE: SidecarOptions = { joiner: { ttlMs: 60_000, maxPending: 1000 }, windows: { lastN: 1000, lastMs: 3_600_000 }, alerts: { minSamples: 50 } };
 
 test('goldStream: deterministic per note id, the fraction of notes learned, the rest measured', () => {
   const ids = Array.from({ length: 2000 }, (_, i) => `note-${i}`);
