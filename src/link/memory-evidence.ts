@@ -72,9 +72,11 @@ export class MemoryEvidence {
     };
     const keys = new Set<string>();
     for (const text of w.exactTexts) {
+      // An expansion that normalizes like the short form is one surface, counted once.
+      const key = store.surfaceKey(text);
       const counts = store.surfaceCounts(text);
-      if (counts.size === 0 || keys.has(text)) continue;
-      keys.add(text);
+      if (counts.size === 0 || keys.has(key)) continue;
+      keys.add(key);
       for (const [id, n] of counts) vote(id, n);
     }
     if (w.vector && store.size > 0 && config.neighbors > 0) {

@@ -99,6 +99,11 @@ export class MemoryStore {
     return this.records.get(seq);
   }
 
+  /** The surface-table key of a mention text. */
+  surfaceKey(text: string): string {
+    return this.normalize(text);
+  }
+
   /** Label counts per concept id for a mention text (normalized like KB names); empty when unseen. */
   surfaceCounts(text: string): ReadonlyMap<string, number> {
     return this.surfaces.get(this.normalize(text)) ?? EMPTY;
