@@ -57,7 +57,7 @@ export const linkConfigSchema = z
         denseWeight: z.number().min(0).default(0.25),
         /** Tie-break weight of a candidate's share of votes when memory did not decide. */
         bonus: z.number().min(0).default(0.05),
-        /** Labels may link to ids the KB lacks (named by the mention text); off: KB concepts only. */
+        /** Labels may link to ids the KB lacks (named by the id); off: KB concepts only. */
         outsideKb: z.boolean().default(true),
         /** Tie-break weight of the frequency prior (log labels of the concept, scaled to [0, 1]). */
         prior: z.number().min(0).default(0.01),

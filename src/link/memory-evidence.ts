@@ -35,7 +35,7 @@ const PROTOTYPE_DISCOUNT = 0.98;
  * labels agree on (1 : n), and a label of a surface the KB does not know decides alone. A decided
  * link skips the reranker. With `outsideKb`, labels may name an id the KB lacks (a local code, an
  * OMIM id a MeSH-only index does not carry): when such an id wins by the same rule it is the link,
- * named by the mention text, without semantic types (only for NER labels without a type filter).
+ * named by its id (never by mention text: that is note text), without semantic types (only for NER labels without a type filter).
  * Otherwise the votes only break ties: every candidate's final score
  * gains `bonus · share of votes + prior · log(1 + labels of the concept) / log(1 + max labels)`.
  */
@@ -116,7 +116,8 @@ export class MemoryEvidence {
     w.memorySupport = support;
     if (foreignBest !== undefined) {
       if (support < config.minSupport || bestVotes / total <= config.majority) return;
-      w.memoryConcept = { conceptId: foreignBest, name: w.exactTexts[w.exactTexts.length - 1]!, semanticTypes: [], score: 1, retrievalScore: 1, exact: false };
+      // Named by its id: a label's mention text is note text and never goes into the output.
+      w.memoryConcept = { conceptId: foreignBest, name: foreignBest, semanticTypes: [], score: 1, retrievalScore: 1, exact: false };
       w.memoryDecided = true;
       return;
     }

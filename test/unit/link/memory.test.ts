@@ -158,7 +158,7 @@ test('labels naming an id outside the KB link to it (outsideKb), unless turned o
   const store = memoryOf([label('zorbitis xq', 'OMIM:999999'), label('zorbitis xq', 'OMIM:999999')]);
   const m = await linkOne(store, 'zorbitis xq');
   assert.equal(m.conceptId, 'OMIM:999999');
-  assert.equal(m.conceptName, 'zorbitis xq');
+  assert.equal(m.conceptName, 'OMIM:999999', 'named by its id, never by mention text');
   assert.equal(m.memoryDecided, true);
   assert.equal(m.memorySupport, 2);
   assert.ok(m.candidates.length <= 5);
