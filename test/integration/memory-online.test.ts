@@ -17,6 +17,9 @@ import { loadStageConfig } from '../../src/stream/stage-config.ts';
 import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtime.ts';
 import { goldMentionToAvro } from '../../src/eval/gold-avro.ts';
 import { MemoryUpdater } from '../../src/eval/memory-updater.ts';
+import { goldStream } from '../../src/eval/gold-sampling.ts';
+import { kbOntologyView, loadIndexKb } from '../../src/eval/kb-ontology-view.ts';
+import { startKafkaEvaluator, type RunningKafkaEvaluator } from '../../src/eval/sidecar/kafka-evaluator.ts';
 import { readFileSync } from 'node:fs';
 import { noteMessage, publish, TopicCollector, waitFor } from '../support/stream-fixtures.ts';
 
@@ -32,6 +35,7 @@ let kafka: Kafka;
 let runtime: StageRuntime | undefined;
 let updater: MemoryUpdater | undefined;
 let encoder: BiEncoder | undefined;
+let evaluator: RunningKafkaEvaluator | undefined;
 
 before(async () => {
   root = mkdtempSync(join(tmpdir(), 'cuilink-memory-online-'));
@@ -43,6 +47,7 @@ before(async () => {
 
 after(async () => {
   await updater?.stop().catch(() => {});
+  await evaluator?.stop().catch(() => {});
   await runtime?.close().catch(() => {});
   await encoder?.close();
   await broker?.stop();
@@ -56,13 +61,29 @@ function note(id: string): NoteInput {
   return { noteId: id, text, mentions: [{ id: `${start}-${start + MENTION.length}`, start, end: start + MENTION.length, text: MENTION, label: 'Disease' }], source: 'test', timestamp: Date.now() };
 }
 
-test('gold on the gold topic reaches the memory and a running stage links later notes with it, no restart', async () => {
+async function publishGold(n: NoteInput, ids: string[]): Promise<void> {
+  const m = n.mentions[0]!;
+  const gold = await codec.encode('GoldMention', goldMentionToAvro({ noteId: n.noteId, mentionId: m.id, ids, label: 'Disease', start: m.start, end: m.end }, { annotatedAt: 1 }));
+  await publish(kafka, GOLD_TOPIC, [{ key: n.noteId, value: gold.value, headers: gold.headers }]);
+}
+
+const LEARN_FRACTION = 0.5;
+const idIn = (stream: 'learn' | 'measure', prefix: string, from = 0): string => {
+  for (let k = from; ; k++) if (goldStream(`${prefix}-${k}`, LEARN_FRACTION) === stream) return `${prefix}-${k}`;
+};
+
+test('gold on the gold topic reaches the memory, a running stage links later notes with it (no restart), and measure-stream accuracy rises', async () => {
   const memoryRoot = join(root, 'memory');
   const config = loadStageConfig({ env: {}, overrides: { brokers: broker.brokers, groupId: 'mo-stage', topics: TOPICS, 'http.enabled': false, 'telemetry.prometheus': false, 'telemetry.logLevel': 'error' } });
   runtime = await startStageRuntime(config, {
     brokers: broker.brokers,
     logSink: () => {},
     openCore: () => openLinker({ indexDir: join(root, 'index'), provider: 'cpu', threads: 1, rerankerDir: false, memoryDir: memoryRoot, memoryPollMs: 100 }),
+  });
+  evaluator = await startKafkaEvaluator(kbOntologyView(await loadIndexKb(join(root, 'index'))), {
+    kafka, codec, linkedTopic: TOPICS.output, goldTopic: GOLD_TOPIC, groupId: 'mo-evaluator', stateFile: join(root, 'evaluator-state.json'), snapshotIntervalMs: 200,
+    port: 0, host: '127.0.0.1', joiner: { ttlMs: 3_600_000, maxPending: 10_000 }, windows: { lastN: 10_000, lastMs: 3_600_000 }, alerts: { minSamples: 1 },
+    measure: { learnFraction: LEARN_FRACTION }, log: () => {},
   });
   const linked = new TopicCollector(kafka, TOPICS.output);
   await linked.start();
@@ -75,36 +96,50 @@ test('gold on the gold topic reaches the memory and a running stage links later 
     return decoded.get(id)!;
   };
 
-  // 1. Before any gold: no memory, the invented surface does not reach the target.
-  await publish(kafka, TOPICS.input, [await noteMessage(codec, note('before-1'))]);
-  const before = (await linkedNote('before-1')).mentions[0]!;
+  // 1. Before any gold: no memory; a learn-stream note and a measure-stream note with the invented surface.
+  const learnNote = note(idIn('learn', 'note'));
+  const measureFirst = note(idIn('measure', 'note'));
+  await publish(kafka, TOPICS.input, [await noteMessage(codec, learnNote), await noteMessage(codec, measureFirst)]);
+  const before = (await linkedNote(learnNote.noteId)).mentions[0]!;
   // The coder's label: a fixture-KB concept the linker did not pick.
   const kbIds = readFileSync('test/fixtures/eval/mini-kb.jsonl', 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
-  const TARGET = kbIds.find((id) => id !== before.conceptId && !before.candidates.slice(0, 1).some((c) => c.conceptId === id))!;
-  assert.notEqual(before.conceptId, TARGET);
-  assert.equal((await linkedNote('before-1')).memoryVersion ?? null, null);
+  const TARGET = kbIds.find((id) => id !== before.conceptId)!;
+  assert.equal((await linkedNote(learnNote.noteId)).memoryVersion ?? null, null);
   assert.equal(before.memoryDecided, false);
+  assert.notEqual((await linkedNote(measureFirst.noteId)).mentions[0]!.conceptId, TARGET);
+  // The measure note's gold is scored (wrong), never learned.
+  await publishGold(measureFirst, [TARGET]);
+  await waitFor(() => evaluator!.report().samplesScored === 1, 60_000, 'the first measure-stream sample');
+  assert.equal(evaluator.report().windows.count.overall.acc1, 0);
 
-  // 2. A coder labels that mention; the updater learns it (learn fraction 1: every note learns).
+  // 2. The updater learns the learn-stream note's gold (and skips the measure note's).
   encoder = await BiEncoder.open('models/default/biencoder', { provider: 'cpu', threads: 1 });
-  updater = new MemoryUpdater({ kafka, codec, notesTopic: TOPICS.input, goldTopic: GOLD_TOPIC, groupId: 'mo-updater', root: memoryRoot, learner: new MemoryLearner(encoder), learnFraction: 1, flushMs: 100, log: () => {} });
+  updater = new MemoryUpdater({ kafka, codec, notesTopic: TOPICS.input, goldTopic: GOLD_TOPIC, groupId: 'mo-updater', root: memoryRoot, learner: new MemoryLearner(encoder), learnFraction: LEARN_FRACTION, flushMs: 100, log: () => {} });
   await updater.start();
-  const n = note('before-1');
-  const m = n.mentions[0]!;
-  const gold = await codec.encode('GoldMention', goldMentionToAvro({ noteId: n.noteId, mentionId: m.id, ids: [TARGET], label: 'Disease', start: m.start, end: m.end }, { annotatedAt: 1 }));
-  await publish(kafka, GOLD_TOPIC, [{ key: n.noteId, value: gold.value, headers: gold.headers }]);
+  await publishGold(learnNote, [TARGET]);
   await waitFor(() => updater!.stats.version !== undefined, 60_000, 'the first memory snapshot');
   assert.equal(updater.stats.learned, 1);
+  assert.equal(updater.stats.measureSkipped, 1);
 
-  // 3. Later notes with the same mention: once the stage has swapped (it polls CURRENT), they link to the target.
+  // 3. Later measure-stream notes with the same mention: once the stage has swapped (it polls CURRENT), they link to the target.
   let after: LinkedNote | undefined;
+  let afterNote: NoteInput | undefined;
   for (let i = 0; i < 40 && after?.memoryVersion == null; i++) {
-    await publish(kafka, TOPICS.input, [await noteMessage(codec, note(`after-${i}`))]);
-    after = await linkedNote(`after-${i}`);
+    afterNote = note(idIn('measure', `after${i}`));
+    await publish(kafka, TOPICS.input, [await noteMessage(codec, afterNote)]);
+    after = await linkedNote(afterNote.noteId);
   }
   assert.equal(after!.memoryVersion, updater.stats.version);
   assert.equal(after!.mentions[0]!.conceptId, TARGET);
   assert.equal(after!.mentions[0]!.memoryDecided, true);
   assert.equal(runtime.linker.versions.memoryVersion, updater.stats.version);
+
+  // 4. Its gold: the measure-stream accuracy rises (0 → 1/2), with the memory version on the report; the learned note was never scored.
+  await publishGold(afterNote!, [TARGET]);
+  await waitFor(() => evaluator!.report().samplesScored === 2, 60_000, 'the second measure-stream sample');
+  const report = evaluator.report();
+  assert.equal(report.windows.count.overall.acc1, 0.5);
+  assert.equal(report.learnSkipped, 1);
+  assert.equal(report.memoryVersion, updater.stats.version);
   await linked.stop();
 });
