@@ -61,6 +61,14 @@ export class MemoryUpdater {
   private pending: LabelledMention[] = [];
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
+  private fail: (error: Error) => void = () => {};
+  /**
+   * Rejects when a snapshot could not be learned or written (an internal fault): the process should
+   * exit non-zero and be restarted; it replays the topics and skips what the memory on disk holds.
+   */
+  readonly failed: Promise<never> = new Promise<never>((_, reject) => {
+    this.fail = reject;
+  });
   readonly stats: MemoryUpdaterStats = { learned: 0, measureSkipped: 0, duplicates: 0, waiting: 0, snapshots: 0, version: undefined };
 
   constructor(options: MemoryUpdaterOptions) {
@@ -87,12 +95,19 @@ export class MemoryUpdater {
         }
       },
     });
-    this.timer = setInterval(() => void this.flush(), this.options.flushMs ?? 2000);
+    this.failed.catch(() => {}); // observed by whoever awaits it; never an unhandled rejection
+    this.timer = setInterval(() => {
+      this.flush().catch((error: unknown) => {
+        if (this.timer) clearInterval(this.timer);
+        this.fail(error as Error);
+      });
+    }, this.options.flushMs ?? 2000);
   }
 
   /** Learns what is pending now and publishes a snapshot; resolves once it is current. */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
+      // After a failure nothing more is learned: the store may hold half a batch; a restart rebuilds from disk.
       if (this.pending.length === 0) return;
       const batch = this.pending;
       this.pending = [];

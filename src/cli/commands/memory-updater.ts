@@ -79,10 +79,17 @@ export const memoryUpdater: Command = {
     try {
       await updater.start();
       log(`memory-updater: learning ${(learnFraction * 100).toFixed(0)}% of notes into ${root}`);
-      await new Promise<void>((resolve) => {
+      const stopped = new Promise<void>((resolve) => {
         process.once('SIGTERM', resolve);
         process.once('SIGINT', resolve);
       });
+      try {
+        await Promise.race([stopped, updater.failed]);
+      } catch (error) {
+        const code = (error as { code?: string }).code ?? 'MEMORY_UPDATE_FAILED';
+        log(`memory-updater: snapshot failed (${code}); exiting non-zero, a restart resumes from the memory on disk`);
+        return 1;
+      }
       log('memory-updater: stopping (final snapshot)');
       await updater.stop();
     } finally {
