@@ -10,12 +10,15 @@ export const LINKER_FLAG_OPTIONS = {
   model: { type: 'string' },
   reranker: { type: 'string' },
   'link-config': { type: 'string' },
+  memory: { type: 'string' },
 } as const;
 
 export const LINKER_FLAGS_HELP = `  --model DIR           bi-encoder directory (default: the one the index was built with)
   --reranker DIR|none   cross-encoder directory (default models/default/crossencoder when present)
   --link-config FILE    JSON link options: topK, retrieveK, efSearch, rerank {policy, candidates,
-                        margin, weight}, nil {threshold}, typeFilter {label: [types]}, abbreviations
+                        margin, weight}, nil {threshold}, typeFilter {label: [types]}, abbreviations,
+                        memory {minSupport, majority, kbVotes, neighbors, denseThreshold, …}
+  --memory ROOT|DIR     labelled-mention memory (cuilink memory add); a root's CURRENT is polled
 ${ENCODER_FLAGS_HELP}`;
 
 interface LinkerFlagValues {
@@ -23,6 +26,7 @@ interface LinkerFlagValues {
   model?: string;
   reranker?: string;
   'link-config'?: string;
+  memory?: string;
   provider?: string;
   'device-id'?: string;
   threads?: string;
@@ -48,6 +52,7 @@ export function linkerRequest(values: LinkerFlagValues): Omit<OpenLinkerOptions,
     indexDir: values.index,
     modelDir: values.model,
     rerankerDir: values.reranker === undefined ? undefined : values.reranker === 'none' ? false : values.reranker,
+    memoryDir: values.memory,
     config: values['link-config'] === undefined ? undefined : readJsonFile(values['link-config'], 'link-config'),
     ...encoderRequest(values),
   };

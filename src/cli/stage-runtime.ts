@@ -84,5 +84,5 @@ export async function startStageRuntime(config: StageConfig, options: StartStage
 
 async function openConfiguredLinker(config: StageConfig, logger: Logger): Promise<LinkingCore> {
   const indexDir = config.linker.indexDir ?? (await ensureDefaultIndex({ log: (line) => logger.info(line) }));
-  return openLinker({ indexDir, modelDir: config.linker.modelDir, rerankerDir: config.linker.rerankerDir, threads: config.linker.threads, provider: config.linker.provider, deviceId: config.linker.deviceId, precision: config.linker.precision, config: config.link, log: (line) => logger.info(line), debug: (line) => logger.debug(line) });
+  return openLinker({ indexDir, modelDir: config.linker.modelDir, rerankerDir: config.linker.rerankerDir, threads: config.linker.threads, provider: config.linker.provider, deviceId: config.linker.deviceId, precision: config.linker.precision, config: config.link, log: (line) => logger.info(line), debug: (line) => logger.debug(line), memoryDir: config.linker.memoryDir, memoryPollMs: config.linker.memoryPollMs, onMemoryError: (error) => logger.warn('memory version not loaded; the previous one keeps serving', { code: (error as { code?: string }).code ?? 'MEMORY_LOAD' }) });
 }

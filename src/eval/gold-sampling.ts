@@ -36,3 +36,15 @@ function fnv1a32(text: string): number {
   }
   return hash >>> 0;
 }
+
+/** Seed of the learn/measure split of gold labels (independent of the gold-sampling seed). */
+export const MEMORY_SPLIT_SEED = 20261124;
+
+/**
+ * Which stream a sampled note's gold labels feed: `learn` (the memory updater learns them) or
+ * `measure` (the evaluator scores them). Decided per note id, so a note the memory learned from
+ * is never scored, the same in every process and run.
+ */
+export function goldStream(noteId: string, learnFraction: number, seed = MEMORY_SPLIT_SEED): 'learn' | 'measure' {
+  return noteDraw(noteId, seed) < learnFraction ? 'learn' : 'measure';
+}

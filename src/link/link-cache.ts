@@ -6,6 +6,10 @@ export interface CachedLink {
   readonly hits: readonly ConceptHit[];
   readonly scores: readonly number[];
   readonly reranked: boolean;
+  /** What a labelled-mention memory decided, when one is served (its version is in the key). */
+  readonly memoryDecided?: boolean;
+  readonly memorySupport?: number;
+  readonly memoryConcept?: unknown;
 }
 
 export interface LinkCacheLimits {

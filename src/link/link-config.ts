@@ -47,6 +47,33 @@ export const linkConfigSchema = z
       .default({}),
     /** NER label → allowed semantic types; labels not listed are not filtered. */
     typeFilter: z.record(z.string(), z.array(z.string()).min(1)).default({}),
+    /**
+     * How a labelled-mention memory (--memory) weighs its evidence (src/link/memory-evidence.ts).
+     * Defaults chosen on the tune part of the NCBI-disease train split (memory from its learn part,
+     * reranker off, coordinate search in bench/memory-tuning.ts): tune acc@1 0.808 → 0.882.
+     */
+    memory: z
+      .object({
+        /** Memory votes the winning concept needs before the memory decides a link. */
+        minSupport: z.number().min(0).default(1),
+        /** Share of all votes (KB pseudo-votes included) the winner must exceed. */
+        majority: z.number().min(0).max(1).default(0.5),
+        /** Pseudo-votes of a concept whose KB name matches the mention exactly. */
+        kbVotes: z.number().min(0).default(4),
+        /** Prototypes fetched per mention from the memory's HNSW graph (0: surface table only). */
+        neighbors: z.number().int().min(0).max(1000).default(10),
+        /** Prototypes of other surfaces vote only from this similarity up. */
+        denseThreshold: z.number().min(-1).max(1).default(0.85),
+        /** A dense vote is worth weight · similarity of an exact-surface label. */
+        denseWeight: z.number().min(0).default(0.25),
+        /** Tie-break weight of a candidate's share of votes when memory did not decide. */
+        bonus: z.number().min(0).default(0.05),
+        /** Labels may link to ids the KB lacks (named by the id); off: KB concepts only. */
+        outsideKb: z.boolean().default(true),
+        /** Tie-break weight of the frequency prior (log labels of the concept, scaled to [0, 1]). */
+        prior: z.number().min(0).default(0.01),
+      })
+      .default({}),
     /** Resolve `SF` mentions through `long form (SF)` definitions found in the same note. */
     abbreviations: z.boolean().default(true),
     /**
@@ -81,3 +108,4 @@ export function parseLinkConfig(input: unknown, origin = 'link config'): LinkCon
   }
   return parsed.data;
 }
+export type MemoryConfig = LinkConfig['memory'];

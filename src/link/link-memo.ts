@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ConceptHit } from '../retrieve/candidate-retriever.ts';
-import type { LinkCache } from './link-cache.ts';
+import type { CachedLink, LinkCache } from './link-cache.ts';
 
 /** A query spec (a model manifest's `query`): does the model see anything of the note besides the mention? */
 export function isContextFree(query: { mode: 'mention' | 'context'; contextChars: number }): boolean {
@@ -27,6 +27,10 @@ export interface MemoWork {
   hits: ConceptHit[];
   scores: number[];
   reranked: boolean;
+  /** What a labelled-mention memory decided (src/link/memory-evidence.ts); cached with the rest. */
+  memoryDecided: boolean;
+  memorySupport: number;
+  memoryConcept?: unknown;
 }
 
 export interface MemoPass<T> {
@@ -81,7 +85,7 @@ export class LinkMemo {
       }
       const cached = this.cache.get(key);
       if (cached !== undefined) {
-        fill(w, cached.hits, cached.scores, cached.reranked);
+        fill(w, cached);
         continue;
       }
       leaders.set(key, w);
@@ -91,15 +95,18 @@ export class LinkMemo {
     return {
       todo,
       finish: () => {
-        for (const [key, w] of leaders) this.cache.set(key, { hits: w.hits.slice(0, keep), scores: w.scores.slice(0, keep), reranked: w.reranked });
-        for (const [w, leader] of repeats) fill(w, leader.hits, leader.scores, leader.reranked);
+        for (const [key, w] of leaders) this.cache.set(key, { hits: w.hits.slice(0, keep), scores: w.scores.slice(0, keep), reranked: w.reranked, memoryDecided: w.memoryDecided, memorySupport: w.memorySupport, memoryConcept: w.memoryConcept });
+        for (const [w, leader] of repeats) fill(w, leader);
       },
     };
   }
 }
 
-function fill(w: MemoWork, hits: readonly ConceptHit[], scores: readonly number[], reranked: boolean): void {
-  w.hits = hits.slice();
-  w.scores = scores.slice();
-  w.reranked = reranked;
+function fill(w: MemoWork, from: CachedLink): void {
+  w.hits = from.hits.slice();
+  w.scores = from.scores.slice();
+  w.reranked = from.reranked;
+  w.memoryDecided = from.memoryDecided ?? false;
+  w.memorySupport = from.memorySupport ?? 0;
+  w.memoryConcept = from.memoryConcept;
 }

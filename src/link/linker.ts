@@ -9,6 +9,7 @@ import type { LinkConfig } from './link-config.ts';
 import type { LinkCacheStats } from './link-cache.ts';
 import type { LinkMemo } from './link-memo.ts';
 import { candidatesThatCanWin } from './rerank-pruning.ts';
+import type { MemoryEvidence } from './memory-evidence.ts';
 import type { Candidate, LinkedMention, LinkedNote, LinkingCore, MentionInput, NoteInput } from './types.ts';
 
 /** Builds the text an encoder sees for a mention: the mention alone or inside its context window. */
@@ -38,6 +39,8 @@ export interface LinkerParts {
   memo?: LinkMemo;
   /** Stored vectors of exact KB names, used instead of encoding (config.exactVectors). */
   exactVectors?: ExactNameVectors;
+  /** The labelled-mention memory now being served (memory-watcher.ts swaps it); each batch reads it once. */
+  memory?: { current(): MemoryEvidence | undefined };
   /** Releases encoder workers; called once by close(). */
   release: () => Promise<void>;
 }
@@ -51,6 +54,11 @@ interface MentionWork {
   hits: ConceptHit[];
   scores: number[];
   reranked: boolean;
+  vector?: Float32Array;
+  votes?: { byConcept: Map<number, number>; kb: Set<number>; total: number };
+  memoryDecided: boolean;
+  memorySupport: number;
+  memoryConcept?: Candidate;
 }
 
 const tracer = trace.getTracer('cuilink.link');
@@ -69,8 +77,9 @@ export class Linker implements LinkingCore {
     this.parts = parts;
   }
 
+  /** With `memoryVersion` (null without a memory): a result cached under these versions is never stale across a memory swap. */
   get versions() {
-    return this.parts.versions;
+    return { ...this.parts.versions, memoryVersion: this.parts.memory?.current()?.version ?? null };
   }
 
   get index(): LinkIndex {
@@ -85,15 +94,21 @@ export class Linker implements LinkingCore {
     return tracer.startActiveSpan('cuilink.link', async (span) => {
       try {
         span.setAttribute('cuilink.notes', notes.length);
+        // Read once: a memory swapped mid-batch serves the next batch, never half of this one; the
+        // cache is keyed by the same memory version, so no entry outlives the memory it came from.
+        const memory = this.parts.memory?.current();
+        const memoryVersion = memory?.version ?? null;
         const work = this.prepare(notes);
         span.setAttribute('cuilink.mentions', work.length);
-        const pass = this.parts.memo?.begin(work, this.versions, this.parts.config.topK);
+        const pass = this.parts.memo?.begin(work, { ...this.parts.versions, memoryVersion: memoryVersion ?? '' }, this.parts.config.topK);
         const todo = pass?.todo ?? work;
         span.setAttribute('cuilink.mentions.linked', todo.length);
         await this.retrieve(todo);
+        if (memory) for (const w of todo) memory.decide(w, this.allowFor(w.mention.label));
         await this.rerank(notes, todo);
+        if (memory) for (const w of todo) memory.tieBreak(w);
         pass?.finish();
-        return this.assemble(notes, work);
+        return this.assemble(notes, work, memoryVersion);
       } finally {
         span.end();
       }
@@ -133,6 +148,8 @@ export class Linker implements LinkingCore {
           hits: [],
           scores: [],
           reranked: false,
+          memoryDecided: false,
+          memorySupport: 0,
         });
       }
     });
@@ -154,6 +171,7 @@ export class Linker implements LinkingCore {
         const allow = this.allowFor(w.mention.label);
         w.hits = retriever.retrieve(w.exactTexts, vectors[i]!, { k: config.retrieveK, allow });
         w.scores = w.hits.map((h) => h.score);
+        w.vector = vectors[i];
       });
     });
   }
@@ -175,7 +193,7 @@ export class Linker implements LinkingCore {
 
   private needsRerank(w: MentionWork): boolean {
     const { policy, margin } = this.parts.config.rerank;
-    if (policy === 'never' || w.hits.length < 2) return false;
+    if (policy === 'never' || w.hits.length < 2 || w.memoryDecided) return false;
     if (policy === 'always') return true;
     const [first, second] = w.hits as [ConceptHit, ConceptHit];
     if (first.exact && !second.exact) return false;
@@ -215,15 +233,17 @@ export class Linker implements LinkingCore {
     });
   }
 
-  private assemble(notes: NoteInput[], work: MentionWork[]): LinkedNote[] {
+  private assemble(notes: NoteInput[], work: MentionWork[], memoryVersion: string | null): LinkedNote[] {
     const { config, index, versions } = this.parts;
     const linkedAt = Date.now();
-    const out: LinkedNote[] = notes.map((note) => ({ noteId: note.noteId, mentions: [], ...versions, linkedAt }));
+    const out: LinkedNote[] = notes.map((note) => ({ noteId: note.noteId, mentions: [], ...versions, memoryVersion, linkedAt }));
     for (const w of work) {
       const candidates: Candidate[] = w.hits.slice(0, config.topK).map((hit, i) => {
         const concept: Concept = index.concepts[hit.conceptIndex]!;
         return { conceptId: concept.id, name: concept.name, semanticTypes: concept.semanticTypes, score: w.scores[i]!, retrievalScore: hit.score, exact: hit.exact };
       });
+      // A concept outside the KB that the memory decided (memory-evidence.ts, outsideKb) leads the list.
+      if (w.memoryConcept) candidates.splice(0, candidates.length, w.memoryConcept, ...candidates.slice(0, config.topK - 1));
       const best = candidates[0];
       const nil = best === undefined || best.score < config.nil.threshold;
       const linked: LinkedMention = {
@@ -239,6 +259,8 @@ export class Linker implements LinkingCore {
         reranked: w.reranked,
         candidates,
         expandedFrom: w.expandedFrom,
+        memoryDecided: w.memoryDecided,
+        memorySupport: w.memorySupport,
       };
       out[w.noteIndex]!.mentions.push(linked);
     }

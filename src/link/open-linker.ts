@@ -19,6 +19,7 @@ import { parseLinkConfig } from './link-config.ts';
 import { isContextFree, LinkMemo } from './link-memo.ts';
 import { Linker, type AbbreviationFinder } from './linker.ts';
 import { LINKER_VERSION } from './version.ts';
+import { MemoryWatcher } from './memory-watcher.ts';
 
 export interface OpenLinkerOptions {
   /** An index directory, or an index root of versions whose `CURRENT` names the one to open (src/retrieve/index-versions.ts). */
@@ -41,6 +42,12 @@ export interface OpenLinkerOptions {
   debug?: (line: string) => void;
   /** A link cache to share (e.g. with the linker this one replaces); one sized by `config.cache` when absent. */
   cache?: LinkCache;
+  /** A labelled-mention memory: a version directory, or a root whose `CURRENT` is polled and hot-swapped. */
+  memoryDir?: string;
+  /** How often a memory root's `CURRENT` is polled (default 1000 ms; 0: never). */
+  memoryPollMs?: number;
+  /** Reports a memory version that could not be loaded (the old one keeps serving). */
+  onMemoryError?: (error: Error) => void;
 }
 
 /** The shipped cross-encoder, found from the package root (not the working directory). */
@@ -78,6 +85,14 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   if (rerankerDir === false) log(options.rerankerDir === false ? 'reranker: none (turned off)' : `reranker: none (${DEFAULT_RERANKER_DIR} has no manifest.json)`);
   else if (config.rerank.policy === 'never') log('reranker: none (rerank.policy is never)');
   const cross = rerankerDir === false || config.rerank.policy === 'never' ? undefined : await CrossEncoder.open(rerankerDir, encoderOptions);
+  let memory: MemoryWatcher | undefined;
+  try {
+    memory = options.memoryDir === undefined ? undefined : MemoryWatcher.open({ path: options.memoryDir, index, config: config.memory, normalize: normalizeName, modelSha256: encoder.modelSha256, pollMs: options.memoryPollMs, onError: options.onMemoryError });
+  } catch (error) {
+    await encoder.close();
+    await cross?.close();
+    throw error;
+  }
   const findAbbreviations: AbbreviationFinder = (text) => {
     const map = new Map<string, { longForm: string; start: number; end: number }>();
     for (const d of findAbbreviationDefinitions(text)) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });
@@ -106,12 +121,14 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     // Model checksums, precisions and providers too: the versions carry model ids only.
     memo: contextFree && cache.enabled ? new LinkMemo(cache, linkSettings, () => modelKeyParts) : undefined,
     exactVectors: new ExactNameVectors(index, normalizeName),
+    memory,
     versions: {
       linkerVersion: LINKER_VERSION,
       modelVersion: cross ? `${encoder.modelId}+${cross.modelId}` : encoder.modelId,
       indexVersion: index.manifest.indexVersion,
     },
     release: async () => {
+      memory?.close();
       await encoder.close();
       await cross?.close();
     },

@@ -55,6 +55,10 @@ export interface LinkedMention {
   candidates: Candidate[];
   /** Set when the mention was an in-note abbreviation resolved to its long form. */
   expandedFrom?: string | null;
+  /** True when the labelled-mention memory's majority chose the concept (src/link/memory-evidence.ts). */
+  memoryDecided?: boolean;
+  /** Memory votes for the chosen concept (0 without memory evidence). */
+  memorySupport?: number;
 }
 
 export interface LinkedNote {
@@ -63,6 +67,8 @@ export interface LinkedNote {
   linkerVersion: string;
   modelVersion: string;
   indexVersion: string;
+  /** The memory version that linked the note; null or absent without a memory. */
+  memoryVersion?: string | null;
   /** Epoch milliseconds at which linking finished. */
   linkedAt: number;
 }
@@ -74,6 +80,6 @@ export interface LinkedNote {
  */
 export interface LinkingCore {
   linkNotes(notes: NoteInput[]): Promise<LinkedNote[]>;
-  readonly versions: { linkerVersion: string; modelVersion: string; indexVersion: string };
+  readonly versions: { linkerVersion: string; modelVersion: string; indexVersion: string; memoryVersion?: string | null };
   close(): Promise<void>;
 }

@@ -56,6 +56,21 @@ export class HnswIndex {
     return this.index.getCurrentCount();
   }
 
+  /** Room for vectors before `resize` is needed. */
+  get capacity(): number {
+    return this.index.getMaxElements();
+  }
+
+  /** Grows the graph's storage (a memory that keeps learning adds labels past its first size). */
+  resize(capacity: number): void {
+    this.index.resizeIndex(capacity);
+  }
+
+  /** Hides a label from every later search (a retracted memory label); the slot is never reused. */
+  markDeleted(label: number): void {
+    this.index.markDelete(label);
+  }
+
   add(vector: Float32Array, label: number): void {
     this.index.addPoint(Array.from(vector), label);
   }

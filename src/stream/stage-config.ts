@@ -126,6 +126,10 @@ export const stageConfigSchema = z
         deviceId: z.number().int().min(0).default(0),
         /** Model file precision; int8 on the CPU and fp16 on CUDA when absent. */
         precision: z.enum(['int8', 'fp16', 'fp32']).optional(),
+        /** Labelled-mention memory root (or version directory); its CURRENT is polled and swapped live. */
+        memoryDir: z.string().min(1).optional(),
+        /** How often the memory root's CURRENT is polled, ms. */
+        memoryPollMs: z.number().int().min(0).default(1000),
       })
       .strict()
       .default({}),
@@ -182,6 +186,8 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_THREADS', ['linker', 'threads'], asInt],
   ['CUILINK_LINK_CACHE_ENTRIES', ['link', 'cache', 'maxEntries'], asInt],
   ['CUILINK_LINK_CACHE_BYTES', ['link', 'cache', 'maxBytes'], asInt],
+  ['CUILINK_MEMORY', ['linker', 'memoryDir'], asString],
+  ['CUILINK_MEMORY_POLL_MS', ['linker', 'memoryPollMs'], asInt],
 ];
 
 function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {

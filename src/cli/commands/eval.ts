@@ -123,7 +123,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       const report = buildEvalReport({ corpus: corpusFile, index: indexDir, types: values.types ?? null, versions: core.versions, stats: corpus.stats, result });
       if (split !== undefined) console.log(`split: ${split} part (seed ${splitSeed}, ${TUNING_SPLIT_SIZE} tune documents)`);
       console.log(`${corpusFile}: ${result.notes} notes, ${result.mentions} mentions (${corpus.stats.duplicateAnnotations} duplicate annotations, ${corpus.stats.duplicateDocuments} duplicate documents, ${corpus.stats.skippedNoConcept} without a concept skipped)`);
-      console.log(`index ${core.versions.indexVersion}, model ${core.versions.modelVersion}, linker ${core.versions.linkerVersion}`);
+      console.log(`index ${core.versions.indexVersion}, model ${core.versions.modelVersion}, linker ${core.versions.linkerVersion}${core.versions.memoryVersion ? `, memory ${core.versions.memoryVersion}` : ''}`);
       console.log(`linked in ${result.linkSeconds.toFixed(2)} s: ${result.mentionsPerSecond.toFixed(1)} mentions/s${result.missingPredictions > 0 ? ` (${result.missingPredictions} mentions without output, scored NIL)` : ''}`);
       console.log('');
       console.log(formatMetricsTable(result.metrics, 'byLabel'));

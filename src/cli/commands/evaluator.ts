@@ -6,6 +6,7 @@ import { createKafkaClient } from '../../stream/kafka-client.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
 import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { startKafkaEvaluator } from '../../eval/sidecar/kafka-evaluator.ts';
+import { MEMORY_SPLIT_SEED } from '../../eval/gold-sampling.ts';
 import { KB_FLAG_OPTIONS, kbLoadRequest } from '../kb-flags.ts';
 import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-flags.ts';
 
@@ -34,6 +35,9 @@ Options:
   --margin D             ... alert when acc@1 is more than D below it (default 0.05)
   --min-samples N        judge a window only once it holds N samples (default 50)
   --snapshot-seconds S   write the state file (then commit) at most this often (default 5)
+  --learn-fraction F     a memory updater learns this share of notes (cuilink memory updater): score
+                         only the other, *measure* stream, so learned mentions are never measured
+  --split-seed N         seed of that learn/measure split (default the updater's)
   --port P               HTTP port (default 9465; 0 picks a free one)
   --host H               HTTP host (default 0.0.0.0)
 ${KAFKA_FLAGS_HELP}
@@ -63,7 +67,10 @@ export const evaluator: Command = {
       'snapshot-seconds': { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
+      'learn-fraction': { type: 'string' },
+      'split-seed': { type: 'string' },
     });
+    const measure = values['learn-fraction'] === undefined ? undefined : { learnFraction: parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0.5, { min: 0, max: 1 }), seed: parseNumberFlag(values['split-seed'], 'split-seed', MEMORY_SPLIT_SEED, { integer: true }) };
     if ((values.index === undefined) === ((values.kb ?? []).length === 0)) throw new InputError('give the KB with exactly one of --index DIR or --kb FILE', 'BAD_FLAGS');
     const lastN = parseNumberFlag(values['window-count'], 'window-count', 1000, { min: 1, integer: true });
     const lastMs = parseNumberFlag(values['window-minutes'], 'window-minutes', 60, { min: 0 }) * 60_000;
@@ -100,6 +107,7 @@ export const evaluator: Command = {
       joiner: { ttlMs, maxPending },
       windows: { lastN, lastMs },
       alerts: { floor, baseline, margin: baseline === undefined ? undefined : margin, minSamples },
+      measure,
       log,
     });
     log(`evaluator: ${linkedTopic} + ${goldTopic} (group ${values.group ?? 'cuilink-evaluator'}); report at ${running.url}/report, metrics at ${running.url}/metrics`);

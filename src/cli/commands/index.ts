@@ -10,7 +10,9 @@ import { evaluator } from './evaluator.ts';
 import { goldSample } from './gold-sample.ts';
 import { run } from './run.ts';
 import { demo } from './demo.ts';
+import { memoryAdd, memoryExport, memoryInfo, memoryRemove } from './memory.ts';
+import { memoryUpdater } from './memory-updater.ts';
 import { openLinker } from '../../link/open-linker.ts';
 
 /** Every command, in the order `cuilink --help` lists them. Add yours here. */
-export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), compare, evaluator, goldSample, run, demo];
+export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), compare, evaluator, goldSample, run, demo, memoryAdd, memoryInfo, memoryExport, memoryRemove, memoryUpdater];

@@ -3,6 +3,7 @@ import type { GoldMention } from '../gold.ts';
 import { joinMention } from '../mention-join.ts';
 import type { OntologyView } from '../metrics/ontology-view.ts';
 import { scoreRecord } from '../metrics/score-mention.ts';
+import { goldStream, MEMORY_SPLIT_SEED } from '../gold-sampling.ts';
 import { AccuracyAlerts, alertLogLine, type AlertRules, type AlertState } from './accuracy-alerts.ts';
 import { MentionJoiner, type JoinCounters, type JoinerLimits, type JoinerSnapshot, type Prediction } from './mention-joiner.ts';
 import { RollingWindows, type WindowEntry, type WindowLimits, type WindowReports } from './rolling-windows.ts';
@@ -11,6 +12,11 @@ export interface SidecarOptions {
   joiner: JoinerLimits;
   windows: WindowLimits;
   alerts: AlertRules;
+  /**
+   * With a memory learning online: only gold of the *measure* stream is scored (goldStream with the
+   * memory updater's fraction and seed), so no mention the memory learned from is ever measured.
+   */
+  measure?: { learnFraction: number; seed?: number };
 }
 
 /** Everything a restart needs: window contents, pending half-pairs and counters. */
@@ -33,6 +39,10 @@ export interface SidecarReport {
   goldSeen: number;
   samplesScored: number;
   alerts: AlertState[];
+  /** Gold of learn-stream notes, not scored (0 without a measure split). */
+  learnSkipped: number;
+  /** The memory version of the latest linked note (null: no memory), next to the measure-stream accuracy. */
+  memoryVersion: string | null;
 }
 
 /**
@@ -49,6 +59,9 @@ export class SidecarEvaluator {
   private notesSeen: number;
   private goldSeen: number;
   private samplesScored: number;
+  private readonly measure: SidecarOptions['measure'];
+  private learnSkipped = 0;
+  private memoryVersion: string | null = null;
 
   constructor(view: OntologyView, options: SidecarOptions, log: (line: string) => void, restored?: SidecarSnapshot, now = Date.now()) {
     this.view = view;
@@ -56,6 +69,7 @@ export class SidecarEvaluator {
     this.joiner = new MentionJoiner(options.joiner, restored?.joiner);
     this.windows = new RollingWindows(options.windows, restored?.windows ?? [], now);
     this.alerts = new AccuracyAlerts(options.alerts);
+    this.measure = options.measure;
     this.notesSeen = restored?.notesSeen ?? 0;
     this.goldSeen = restored?.goldSeen ?? 0;
     this.samplesScored = restored?.samplesScored ?? 0;
@@ -65,12 +79,17 @@ export class SidecarEvaluator {
 
   addGold(gold: GoldMention, now: number): void {
     this.goldSeen++;
+    if (this.measure && goldStream(gold.noteId, this.measure.learnFraction, this.measure.seed ?? MEMORY_SPLIT_SEED) === 'learn') {
+      this.learnSkipped++;
+      return;
+    }
     const prediction = this.joiner.addGold(gold, now);
     if (prediction) this.score(gold, prediction, now);
   }
 
   addLinkedNote(note: LinkedNote, now: number): void {
     this.notesSeen++;
+    this.memoryVersion = note.memoryVersion ?? null;
     for (const mention of note.mentions) {
       const prediction: Prediction = { noteId: note.noteId, mention };
       const gold = this.joiner.addPrediction(prediction, now);
@@ -95,6 +114,8 @@ export class SidecarEvaluator {
       goldSeen: this.goldSeen,
       samplesScored: this.samplesScored,
       alerts: this.alerts.current(),
+      learnSkipped: this.learnSkipped,
+      memoryVersion: this.memoryVersion,
     };
   }
 

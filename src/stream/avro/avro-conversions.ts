@@ -53,10 +53,13 @@ export function linkedNoteToAvro(note: LinkedNote): LinkedNoteRecord {
         exact: c.exact,
       })),
       expandedFrom: m.expandedFrom ?? null,
+      memoryDecided: m.memoryDecided ?? false,
+      memorySupport: m.memorySupport ?? 0,
     })),
     linkerVersion: note.linkerVersion,
     modelVersion: note.modelVersion,
     indexVersion: note.indexVersion,
+    memoryVersion: note.memoryVersion ?? null,
     linkedAt: note.linkedAt,
   };
 }
@@ -77,10 +80,13 @@ export function avroToLinkedNote(record: LinkedNoteRecord): LinkedNote {
       reranked: m.reranked,
       candidates: m.candidates.map((c) => ({ ...c })),
       expandedFrom: m.expandedFrom,
+      memoryDecided: m.memoryDecided,
+      memorySupport: m.memorySupport,
     })),
     linkerVersion: record.linkerVersion,
     modelVersion: record.modelVersion,
     indexVersion: record.indexVersion,
+    memoryVersion: record.memoryVersion,
     linkedAt: record.linkedAt,
   };
 }

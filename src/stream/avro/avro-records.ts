@@ -38,6 +38,8 @@ export interface LinkedMentionRecord {
   reranked: boolean;
   candidates: CandidateRecord[];
   expandedFrom: string | null;
+  memoryDecided: boolean;
+  memorySupport: number;
 }
 
 export interface LinkedNoteRecord {
@@ -46,6 +48,7 @@ export interface LinkedNoteRecord {
   linkerVersion: string;
   modelVersion: string;
   indexVersion: string;
+  memoryVersion: string | null;
   linkedAt: number;
 }
 

@@ -49,12 +49,15 @@ const linked: LinkedNote = {
         { conceptId: 'MESH:D001259', name: 'Ataxia', semanticTypes: [], score: 0.2, retrievalScore: 0.61, exact: false },
       ],
       expandedFrom: null,
+      memoryDecided: true,
+      memorySupport: 3,
     },
-    { mentionId: '35-38', start: 35, end: 38, label: 'Disease', conceptId: null, conceptName: null, semanticTypes: [], score: 0.1, nil: true, reranked: false, candidates: [], expandedFrom: 'A-T' },
+    { mentionId: '35-38', start: 35, end: 38, label: 'Disease', conceptId: null, conceptName: null, semanticTypes: [], score: 0.1, nil: true, reranked: false, candidates: [], expandedFrom: 'A-T', memoryDecided: false, memorySupport: 0 },
   ],
   linkerVersion: 'cuilink-0.1.0',
   modelVersion: 'm1',
   indexVersion: 'i1',
+  memoryVersion: '000003-abcdef0123',
   linkedAt: 1_700_000_000_999,
 };
 
@@ -155,6 +158,21 @@ test('evolution: a NoteEvent written with the v1 schema (no nerModelVersion) is 
   const decoded = await new PlainAvroCodec().decode('NoteEvent', bytes, { [SCHEMA_FINGERPRINT_HEADER]: v1.fingerprint });
   assert.equal(decoded.nerModelVersion, null);
   assert.deepEqual(plain(decoded), { ...noteInputToNoteEvent(note), nerModelVersion: null });
+});
+
+test('evolution: a LinkedNote written with the v1 schema (no memory fields) is read with memoryDecided false, support 0, memoryVersion null', async () => {
+  const schemas = knownSchemas();
+  const v1 = schemas.all('LinkedNote').find((s) => !s.current);
+  assert.ok(v1 !== undefined, 'schemas/history holds an older LinkedNote');
+  assert.match(v1.file, /history[/\\]linked-note\.v1\.avsc$/);
+  const current = linkedNoteToAvro(linked);
+  const { memoryVersion: _version, ...v1Record } = { ...current, mentions: current.mentions.map(({ memoryDecided: _d, memorySupport: _s, ...m }) => m) };
+  const bytes = v1.type.toBuffer(v1Record);
+  assert.throws(() => schemas.current('LinkedNote').type.fromBuffer(bytes));
+  const decoded = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', bytes, { [SCHEMA_FINGERPRINT_HEADER]: v1.fingerprint }));
+  assert.equal(decoded.memoryVersion, null);
+  assert.deepEqual(decoded.mentions.map((m) => [m.memoryDecided, m.memorySupport]), [[false, 0], [false, 0]]);
+  assert.deepEqual(decoded, { ...linked, memoryVersion: null, mentions: linked.mentions.map((m) => ({ ...m, memoryDecided: false, memorySupport: 0 })) });
 });
 
 test('bad input: empty value, garbage, truncated and trailing bytes are UNDECODABLE', async () => {

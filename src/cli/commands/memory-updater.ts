@@ -1,0 +1,100 @@
+import type { Command } from '../command.ts';
+import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
+import { ENCODER_FLAG_OPTIONS, ENCODER_FLAGS_HELP, encoderRequest } from '../encoder-flags.ts';
+import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-flags.ts';
+import { BiEncoder } from '../../encode/bi-encoder.ts';
+import { readIndexManifest } from '../../retrieve/index-manifest.ts';
+import { resolveIndexDir } from '../../retrieve/index-versions.ts';
+import { DEFAULT_MODEL_DIR } from '../../link/default-index.ts';
+import { MemoryLearner } from '../../link/memory-learner.ts';
+import { createKafkaClient } from '../../stream/kafka-client.ts';
+import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
+import { MEMORY_SPLIT_SEED } from '../../eval/gold-sampling.ts';
+import { MemoryUpdater } from '../../eval/memory-updater.ts';
+
+const usage = `Usage: cuilink memory updater --memory ROOT [options]
+
+The online memory updater: consumes the notes topic and the gold topic (what 'cuilink gold-sample'
+and reviewers publish), learns the gold labels of notes in the *learn* stream (a deterministic
+draw per note id: --learn-fraction of the notes; the rest is the evaluator's *measure* stream and
+is never learned), and publishes a new memory version at most every --flush-ms: written
+completely beside the old ones, then ROOT/CURRENT renamed over. Linkers started with --memory
+ROOT (or CUILINK_MEMORY=ROOT) poll CURRENT and swap without a restart. Runs until SIGTERM/SIGINT.
+
+Options:
+  --memory ROOT          memory root (created on the first label)
+  --notes-topic T        NoteEvent topic the gold refers to (default cuilink.notes)
+  --gold-topic T         GoldMention topic (default cuilink.gold)
+  --group ID             consumer group (default cuilink-memory-updater)
+  --learn-fraction F     share of notes whose gold is learned (default 0.5)
+  --split-seed N         seed of the learn/measure split (default ${MEMORY_SPLIT_SEED}; the evaluator must use the same)
+  --flush-ms N           a new snapshot at most this often while labels arrive (default 2000)
+  --index DIR            take the bi-encoder from this index (the one the linkers use)
+  --model DIR            bi-encoder directory (default: the index's, else ${DEFAULT_MODEL_DIR})
+${ENCODER_FLAGS_HELP}
+${KAFKA_FLAGS_HELP}
+  -h, --help             this text`;
+
+export const memoryUpdater: Command = {
+  name: 'memory updater',
+  summary: 'Online: learn gold labels from the gold topic into a memory, publishing new versions',
+  usage,
+  async run(argv) {
+    const { values } = parseFlags(argv, {
+      ...KAFKA_FLAG_OPTIONS,
+      ...ENCODER_FLAG_OPTIONS,
+      memory: { type: 'string' },
+      'notes-topic': { type: 'string' },
+      'gold-topic': { type: 'string' },
+      group: { type: 'string' },
+      'learn-fraction': { type: 'string' },
+      'split-seed': { type: 'string' },
+      'flush-ms': { type: 'string' },
+      index: { type: 'string' },
+      model: { type: 'string' },
+    });
+    const root = requireString(values.memory, 'memory');
+    const learnFraction = parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0.5, { min: 0, max: 1 });
+    const splitSeed = parseNumberFlag(values['split-seed'], 'split-seed', MEMORY_SPLIT_SEED, { integer: true });
+    const flushMs = parseNumberFlag(values['flush-ms'], 'flush-ms', 2000, { min: 10, integer: true });
+    const { connection, schemaRegistry } = kafkaRequest(values, 'cuilink-memory-updater');
+    const modelDir = values.model ?? (values.index !== undefined ? readIndexManifest(resolveIndexDir(values.index).dir).model.path : DEFAULT_MODEL_DIR);
+    const encoder = await BiEncoder.open(modelDir, encoderRequest(values));
+    const log = (line: string): void => {
+      process.stderr.write(`${line}\n`);
+    };
+    const updater = new MemoryUpdater({
+      kafka: createKafkaClient(connection),
+      codec: createRecordCodec({ schemaRegistry }),
+      notesTopic: values['notes-topic'] ?? 'cuilink.notes',
+      goldTopic: values['gold-topic'] ?? 'cuilink.gold',
+      groupId: values.group ?? 'cuilink-memory-updater',
+      root,
+      learner: new MemoryLearner(encoder),
+      learnFraction,
+      splitSeed,
+      flushMs,
+      log,
+    });
+    try {
+      await updater.start();
+      log(`memory-updater: learning ${(learnFraction * 100).toFixed(0)}% of notes into ${root}`);
+      const stopped = new Promise<void>((resolve) => {
+        process.once('SIGTERM', resolve);
+        process.once('SIGINT', resolve);
+      });
+      try {
+        await Promise.race([stopped, updater.failed]);
+      } catch (error) {
+        const code = (error as { code?: string }).code ?? 'MEMORY_UPDATE_FAILED';
+        log(`memory-updater: snapshot failed (${code}); exiting non-zero, a restart resumes from the memory on disk`);
+        return 1;
+      }
+      log('memory-updater: stopping (final snapshot)');
+      await updater.stop();
+    } finally {
+      await encoder.close();
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,174 @@
+import type { Consumer, Kafka } from 'kafkajs';
+import { CuilinkError } from '../kb/errors.ts';
+import type { MemoryLearner, LabelledMention } from '../link/memory-learner.ts';
+import { publishMemory } from '../link/memory-learner.ts';
+import type { MemoryStore } from '../retrieve/memory-store.ts';
+import { noteEventToNoteInput } from '../stream/avro/avro-conversions.ts';
+import type { RecordCodec } from '../stream/avro/record-codec.ts';
+import { avroToGoldMention } from './gold-avro.ts';
+import type { GoldMention } from './gold.ts';
+import { goldStream, MEMORY_SPLIT_SEED } from './gold-sampling.ts';
+
+export interface MemoryUpdaterOptions {
+  kafka: Kafka;
+  codec: RecordCodec;
+  /** The NoteEvent topic the gold refers to: the gold topic carries spans, the note carries the text. */
+  notesTopic: string;
+  goldTopic: string;
+  groupId: string;
+  /** Memory root; each flush writes a new version there and flips CURRENT. */
+  root: string;
+  learner: MemoryLearner;
+  /** Share of notes whose gold the memory learns; the rest is the evaluator's measure stream. */
+  learnFraction: number;
+  splitSeed?: number;
+  /** A new snapshot at most this often (ms) while labels arrive. */
+  flushMs?: number;
+  /** Notes kept to resolve gold that arrives later (oldest dropped first). */
+  maxNotes?: number;
+  log: (line: string) => void;
+}
+
+export interface MemoryUpdaterStats {
+  learned: number;
+  measureSkipped: number;
+  duplicates: number;
+  waiting: number;
+  snapshots: number;
+  version: string | undefined;
+}
+
+interface NoteText {
+  text: string;
+  mentions: Map<string, { start: number; end: number; text: string; label: string }>;
+}
+
+/**
+ * The online learner: consumes the notes and gold topics, joins each gold label of a `learn`-stream
+ * note with its mention text, encodes it and, at most every `flushMs`, publishes a new memory
+ * version (written completely, then CURRENT renamed over: linkers polling the root swap to it
+ * between batches). No offsets are committed: on restart it reads both topics from the beginning
+ * and skips labels already in the memory (same note id, mention id and ids), so the memory on
+ * disk is the only state and a crash loses nothing but the unflushed interval.
+ */
+export class MemoryUpdater {
+  private readonly options: MemoryUpdaterOptions;
+  private readonly consumer: Consumer;
+  private readonly store: MemoryStore;
+  private readonly known = new Set<string>();
+  private readonly notes = new Map<string, NoteText>();
+  private readonly waiting = new Map<string, GoldMention[]>();
+  private pending: LabelledMention[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+  private fail: (error: Error) => void = () => {};
+  /**
+   * Rejects when a snapshot could not be learned or written (an internal fault): the process should
+   * exit non-zero and be restarted; it replays the topics and skips what the memory on disk holds.
+   */
+  readonly failed: Promise<never> = new Promise<never>((_, reject) => {
+    this.fail = reject;
+  });
+  readonly stats: MemoryUpdaterStats = { learned: 0, measureSkipped: 0, duplicates: 0, waiting: 0, snapshots: 0, version: undefined };
+
+  constructor(options: MemoryUpdaterOptions) {
+    this.options = options;
+    this.consumer = options.kafka.consumer({ groupId: options.groupId, allowAutoTopicCreation: false });
+    this.store = options.learner.openOrCreate(options.root);
+    this.stats.version = this.store.version;
+    for (const r of this.store.list()) if (r.noteId !== null && r.mentionId !== null) this.known.add(labelKey(r.noteId, r.mentionId, r.ids));
+  }
+
+  async start(): Promise<void> {
+    const { notesTopic, goldTopic, codec, log } = this.options;
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topics: [notesTopic, goldTopic], fromBeginning: true });
+    await this.consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ topic, partition, message }) => {
+        try {
+          if (topic === goldTopic) this.onGold(avroToGoldMention(await codec.decode('GoldMention', message.value, message.headers)));
+          else this.onNote(noteEventToNoteInput(await codec.decode('NoteEvent', message.value, message.headers)));
+        } catch (error) {
+          if (!(error instanceof CuilinkError) || error.retriable) throw error;
+          log(`memory-updater: skipped ${topic}[${partition}]@${message.offset}: ${error.code}`);
+        }
+      },
+    });
+    this.failed.catch(() => {}); // observed by whoever awaits it; never an unhandled rejection
+    this.timer = setInterval(() => {
+      this.flush().catch((error: unknown) => {
+        if (this.timer) clearInterval(this.timer);
+        this.fail(error as Error);
+      });
+    }, this.options.flushMs ?? 2000);
+  }
+
+  /** Learns what is pending now and publishes a snapshot; resolves once it is current. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      // After a failure nothing more is learned: the store may hold half a batch; a restart rebuilds from disk.
+      if (this.pending.length === 0) return;
+      const batch = this.pending;
+      this.pending = [];
+      await this.options.learner.add(this.store, batch);
+      this.stats.version = publishMemory(this.store, this.options.root);
+      this.stats.learned += batch.length;
+      this.stats.snapshots++;
+      this.options.log(`memory-updater: +${batch.length} labels → ${this.stats.version} (${this.store.size} records)`);
+    });
+    return this.flushing;
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.consumer.disconnect();
+    await this.flush();
+  }
+
+  private onNote(note: ReturnType<typeof noteEventToNoteInput>): void {
+    const max = this.options.maxNotes ?? 50_000;
+    this.notes.delete(note.noteId);
+    this.notes.set(note.noteId, { text: note.text, mentions: new Map(note.mentions.map((m) => [m.id, m])) });
+    while (this.notes.size > max) this.notes.delete(this.notes.keys().next().value!);
+    const waiting = this.waiting.get(note.noteId);
+    if (waiting) {
+      this.waiting.delete(note.noteId);
+      this.stats.waiting -= waiting.length;
+      for (const g of waiting) this.onGold(g);
+    }
+  }
+
+  private onGold(gold: GoldMention): void {
+    if (goldStream(gold.noteId, this.options.learnFraction, this.options.splitSeed ?? MEMORY_SPLIT_SEED) === 'measure') {
+      this.stats.measureSkipped++;
+      return;
+    }
+    const key = labelKey(gold.noteId, gold.mentionId, gold.ids);
+    if (this.known.has(key)) {
+      this.stats.duplicates++;
+      return;
+    }
+    const note = this.notes.get(gold.noteId);
+    if (!note) {
+      // Gold ahead of its note: held (bounded like the notes) until the note arrives.
+      const list = this.waiting.get(gold.noteId) ?? [];
+      if (list.length === 0 && this.waiting.size >= (this.options.maxNotes ?? 50_000)) return;
+      list.push(gold);
+      this.waiting.set(gold.noteId, list);
+      this.stats.waiting++;
+      return;
+    }
+    const text = note.mentions.get(gold.mentionId)?.text ?? note.text.slice(gold.start, gold.end);
+    if (text.trim() === '') return;
+    this.known.add(key);
+    this.pending.push({
+      record: { text, label: gold.label, ids: gold.ids, source: `gold-topic:${this.options.goldTopic}`, time: Date.now(), noteId: gold.noteId, mentionId: gold.mentionId },
+      note: { text: note.text, start: gold.start, end: gold.end },
+    });
+  }
+}
+
+function labelKey(noteId: string, mentionId: string, ids: readonly string[]): string {
+  return `${noteId}\u0000${mentionId}\u0000${[...ids].sort().join('|')}`;
+}

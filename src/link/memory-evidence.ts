@@ -1,0 +1,161 @@
+import type { ConceptHit } from '../retrieve/candidate-retriever.ts';
+import type { LinkIndex } from '../retrieve/link-index.ts';
+import type { MemoryStore } from '../retrieve/memory-store.ts';
+import type { MemoryConfig } from './link-config.ts';
+import type { Candidate } from './types.ts';
+
+/** The parts of a mention's linking state the memory reads and reorders (MentionWork in linker.ts). */
+export interface MemoryWork {
+  exactTexts: string[];
+  vector?: Float32Array;
+  hits: ConceptHit[];
+  scores: number[];
+  /** Votes per concept index and their total, kept between `decide` and `tieBreak`. */
+  votes?: { byConcept: Map<number, number>; kb: Set<number>; total: number };
+  memoryDecided: boolean;
+  memorySupport: number;
+  /** A concept outside the KB that the memory decided (its labels name an id the index lacks). */
+  memoryConcept?: Candidate;
+}
+
+/** A prototype match ranks a little below a KB name of the same similarity: names are curated, labels may be wrong. */
+const PROTOTYPE_DISCOUNT = 0.98;
+
+/**
+ * How labelled mentions move a link. Evidence for a concept is its votes: one per memory label of
+ * the mention's exact surface (normalized like KB names; a composite gold gives each of its ids a
+ * vote), plus `denseWeight · similarity` per prototype of another surface among the mention's
+ * `neighbors` nearest with similarity ≥ `denseThreshold`. A concept whose KB name matches the
+ * mention exactly gets `kbVotes` pseudo-votes: the ontology's own testimony.
+ *
+ * The rule (majority with minimum support): memory decides a link when the concept with the most
+ * votes (KB pseudo-votes included) has at least `minSupport` memory votes and more than
+ * `majority` of all votes. So with kbVotes = 1 one label cannot take a mention away from a
+ * concept that owns its exact name (1 : 1 is no majority), one mislabel cannot flip a surface many
+ * labels agree on (1 : n), and a label of a surface the KB does not know decides alone. A decided
+ * link skips the reranker. With `outsideKb`, labels may name an id the KB lacks (a local code, an
+ * OMIM id a MeSH-only index does not carry): when such an id wins by the same rule it is the link,
+ * named by its id (never by mention text: that is note text), without semantic types (only for NER labels without a type filter).
+ * Otherwise the votes only break ties: every candidate's final score
+ * gains `bonus · share of votes + prior · log(1 + labels of the concept) / log(1 + max labels)`.
+ */
+export class MemoryEvidence {
+  private readonly store: MemoryStore;
+  private readonly index: LinkIndex;
+  private readonly config: MemoryConfig;
+  private readonly maxLog: number;
+
+  constructor(store: MemoryStore, index: LinkIndex, config: MemoryConfig) {
+    this.store = store;
+    this.index = index;
+    this.config = config;
+    this.maxLog = Math.log1p(store.maxConceptCount);
+  }
+
+  get version(): string | undefined {
+    return this.store.version;
+  }
+
+  /** Before reranking: count votes, add memory-only candidates, apply the majority rule. */
+  decide(w: MemoryWork, allow: ((conceptIndex: number) => boolean) | undefined): void {
+    const { config, index, store } = this;
+    const byConcept = new Map<number, number>();
+    const prototypeSim = new Map<number, number>();
+    const foreign = new Map<string, number>();
+    let total = 0;
+    const vote = (id: string, n: number): void => {
+      total += n;
+      const ci = index.indexOf(id);
+      if (ci === undefined && !allow && config.outsideKb) foreign.set(id, (foreign.get(id) ?? 0) + n);
+      if (ci === undefined || (allow && !allow(ci))) return; // still evidence against the others
+      byConcept.set(ci, (byConcept.get(ci) ?? 0) + n);
+    };
+    const keys = new Set<string>();
+    for (const text of w.exactTexts) {
+      // An expansion that normalizes like the short form is one surface, counted once.
+      const key = store.surfaceKey(text);
+      const counts = store.surfaceCounts(text);
+      if (counts.size === 0 || keys.has(key)) continue;
+      keys.add(key);
+      for (const [id, n] of counts) vote(id, n);
+    }
+    if (w.vector && store.size > 0 && config.neighbors > 0) {
+      for (const { record, similarity } of store.nearest(w.vector, config.neighbors)) {
+        for (const id of record.ids) {
+          const ci = index.indexOf(id);
+          if (ci !== undefined && similarity > (prototypeSim.get(ci) ?? -Infinity)) prototypeSim.set(ci, similarity);
+        }
+        if (similarity < config.denseThreshold || config.denseWeight === 0) continue;
+        if (w.exactTexts.some((t) => store.isSurface(record, t))) continue; // counted by the surface table
+        for (const id of record.ids) vote(id, config.denseWeight * similarity);
+      }
+    }
+    if (total === 0) return;
+    const kb = new Set<number>();
+    for (const hit of w.hits) if (hit.exact) kb.add(hit.conceptIndex);
+    total += kb.size * config.kbVotes;
+    w.votes = { byConcept, kb, total };
+    this.addMemoryCandidates(w, byConcept, prototypeSim);
+    let best = -1;
+    let bestVotes = -Infinity;
+    w.hits.forEach((hit) => {
+      const v = (byConcept.get(hit.conceptIndex) ?? 0) + (kb.has(hit.conceptIndex) ? config.kbVotes : 0);
+      if (v > bestVotes) {
+        best = hit.conceptIndex;
+        bestVotes = v;
+      }
+    });
+    let foreignBest: string | undefined;
+    for (const [id, v] of foreign) {
+      if (v > bestVotes) {
+        foreignBest = id;
+        bestVotes = v;
+      }
+    }
+    const support = foreignBest !== undefined ? foreign.get(foreignBest)! : (byConcept.get(best) ?? 0);
+    w.memorySupport = support;
+    if (foreignBest !== undefined) {
+      if (support < config.minSupport || bestVotes / total <= config.majority) return;
+      // Named by its id: a label's mention text is note text and never goes into the output.
+      w.memoryConcept = { conceptId: foreignBest, name: foreignBest, semanticTypes: [], score: 1, retrievalScore: 1, exact: false };
+      w.memoryDecided = true;
+      return;
+    }
+    if (support < config.minSupport || bestVotes / total <= config.majority) return;
+    const at = w.hits.findIndex((h) => h.conceptIndex === best);
+    const [hit] = w.hits.splice(at, 1);
+    w.scores.splice(at, 1);
+    w.hits.unshift(hit!);
+    w.scores.unshift(1);
+    w.memoryDecided = true;
+  }
+
+  /** After reranking (or instead of it): votes and the frequency prior break near ties. */
+  tieBreak(w: MemoryWork): void {
+    const { config } = this;
+    if (w.memoryDecided || w.hits.length < 2 || (config.bonus === 0 && config.prior === 0)) return;
+    const votes = w.votes;
+    const scored = w.hits.map((hit, i) => {
+      let score = w.scores[i]!;
+      if (votes) score += (config.bonus * ((votes.byConcept.get(hit.conceptIndex) ?? 0) + (votes.kb.has(hit.conceptIndex) ? config.kbVotes : 0))) / votes.total;
+      if (this.maxLog > 0) score += (config.prior * Math.log1p(this.store.conceptCount(this.index.concepts[hit.conceptIndex]!.id))) / this.maxLog;
+      return { hit, score, i };
+    });
+    scored.sort((a, b) => b.score - a.score || a.i - b.i);
+    w.hits = scored.map((s) => s.hit);
+    w.scores = scored.map((s) => s.score);
+  }
+
+  /** Concepts only the memory proposes join the list at their best prototype's (discounted) similarity. */
+  private addMemoryCandidates(w: MemoryWork, byConcept: Map<number, number>, prototypeSim: Map<number, number>): void {
+    const present = new Set(w.hits.map((h) => h.conceptIndex));
+    for (const ci of byConcept.keys()) {
+      if (present.has(ci)) continue;
+      const score = (prototypeSim.get(ci) ?? this.config.denseThreshold) * PROTOTYPE_DISCOUNT;
+      let at = w.hits.findIndex((h, i) => !h.exact && w.scores[i]! < score);
+      if (at < 0) at = w.hits.length;
+      w.hits.splice(at, 0, { conceptIndex: ci, score, exact: false });
+      w.scores.splice(at, 0, score);
+    }
+  }
+}

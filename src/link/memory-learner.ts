@@ -1,0 +1,62 @@
+import type { BiEncoder } from '../encode/bi-encoder.ts';
+import { InputError } from '../kb/errors.ts';
+import { buildQuery } from '../text/context-window.ts';
+import { normalizeName } from '../text/normalize.ts';
+import type { NewMemoryRecord } from '../retrieve/memory-record.ts';
+import { MemoryStore } from '../retrieve/memory-store.ts';
+import { activateMemoryVersion, resolveMemoryDir } from '../retrieve/memory-root.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { CURRENT_VERSION_FILE } from '../retrieve/index-versions.ts';
+
+/** A labelled mention as a source gives it: the record plus, when known, its note text for the query. */
+export interface LabelledMention {
+  record: NewMemoryRecord;
+  /** Note text and offsets when the mention came from a note (a context-mode model needs them). */
+  note?: { text: string; start: number; end: number };
+}
+
+/**
+ * Turns labelled mentions into memory records with prototypes: each mention is encoded exactly as
+ * the linker encodes a query (the bi-encoder's query mode, src/text/context-window.ts), so a
+ * later mention of the same kind lands next to it.
+ */
+export class MemoryLearner {
+  private readonly encoder: BiEncoder;
+  private readonly batch: number;
+
+  constructor(encoder: BiEncoder, options: { batch?: number } = {}) {
+    this.encoder = encoder;
+    this.batch = options.batch ?? 256;
+  }
+
+  get model(): { id: string; sha256: string; dims: number } {
+    return { id: this.encoder.modelId, sha256: this.encoder.modelSha256, dims: this.encoder.dims };
+  }
+
+  /** The memory at `root` (its CURRENT version), or a new empty one when the root has none yet. */
+  openOrCreate(root: string): MemoryStore {
+    const store = existsSync(join(root, CURRENT_VERSION_FILE)) ? MemoryStore.open(resolveMemoryDir(root).dir, normalizeName) : MemoryStore.empty(this.model, normalizeName);
+    if (store.model.sha256 !== this.model.sha256) throw new InputError(`${root}: memory built with model ${store.model.sha256.slice(0, 12)}, not ${this.model.sha256.slice(0, 12)}`, 'MODEL_MISMATCH');
+    return store;
+  }
+
+  async add(store: MemoryStore, mentions: readonly LabelledMention[]): Promise<number[]> {
+    const spec = this.encoder.manifest.query;
+    const seqs: number[] = [];
+    for (let i = 0; i < mentions.length; i += this.batch) {
+      const slice = mentions.slice(i, i + this.batch);
+      const queries = slice.map((m) => (m.note ? buildQuery(m.note.text, { start: m.note.start, end: m.note.end, text: m.record.text }, spec) : buildQuery(m.record.text, { start: 0, end: m.record.text.length, text: m.record.text }, spec)));
+      const vectors = await this.encoder.encode(queries);
+      seqs.push(...store.add(slice.map((m) => m.record), vectors));
+    }
+    return seqs;
+  }
+}
+
+/** Saves `store` as a new version of `root` and makes it current; returns the version. */
+export function publishMemory(store: MemoryStore, root: string): string {
+  const manifest = store.save(root);
+  activateMemoryVersion(root, manifest.memoryVersion);
+  return manifest.memoryVersion;
+}

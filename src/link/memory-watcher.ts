@@ -1,0 +1,86 @@
+import { InputError } from '../kb/errors.ts';
+import type { LinkIndex } from '../retrieve/link-index.ts';
+import { MemoryStore } from '../retrieve/memory-store.ts';
+import { currentMemoryVersion, resolveMemoryDir } from '../retrieve/memory-root.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { MEMORY_MANIFEST_FILE } from '../retrieve/memory-manifest.ts';
+import type { MemoryConfig } from './link-config.ts';
+import { MemoryEvidence } from './memory-evidence.ts';
+
+export interface MemoryWatcherOptions {
+  /** A memory version directory (served as is) or a memory root (its `CURRENT` is polled). */
+  path: string;
+  index: LinkIndex;
+  config: MemoryConfig;
+  normalize: (s: string) => string;
+  /** The bi-encoder's checksum: prototypes from another model would be compared in the wrong space. */
+  modelSha256: string;
+  /** How often `CURRENT` is read; 0 disables polling. */
+  pollMs?: number;
+  /** Told of each swap and of each version that could not be loaded (kept serving the old one). */
+  onSwap?: (version: string) => void;
+  onError?: (error: Error) => void;
+}
+
+/**
+ * Serves the memory a linker uses and swaps it when the memory root's `CURRENT` changes: the new
+ * version is loaded completely first, then one reference assignment makes it current, so a batch
+ * that already read the old one finishes on it and no batch ever sees half a memory. A version
+ * that fails to load is reported and skipped; the old one keeps serving.
+ */
+export class MemoryWatcher {
+  private readonly options: MemoryWatcherOptions;
+  private evidence: MemoryEvidence | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  private constructor(options: MemoryWatcherOptions, evidence: MemoryEvidence | undefined) {
+    this.options = options;
+    this.evidence = evidence;
+  }
+
+  /** A root with no CURRENT yet (a memory the updater has not written to) serves no memory until one appears. */
+  static open(options: MemoryWatcherOptions): MemoryWatcher {
+    const empty = !existsSync(join(options.path, MEMORY_MANIFEST_FILE)) && currentMemoryVersion(options.path) === undefined;
+    const resolved = empty ? undefined : resolveMemoryDir(options.path);
+    const watcher = new MemoryWatcher(options, resolved && MemoryWatcher.load(resolved.dir, options));
+    if (resolved?.root !== undefined || empty) {
+      if ((options.pollMs ?? 1000) <= 0) return watcher;
+      watcher.timer = setInterval(() => watcher.poll(), options.pollMs ?? 1000);
+      watcher.timer.unref();
+    }
+    return watcher;
+  }
+
+  private static load(dir: string, options: MemoryWatcherOptions): MemoryEvidence {
+    const store = MemoryStore.open(dir, options.normalize);
+    if (store.model.sha256 !== options.modelSha256) {
+      throw new InputError(`${dir}: memory built with model ${store.model.sha256.slice(0, 12)}, the linker runs ${options.modelSha256.slice(0, 12)}; rebuild the memory with this model`, 'MODEL_MISMATCH');
+    }
+    return new MemoryEvidence(store, options.index, options.config);
+  }
+
+  current(): MemoryEvidence | undefined {
+    return this.evidence;
+  }
+
+  /** Reads `CURRENT` and swaps when it names another version; returns whether it swapped. */
+  poll(): boolean {
+    const root = this.options.path;
+    try {
+      const version = currentMemoryVersion(root);
+      if (version === undefined || version === this.evidence?.version) return false;
+      this.evidence = MemoryWatcher.load(join(root, version), this.options);
+      this.options.onSwap?.(version);
+      return true;
+    } catch (error) {
+      this.options.onError?.(error as Error);
+      return false;
+    }
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}

@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { InputError } from '../kb/errors.ts';
+
+export const MEMORY_FORMAT_VERSION = 1;
+export const MEMORY_MANIFEST_FILE = 'manifest.json';
+
+const memoryManifestSchema = z.object({
+  format: z.literal('cuilink-memory'),
+  formatVersion: z.literal(MEMORY_FORMAT_VERSION),
+  /** The version directory's name; what linkers report as `memoryVersion`. */
+  memoryVersion: z.string().min(1),
+  /** Monotonic per memory root: each new snapshot is its parent's + 1. */
+  sequence: z.number().int().nonnegative(),
+  parent: z.string().nullable(),
+  createdAt: z.string(),
+  model: z.object({ id: z.string(), sha256: z.string(), dims: z.number().int().positive() }),
+  hnsw: z.object({ m: z.number().int().positive(), efConstruction: z.number().int().positive(), efSearch: z.number().int().positive() }),
+  counts: z.object({
+    /** Live records (retracted ones are gone from records.jsonl). */
+    records: z.number().int().nonnegative(),
+    /** Next free `seq` (HNSW labels are never reused). */
+    nextSeq: z.number().int().nonnegative(),
+    surfaces: z.number().int().nonnegative(),
+    concepts: z.number().int().nonnegative(),
+  }),
+  files: z.object({ records: z.string(), prototypes: z.string() }),
+});
+
+export type MemoryManifest = z.infer<typeof memoryManifestSchema>;
+
+export function readMemoryManifest(dir: string): MemoryManifest {
+  const file = join(dir, MEMORY_MANIFEST_FILE);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file (create a memory with `cuilink memory add`)' : (error as Error).message;
+    throw new InputError(`${file}: ${reason}`, 'BAD_MEMORY', error);
+  }
+  const parsed = memoryManifestSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new InputError(`${file}: field '${issue.path.join('.')}': ${issue.message}`, 'BAD_MEMORY');
+  }
+  return parsed.data;
+}

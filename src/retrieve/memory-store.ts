@@ -1,0 +1,231 @@
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { InputError } from '../kb/errors.ts';
+import { HnswIndex } from './hnsw-index.ts';
+import { MEMORY_FORMAT_VERSION, MEMORY_MANIFEST_FILE, readMemoryManifest, type MemoryManifest } from './memory-manifest.ts';
+import { parseMemoryRecord, type MemoryRecord, type NewMemoryRecord } from './memory-record.ts';
+
+export interface MemoryModel {
+  id: string;
+  sha256: string;
+  dims: number;
+}
+
+/** Memory prototypes are few next to KB names: a denser graph costs little and keeps recall high. */
+export const MEMORY_HNSW = { m: 16, efConstruction: 200, efSearch: 64, randomSeed: 7 };
+const RECORDS_FILE = 'records.jsonl';
+const PROTOTYPES_FILE = 'prototypes.hnsw';
+
+/**
+ * The labelled-mention memory: (a) an exact-surface table, normalized mention text → per-concept
+ * label counts, and (b) dense prototypes, each record's bi-encoder query vector in an HNSW graph
+ * labelled by the record's `seq`. A loaded snapshot is never changed; `cuilink memory` and the
+ * memory updater change a private copy and `save` it as a new version (memory-root.ts).
+ */
+export class MemoryStore {
+  readonly model: MemoryModel;
+  private current: MemoryManifest | undefined;
+  private readonly normalize: (s: string) => string;
+  private readonly records = new Map<number, MemoryRecord>();
+  private readonly surfaces = new Map<string, Map<string, number>>();
+  private readonly conceptCounts = new Map<string, number>();
+  private hnsw: HnswIndex;
+  private nextSeq: number;
+
+  private constructor(model: MemoryModel, normalize: (s: string) => string, hnsw: HnswIndex, manifest: MemoryManifest | undefined) {
+    this.model = model;
+    this.normalize = normalize;
+    this.hnsw = hnsw;
+    this.current = manifest;
+    this.nextSeq = manifest?.counts.nextSeq ?? 0;
+  }
+
+  static empty(model: MemoryModel, normalize: (s: string) => string): MemoryStore {
+    return new MemoryStore(model, normalize, HnswIndex.create(model.dims, 1024, MEMORY_HNSW), undefined);
+  }
+
+  /** Loads a memory version directory (manifest.json, records.jsonl, prototypes.hnsw). */
+  static open(dir: string, normalize: (s: string) => string): MemoryStore {
+    const manifest = readMemoryManifest(dir);
+    const hnsw = HnswIndex.load(join(dir, manifest.files.prototypes), manifest.model.dims, manifest.hnsw.efSearch);
+    const store = new MemoryStore(manifest.model, normalize, hnsw, manifest);
+    const file = join(dir, manifest.files.records);
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new InputError(`${file}: ${(error as Error).message}`, 'BAD_MEMORY', error);
+    }
+    let line = 0;
+    for (const raw of text.split('\n')) {
+      line++;
+      if (raw.trim() === '') continue;
+      let value: unknown;
+      try {
+        value = JSON.parse(raw);
+      } catch (error) {
+        throw new InputError(`${file}:${line}: not JSON: ${(error as Error).message}`, 'BAD_MEMORY', error);
+      }
+      store.index(parseMemoryRecord(value, `${file}:${line}`));
+    }
+    if (store.records.size !== manifest.counts.records) throw new InputError(`${file}: ${store.records.size} records, manifest says ${manifest.counts.records}`, 'BAD_MEMORY');
+    return store;
+  }
+
+  /** The version this store was loaded from or last saved as; undefined for an unsaved new memory. */
+  get manifest(): MemoryManifest | undefined {
+    return this.current;
+  }
+
+  get version(): string | undefined {
+    return this.current?.memoryVersion;
+  }
+
+  get size(): number {
+    return this.records.size;
+  }
+
+  get surfaceCount(): number {
+    return this.surfaces.size;
+  }
+
+  /** Live records, oldest first. */
+  list(): MemoryRecord[] {
+    return [...this.records.values()].sort((a, b) => a.seq - b.seq);
+  }
+
+  record(seq: number): MemoryRecord | undefined {
+    return this.records.get(seq);
+  }
+
+  /** The surface-table key of a mention text. */
+  surfaceKey(text: string): string {
+    return this.normalize(text);
+  }
+
+  /** Label counts per concept id for a mention text (normalized like KB names); empty when unseen. */
+  surfaceCounts(text: string): ReadonlyMap<string, number> {
+    return this.surfaces.get(this.normalize(text)) ?? EMPTY;
+  }
+
+  /** How many live labels name a concept: the frequency prior. */
+  conceptCount(id: string): number {
+    return this.conceptCounts.get(id) ?? 0;
+  }
+
+  get maxConceptCount(): number {
+    let max = 0;
+    for (const n of this.conceptCounts.values()) if (n > max) max = n;
+    return max;
+  }
+
+  /** Nearest prototypes of a query vector, best first, with their records. */
+  nearest(vector: Float32Array, k: number): { record: MemoryRecord; similarity: number }[] {
+    if (this.records.size === 0) return [];
+    const out: { record: MemoryRecord; similarity: number }[] = [];
+    for (const n of this.hnsw.search(vector, Math.min(k, this.records.size))) {
+      const record = this.records.get(n.label);
+      if (record) out.push({ record, similarity: n.similarity });
+    }
+    return out;
+  }
+
+  isSurface(record: MemoryRecord, text: string): boolean {
+    return this.normalize(record.text) === this.normalize(text);
+  }
+
+  /** Adds labelled mentions with their query vectors; returns their seqs. */
+  add(records: readonly NewMemoryRecord[], vectors: readonly Float32Array[]): number[] {
+    if (records.length !== vectors.length) throw new InputError(`${records.length} memory records but ${vectors.length} vectors`, 'BAD_MEMORY');
+    const needed = this.nextSeq + records.length;
+    if (needed > this.hnsw.capacity) this.hnsw.resize(Math.max(needed, this.hnsw.capacity * 2));
+    const seqs: number[] = [];
+    records.forEach((r, i) => {
+      const record = parseMemoryRecord({ ...r, seq: this.nextSeq }, 'memory record');
+      const vector = vectors[i]!;
+      if (vector.length !== this.model.dims) throw new InputError(`memory vector has ${vector.length} dims, the memory's model ${this.model.dims}`, 'BAD_MEMORY');
+      this.hnsw.add(vector, record.seq);
+      this.index(record);
+      seqs.push(record.seq);
+      this.nextSeq++;
+    });
+    return seqs;
+  }
+
+  /** Retracts labels; their prototypes are hidden from search. Returns the records removed. */
+  remove(seqs: Iterable<number>): MemoryRecord[] {
+    const removed: MemoryRecord[] = [];
+    for (const seq of seqs) {
+      const record = this.records.get(seq);
+      if (!record) continue;
+      this.records.delete(seq);
+      this.hnsw.markDeleted(seq);
+      const key = this.normalize(record.text);
+      const counts = this.surfaces.get(key)!;
+      for (const id of record.ids) {
+        decrement(counts, id);
+        decrement(this.conceptCounts, id);
+      }
+      if (counts.size === 0) this.surfaces.delete(key);
+      removed.push(record);
+    }
+    return removed;
+  }
+
+  /**
+   * Writes this memory as a new version directory under `root` (staged, then renamed: a reader
+   * never sees a partial version) and returns its manifest. `CURRENT` is not touched here.
+   */
+  save(root: string): MemoryManifest {
+    const parent = this.current;
+    mkdirSync(root, { recursive: true });
+    const lines = this.list().map((r) => JSON.stringify(r)).join('\n');
+    const body = lines === '' ? '' : `${lines}\n`;
+    const sequence = (parent?.sequence ?? 0) + 1;
+    const digest = createHash('sha256').update(parent?.memoryVersion ?? '').update('\u0000').update(body).digest('hex');
+    const version = `${String(sequence).padStart(6, '0')}-${digest.slice(0, 10)}`;
+    const manifest: MemoryManifest = {
+      format: 'cuilink-memory',
+      formatVersion: MEMORY_FORMAT_VERSION,
+      memoryVersion: version,
+      sequence,
+      parent: parent?.memoryVersion ?? null,
+      createdAt: new Date().toISOString(),
+      model: this.model,
+      hnsw: { m: MEMORY_HNSW.m, efConstruction: MEMORY_HNSW.efConstruction, efSearch: MEMORY_HNSW.efSearch },
+      counts: { records: this.records.size, nextSeq: this.nextSeq, surfaces: this.surfaces.size, concepts: this.conceptCounts.size },
+      files: { records: RECORDS_FILE, prototypes: PROTOTYPES_FILE },
+    };
+    const final = join(root, version);
+    if (existsSync(final)) return (this.current = readMemoryManifest(final));
+    const staging = join(root, `.building-${version}-${process.pid}`);
+    rmSync(staging, { recursive: true, force: true });
+    mkdirSync(staging);
+    writeFileSync(join(staging, RECORDS_FILE), body);
+    this.hnsw.save(join(staging, PROTOTYPES_FILE));
+    writeFileSync(join(staging, MEMORY_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+    renameSync(staging, final);
+    this.current = manifest;
+    return manifest;
+  }
+
+  private index(record: MemoryRecord): void {
+    this.records.set(record.seq, record);
+    const key = this.normalize(record.text);
+    let counts = this.surfaces.get(key);
+    if (!counts) this.surfaces.set(key, (counts = new Map()));
+    for (const id of record.ids) {
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+      this.conceptCounts.set(id, (this.conceptCounts.get(id) ?? 0) + 1);
+    }
+  }
+}
+
+const EMPTY: ReadonlyMap<string, number> = new Map();
+
+function decrement(map: Map<string, number>, key: string): void {
+  const n = (map.get(key) ?? 0) - 1;
+  if (n <= 0) map.delete(key);
+  else map.set(key, n);
+}

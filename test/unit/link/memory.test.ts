@@ -1,0 +1,168 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildIndex } from '../../../src/retrieve/index-builder.ts';
+import { LinkIndex } from '../../../src/retrieve/link-index.ts';
+import { CandidateRetriever } from '../../../src/retrieve/candidate-retriever.ts';
+import { MemoryStore } from '../../../src/retrieve/memory-store.ts';
+import { activateMemoryVersion, resolveMemoryDir } from '../../../src/retrieve/memory-root.ts';
+import type { NewMemoryRecord } from '../../../src/retrieve/memory-record.ts';
+import { Linker } from '../../../src/link/linker.ts';
+import { MemoryEvidence } from '../../../src/link/memory-evidence.ts';
+import { MemoryWatcher } from '../../../src/link/memory-watcher.ts';
+import { parseLinkConfig, type LinkConfigInput } from '../../../src/link/link-config.ts';
+import type { LinkedMention, NoteInput } from '../../../src/link/types.ts';
+import { FIXTURE_CONCEPTS } from '../../fixtures/link-concepts.ts';
+import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
+
+const encoder = new TrigramEncoder();
+const MODEL = { id: 'test-trigram-encoder', sha256: 'd'.repeat(64), dims: encoder.dims };
+let root: string;
+let index: LinkIndex;
+
+before(async () => {
+  root = mkdtempSync(join(tmpdir(), 'cuilink-memory-'));
+  await buildIndex({
+    concepts: FIXTURE_CONCEPTS, kbSources: ['fixture'], kbChecksum: 'c'.repeat(64), encoder,
+    model: { path: 'm', sha256: MODEL.sha256, precision: 'fp32' }, normalize: lowerNormalize, outDir: join(root, 'idx'), progress: false,
+  });
+  index = await LinkIndex.open(join(root, 'idx'), lowerNormalize);
+});
+after(() => rmSync(root, { recursive: true, force: true }));
+
+const label = (text: string, ...ids: string[]): NewMemoryRecord => ({ text, label: 'Disease', ids, source: 'test', time: 1 });
+
+function memoryOf(records: NewMemoryRecord[]): MemoryStore {
+  const store = MemoryStore.empty(MODEL, lowerNormalize);
+  store.add(records, records.map((r) => encoder.vector(r.text)));
+  return store;
+}
+
+function linker(memory: { current(): MemoryEvidence | undefined } | undefined, config: LinkConfigInput = {}) {
+  return new Linker({
+    index, retriever: new CandidateRetriever(index), encoder,
+    biEncoderQuery: (_text, m, override) => override ?? m.text,
+    rerankQuery: (_text, m) => m.text,
+    findAbbreviations: () => new Map(),
+    config: parseLinkConfig({ rerank: { policy: 'never' }, ...config }),
+    versions: { linkerVersion: 't', modelVersion: 'm', indexVersion: index.manifest.indexVersion },
+    memory,
+    release: async () => {},
+  });
+}
+
+async function linkOne(store: MemoryStore | undefined, mention: string, config: LinkConfigInput = {}): Promise<LinkedMention> {
+  const parsed = parseLinkConfig(config);
+  const evidence = store ? new MemoryEvidence(store, index, parsed.memory) : undefined;
+  const text = `Seen: ${mention}.`;
+  const n: NoteInput = { noteId: 'n', text, mentions: [{ id: 'm', start: 6, end: 6 + mention.length, text: mention, label: 'Disease' }] };
+  const [out] = await linker(evidence && { current: () => evidence }, config).linkNotes([n]);
+  return out!.mentions[0]!;
+}
+
+test('a label for a surface the KB does not know decides the link and says so', async () => {
+  const without = await linkOne(undefined, 'zorbitis xq');
+  assert.notEqual(without.conceptId, 'MESH:D003920');
+  const m = await linkOne(memoryOf([label('zorbitis xq', 'MESH:D003920')]), 'zorbitis xq');
+  assert.equal(m.conceptId, 'MESH:D003920');
+  assert.equal(m.memoryDecided, true);
+  assert.equal(m.memorySupport, 1);
+  assert.equal(m.candidates[0]!.conceptId, 'MESH:D003920');
+});
+
+test('conflicting labels: one label cannot take a surface from the concept owning its exact KB name; with kbVotes 1 two can', async () => {
+  // "MI" is an exact name of Myocardial Infarction.
+  const one = await linkOne(memoryOf([label('MI', 'MESH:D006973')]), 'MI', { memory: { kbVotes: 1 } });
+  assert.equal(one.conceptId, 'MESH:D009203');
+  assert.equal(one.memoryDecided, false);
+  const two = await linkOne(memoryOf([label('MI', 'MESH:D006973'), label('MI', 'MESH:D006973')]), 'MI', { memory: { kbVotes: 1 } });
+  assert.equal(two.conceptId, 'MESH:D006973');
+  assert.equal(two.memoryDecided, true);
+  // The default kbVotes (4, chosen on the tune split) makes the KB name worth four labels: two do not flip it, five do.
+  const guarded = await linkOne(memoryOf([label('MI', 'MESH:D006973'), label('MI', 'MESH:D006973')]), 'MI');
+  assert.equal(guarded.conceptId, 'MESH:D009203');
+  const five = await linkOne(memoryOf([1, 2, 3, 4, 5].map(() => label('MI', 'MESH:D006973'))), 'MI');
+  assert.equal(five.conceptId, 'MESH:D006973');
+});
+
+test('conflicting labels: one mislabel does not flip a well-attested surface, and a 1 : 1 split decides nothing', async () => {
+  const attested = [1, 2, 3, 4].map(() => label('sugar sickness', 'MESH:D003920'));
+  const m = await linkOne(memoryOf([...attested, label('sugar sickness', 'MESH:D006973')]), 'sugar sickness');
+  assert.equal(m.conceptId, 'MESH:D003920');
+  assert.equal(m.memoryDecided, true);
+  assert.equal(m.memorySupport, 4);
+  const split = await linkOne(memoryOf([label('sugar sickness', 'MESH:D003920'), label('sugar sickness', 'MESH:D006973')]), 'sugar sickness');
+  assert.equal(split.memoryDecided, false);
+  // The minimum support holds back a lone label even where nothing contradicts it.
+  const lone = await linkOne(memoryOf([label('sugar sickness', 'MESH:D003920')]), 'sugar sickness', { memory: { minSupport: 2 } });
+  assert.equal(lone.memoryDecided, false);
+});
+
+test('composite gold A|B: both ids get the vote; the link goes to one of them, never dropped', async () => {
+  const store = memoryOf([label('sugar and pressure disease', 'MESH:D003920', 'MESH:D006973')]);
+  assert.deepEqual([...store.surfaceCounts('Sugar and pressure disease')].sort(), [['MESH:D003920', 1], ['MESH:D006973', 1]]);
+  const m = await linkOne(store, 'sugar and pressure disease');
+  assert.ok(['MESH:D003920', 'MESH:D006973'].includes(m.conceptId!), String(m.conceptId));
+  assert.deepEqual(new Set(m.candidates.slice(0, 2).map((c) => c.conceptId)), new Set(['MESH:D003920', 'MESH:D006973']));
+});
+
+test('dense prototypes: a near surface (not the same string) votes through the memory HNSW', async () => {
+  const store = memoryOf([1, 2, 3].map(() => label('sugar sickness', 'MESH:D003920')));
+  const m = await linkOne(store, 'sugar sicknesses', { memory: { denseThreshold: 0.7, denseWeight: 1 } });
+  assert.equal(m.conceptId, 'MESH:D003920');
+  const off = await linkOne(store, 'sugar sicknesses', { memory: { neighbors: 0 } });
+  assert.notEqual(off.conceptId, 'MESH:D003920');
+});
+
+test('remove retracts a label; save/open round-trips; the watcher swaps to the new CURRENT between batches', async () => {
+  const memRoot = join(root, 'mem');
+  const store = memoryOf([label('zorbitis xq', 'MESH:D003920'), label('lung fire', 'MESH:D011014')]);
+  const v1 = store.save(memRoot);
+  activateMemoryVersion(memRoot, v1.memoryVersion);
+  assert.equal(resolveMemoryDir(memRoot).version, v1.memoryVersion);
+  const watcher = MemoryWatcher.open({ path: memRoot, index, config: parseLinkConfig({}).memory, normalize: lowerNormalize, modelSha256: MODEL.sha256, pollMs: 0 });
+  const l = linker(watcher);
+  const n: NoteInput = { noteId: 'n', text: 'zorbitis xq', mentions: [{ id: 'm', start: 0, end: 11, text: 'zorbitis xq', label: 'Disease' }] };
+  const [first] = await l.linkNotes([n]);
+  assert.equal(first!.mentions[0]!.conceptId, 'MESH:D003920');
+  assert.equal(first!.memoryVersion, v1.memoryVersion);
+  assert.equal(l.versions.memoryVersion, v1.memoryVersion);
+
+  const reopened = MemoryStore.open(resolveMemoryDir(memRoot).dir, lowerNormalize);
+  assert.deepEqual(reopened.list().map((r) => [r.seq, r.text, r.ids]), [[0, 'zorbitis xq', ['MESH:D003920']], [1, 'lung fire', ['MESH:D011014']]]);
+  assert.equal(reopened.remove([0]).length, 1);
+  assert.equal(reopened.nearest(encoder.vector('zorbitis xq'), 5).some((n) => n.record.seq === 0), false);
+  const v2 = reopened.save(memRoot);
+  assert.equal(v2.parent, v1.memoryVersion);
+  assert.equal(v2.counts.nextSeq, 2);
+  assert.equal(watcher.poll(), false, 'CURRENT not flipped yet: nothing to swap');
+  activateMemoryVersion(memRoot, v2.memoryVersion);
+  assert.equal(watcher.poll(), true);
+  const [second] = await l.linkNotes([n]);
+  assert.notEqual(second!.mentions[0]!.conceptId, 'MESH:D003920');
+  assert.equal(second!.memoryVersion, v2.memoryVersion);
+  assert.ok(existsSync(join(memRoot, v1.memoryVersion)), 'old versions stay for rollback');
+  // A broken version is reported and skipped; the old one keeps serving.
+  const errors: Error[] = [];
+  const w2 = MemoryWatcher.open({ path: memRoot, index, config: parseLinkConfig({}).memory, normalize: lowerNormalize, modelSha256: MODEL.sha256, pollMs: 0, onError: (e) => errors.push(e) });
+  writeFileSync(join(memRoot, 'CURRENT'), 'no-such-version\n');
+  assert.equal(w2.poll(), false);
+  assert.equal(errors.length, 1);
+  assert.equal(w2.current()?.version, v2.memoryVersion);
+  assert.match(readFileSync(join(memRoot, v2.memoryVersion, 'records.jsonl'), 'utf8'), /lung fire/);
+});
+
+test('labels naming an id outside the KB link to it (outsideKb), unless turned off', async () => {
+  const store = memoryOf([label('zorbitis xq', 'OMIM:999999'), label('zorbitis xq', 'OMIM:999999')]);
+  const m = await linkOne(store, 'zorbitis xq');
+  assert.equal(m.conceptId, 'OMIM:999999');
+  assert.equal(m.conceptName, 'OMIM:999999', 'named by its id, never by mention text');
+  assert.equal(m.memoryDecided, true);
+  assert.equal(m.memorySupport, 2);
+  assert.ok(m.candidates.length <= 5);
+  const off = await linkOne(store, 'zorbitis xq', { memory: { outsideKb: false } });
+  assert.notEqual(off.conceptId, 'OMIM:999999');
+  assert.equal(off.memoryDecided, false);
+});
