@@ -38,6 +38,31 @@ export const linkConfigSchema = z
     typeFilter: z.record(z.string(), z.array(z.string()).min(1)).default({}),
     /** Resolve `SF` mentions through `long form (SF)` definitions found in the same note. */
     abbreviations: z.boolean().default(true),
+    /**
+     * Query-side fixes of issue 14 (bench/results/accuracy-ablation.json has each on and off;
+     * chosen on the tune split of NCBI-disease train).
+     */
+    query: z
+      .object({
+        /** Second-chance name lookup under a looser key: plurals, British spelling, word order, roman numerals, Greek letters. */
+        loose: z.boolean().default(true),
+        /** Head nouns tried after an eponym with none ("von Hippel-Lindau" → "… disease"), loose lookup only. */
+        headNouns: z.array(z.string().min(1)).max(5).default(['disease', 'syndrome']),
+        /** Distributed readings of coordinations ("breast and ovarian cancer") as extra name lookups. */
+        composite: z.boolean().default(true),
+        /** Expand short forms inside a mention and inside long forms, and accept long forms by word initials. */
+        abbreviationsInside: z.boolean().default(true),
+      })
+      .default({}),
+    /** Ties between exact matches: preferred name over synonym, ancestor over descendant (src/link/hierarchy-preference.ts). */
+    hierarchy: z
+      .object({
+        preferredName: z.boolean().default(true),
+        ancestor: z.boolean().default(true),
+        /** Score taken off an exact match per unmet preference (0 turns it off). */
+        penalty: z.number().min(0).max(0.5).default(0.02),
+      })
+      .default({}),
   })
   .strict();
 

@@ -5,6 +5,11 @@ import type { LinkIndex } from '../retrieve/link-index.ts';
 import type { NameEncoder } from '../retrieve/name-encoder.ts';
 import type { Reranker } from '../rerank/reranker.ts';
 import type { LinkConfig } from './link-config.ts';
+import type { HierarchyPreference } from './hierarchy-preference.ts';
+import type { LooseMatchTable } from '../retrieve/loose-match-table.ts';
+import { expandMention, longFormsAmongMentions } from '../text/abbreviation-expansion.ts';
+import { isLongFormOf } from '../text/abbreviations.ts';
+import { compositeReadings } from '../text/composite-mentions.ts';
 import type { Candidate, LinkedMention, LinkedNote, LinkingCore, MentionInput, NoteInput } from './types.ts';
 
 /** Builds the text an encoder sees for a mention: the mention alone or inside its context window. */
@@ -20,6 +25,10 @@ export interface LinkerParts {
   biEncoderQuery: QueryBuilder;
   rerankQuery: QueryBuilder;
   findAbbreviations: AbbreviationFinder;
+  /** Second-chance name table (config.query.loose). */
+  loose?: LooseMatchTable;
+  /** Ontology tie-breaking among exact matches (config.hierarchy). */
+  hierarchy?: HierarchyPreference;
   config: LinkConfig;
   versions: { linkerVersion: string; modelVersion: string; indexVersion: string };
   /** Releases encoder workers; called once by close(). */
@@ -31,6 +40,8 @@ interface MentionWork {
   mention: MentionInput;
   expandedFrom: string | null;
   exactTexts: string[];
+  /** Distributed readings of a composite mention (extra name lookups). */
+  readings: string[];
   query: string;
   hits: ConceptHit[];
   scores: number[];
@@ -90,16 +101,20 @@ export class Linker implements LinkingCore {
     const work: MentionWork[] = [];
     notes.forEach((note, noteIndex) => {
       const abbreviations = config.abbreviations && note.mentions.length > 0 ? findAbbreviations(note.text) : undefined;
+      const mentionLongForms = abbreviations && config.query.abbreviationsInside ? longFormsAmongMentions(note.mentions, isLongFormOf) : new Map<string, string>();
       for (const mention of note.mentions) {
-        const definition = abbreviations?.get(mention.text);
         // A definition's own long form is not an abbreviation use; only later `SF` mentions are expanded.
-        const expand = definition !== undefined && !(mention.start >= definition.start && mention.end <= definition.end) ? definition.longForm : undefined;
+        const expansion = abbreviations ? expandMention(mention, abbreviations, mentionLongForms, config.query.abbreviationsInside) : undefined;
+        const expand = expansion?.text;
+        const surface = expand ?? mention.text;
         work.push({
           noteIndex,
           mention,
           expandedFrom: expand === undefined ? null : mention.text,
           exactTexts: expand === undefined ? [mention.text] : [expand, mention.text],
-          query: biEncoderQuery(note.text, mention, expand),
+          readings: config.query.composite ? compositeReadings(surface) : [],
+          // A short form written out inside a longer mention helps the name lookup; the encoder reads the mention as written (tune split).
+          query: biEncoderQuery(note.text, mention, expansion?.partial === true ? undefined : expand),
           hits: [],
           scores: [],
           reranked: false,
@@ -118,8 +133,10 @@ export class Linker implements LinkingCore {
     await withSpan('cuilink.retrieve', { 'cuilink.queries': work.length }, async () => {
       work.forEach((w, i) => {
         const allow = this.allowFor(w.mention.label);
-        w.hits = retriever.retrieve(w.exactTexts, vectors[i]!, { k: config.retrieveK, allow });
-        w.scores = w.hits.map((h) => h.score);
+        const hits = retriever.retrieve(w.exactTexts, vectors[i]!, { k: config.retrieveK, allow, loose: this.parts.loose, headNouns: config.query.headNouns, readings: w.readings });
+        const preferred = this.parts.hierarchy ? this.parts.hierarchy.apply(w.exactTexts, hits) : { hits, scores: hits.map((h) => h.score) };
+        w.hits = preferred.hits;
+        w.scores = preferred.scores;
       });
     });
   }
@@ -147,13 +164,14 @@ export class Linker implements LinkingCore {
       const weight = config.rerank.weight;
       chosen.forEach((w, i) => {
         const p = probabilities[i]!;
-        const head = w.hits.slice(0, p.length).map((hit, j) => ({ hit, score: weight * p[j]! + (1 - weight) * hit.score }));
+        // w.scores, not hit.score: the retrieval score after the hierarchy preference.
+        const head = w.hits.slice(0, p.length).map((hit, j) => ({ hit, score: weight * p[j]! + (1 - weight) * w.scores[j]! }));
         head.sort((a, b) => b.score - a.score || a.hit.conceptIndex - b.hit.conceptIndex);
         const tail = w.hits.slice(p.length);
         const floor = head.length > 0 ? head[head.length - 1]!.score : 0;
         w.hits = [...head.map((h) => h.hit), ...tail];
         // Unreranked tail candidates keep their order below the reranked head.
-        w.scores = [...head.map((h) => h.score), ...tail.map((h) => Math.min(floor, h.score))];
+        w.scores = [...head.map((h) => h.score), ...tail.map((h, j) => Math.min(floor, w.scores[p.length + j]!))];
         w.reranked = true;
       });
     });

@@ -10,6 +10,9 @@ import { findAbbreviationDefinitions } from '../text/abbreviations.ts';
 import { normalizeName } from '../text/normalize.ts';
 import { CandidateRetriever } from '../retrieve/candidate-retriever.ts';
 import { LinkIndex } from '../retrieve/link-index.ts';
+import { LooseMatchTable } from '../retrieve/loose-match-table.ts';
+import { looseKey } from '../text/loose-key.ts';
+import { HierarchyPreference } from './hierarchy-preference.ts';
 import { resolveIndexDir } from '../retrieve/index-versions.ts';
 import { Reranker } from '../rerank/reranker.ts';
 import { parseLinkConfig } from './link-config.ts';
@@ -61,7 +64,7 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   if (cross?.manifest.rerank) config = parseLinkConfig(withRerankDefaults(options.config ?? {}, cross.manifest.rerank));
   const findAbbreviations: AbbreviationFinder = (text) => {
     const map = new Map<string, { longForm: string; start: number; end: number }>();
-    for (const d of findAbbreviationDefinitions(text)) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });
+    for (const d of findAbbreviationDefinitions(text, { initials: config.query.abbreviationsInside })) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });
     return map;
   };
   return new Linker({
@@ -72,6 +75,8 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     biEncoderQuery: (text, mention, override) => buildQuery(text, mention, encoder.manifest.query, override),
     rerankQuery: (text, mention, override) => buildQuery(text, mention, cross!.manifest.query, override),
     findAbbreviations,
+    loose: config.query.loose ? new LooseMatchTable(index.concepts, looseKey) : undefined,
+    hierarchy: config.hierarchy.penalty > 0 ? new HierarchyPreference(index.concepts, (id) => index.indexOf(id), normalizeName, config.hierarchy) : undefined,
     config,
     versions: {
       linkerVersion: LINKER_VERSION,
