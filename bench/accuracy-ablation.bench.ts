@@ -1,0 +1,163 @@
+// npm run bench:accuracy — issue 14's accuracy fixes, each on and off, on the tune split of
+// NCBI-disease train (where every setting was chosen) and on dev (reported, never used to choose),
+// with approximate-randomization p-values (the test of `cuilink compare`) against the old
+// default, the NIL threshold calibrated on tune for a stated NIL precision, and mentions/s of the
+// old and new default from the same run. Writes bench/results/accuracy-ablation.json.
+//   --sweep: the tune-split grid that chose the defaults instead (bench/results/accuracy-tuning.json)
+//   --index DIR (default: the bench MEDIC index, built if missing) --out FILE --shuffles N
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { cpus } from 'node:os';
+import { loadPubTatorCorpus, type GoldCorpus } from '../src/eval/gold.ts';
+import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
+import { evaluateCorpus, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
+import { approximateRandomization, pairPredictions } from '../src/eval/randomization-test.ts';
+import { TUNING_SPLIT_SEED, selectSplit } from '../src/eval/tuning-split.ts';
+import type { ScoredMention } from '../src/eval/metrics/mention-record.ts';
+import { openLinker, DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
+import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
+import { ensureBenchIndex } from './bench-index.ts';
+
+const SHARED = join('..', 'shared', 'data');
+const { values } = parseArgs({
+  options: {
+    kb: { type: 'string', default: join(SHARED, 'medic', 'CTD_diseases.tsv.gz') },
+    train: { type: 'string', default: join(SHARED, 'ncbi-disease', 'NCBItrainset_corpus.txt') },
+    dev: { type: 'string', default: join(SHARED, 'ncbi-disease', 'NCBIdevelopset_corpus.txt') },
+    index: { type: 'string' },
+    out: { type: 'string' },
+    sweep: { type: 'boolean', default: false },
+    shuffles: { type: 'string', default: '10000' },
+    'nil-precision': { type: 'string', default: '0.5' },
+  },
+});
+for (const file of [values.kb, values.train, values.dev]) {
+  if (!existsSync(file)) {
+    console.error(`bench:accuracy: ${file} not found (the benchmark needs ../shared/data)`);
+    process.exit(2);
+  }
+}
+
+/** The linker before issue 14: no query fixes, no hierarchy preference, the old rerank block. */
+const OLD_DEFAULT = {
+  query: { loose: false, headNouns: [], composite: false, abbreviationsInside: false },
+  hierarchy: { penalty: 0 },
+  rerank: { policy: 'ambiguous', candidates: 5, margin: 0.05, weight: 0.1 },
+};
+const ABLATIONS: { system: string; config: Record<string, unknown> }[] = [
+  { system: 'old default (before issue 14)', config: OLD_DEFAULT },
+  { system: 'new default', config: {} },
+  { system: '- loose name key', config: { query: { loose: false } } },
+  { system: '- eponym head nouns', config: { query: { headNouns: [] } } },
+  { system: '- composite readings', config: { query: { composite: false } } },
+  { system: '- abbreviations inside/nested/initials/mentions', config: { query: { abbreviationsInside: false } } },
+  { system: '- hierarchy preference', config: { hierarchy: { penalty: 0 } } },
+  { system: '- reranker', config: { rerank: { policy: 'never' } } },
+];
+const SWEEP: { system: string; config: Record<string, unknown> }[] = [
+  ...[0.05, 0.2, 0.3].map((weight) => ({ system: `rerank weight ${weight}`, config: { rerank: { weight } } })),
+  ...[3, 10].map((candidates) => ({ system: `rerank candidates ${candidates}`, config: { rerank: { candidates } } })),
+  ...[0.02, 0.1].map((margin) => ({ system: `rerank margin ${margin}`, config: { rerank: { margin } } })),
+  ...[10, 40].map((retrieveK) => ({ system: `retrieveK ${retrieveK}`, config: { retrieveK } })),
+  ...[0.01, 0.05].map((penalty) => ({ system: `hierarchy penalty ${penalty}`, config: { hierarchy: { penalty } } })),
+  { system: 'hierarchy preferred name only', config: { hierarchy: { ancestor: false } } },
+  { system: 'hierarchy ancestor only', config: { hierarchy: { preferredName: false } } },
+];
+
+const { indexDir } = ensureBenchIndex({ kb: values.kb, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
+const view = kbOntologyView(await loadIndexKb(indexDir));
+const train = await loadPubTatorCorpus(values.train);
+const tune: GoldCorpus = { ...train, notes: selectSplit(train.notes, (n) => n.noteId, 'tune'), gold: new Map() };
+const kept = new Set(tune.notes.map((n) => n.noteId));
+for (const [key, g] of train.gold) if (kept.has(g.noteId)) tune.gold.set(key, g);
+const dev = await loadPubTatorCorpus(values.dev);
+
+async function run(config: Record<string, unknown>, corpus: GoldCorpus): Promise<OfflineEvalResult> {
+  const core = await openLinker({ indexDir, rerankerDir: existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false, provider: 'cpu', config });
+  try {
+    await core.linkNotes(corpus.notes.slice(0, 2)); // warm-up
+    return await evaluateCorpus(core, corpus, view, { batchSize: 32 });
+  } finally {
+    await core.close();
+  }
+}
+
+/** NIL precision and recall when every mention whose top score is below `threshold` is NIL. */
+function nilAt(scored: readonly ScoredMention[], threshold: number): { precision: number | null; recall: number | null; nilRate: number } {
+  let predicted = 0;
+  let correct = 0;
+  let gold = 0;
+  for (const s of scored) {
+    const nil = s.topScore < threshold;
+    if (nil) predicted++;
+    if (s.scores.goldNil) gold++;
+    if (nil && s.scores.goldNil) correct++;
+  }
+  return { precision: predicted > 0 ? correct / predicted : null, recall: gold > 0 ? correct / gold : null, nilRate: predicted / scored.length };
+}
+
+/** The highest threshold whose NIL precision on `scored` is at least `target` (0: NIL off). */
+function calibrateNil(scored: readonly ScoredMention[], target: number): number {
+  const candidates = [...new Set(scored.map((s) => s.topScore))].sort((a, b) => a - b);
+  let chosen = 0;
+  for (const score of candidates) {
+    const threshold = score + 1e-9;
+    const at = nilAt(scored, threshold);
+    if (at.precision !== null && at.precision >= target && (at.recall ?? 0) > 0) chosen = threshold;
+  }
+  return chosen;
+}
+
+const row = (system: string, split: string, r: OfflineEvalResult) => ({
+  system, split, n: r.mentions, acc1: r.metrics.overall.acc1, acc5: r.metrics.overall.acc5, mrr: r.metrics.overall.mrr, mentionsPerSecond: r.mentionsPerSecond,
+});
+const fmt = (x: number | null | undefined) => (x === null || x === undefined ? '  -  ' : x.toFixed(3));
+const shuffles = Number(values.shuffles);
+const meta = { date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model }, index: indexDir, tuneSplit: { corpus: values.train, seed: TUNING_SPLIT_SEED, documents: tune.notes.length, mentions: tune.gold.size } };
+
+if (values.sweep) {
+  const base = await run({}, tune);
+  const rows = [row('current defaults', 'tune', base)];
+  for (const s of SWEEP) rows.push(row(s.system, 'tune', await run(s.config, tune)));
+  console.log('tune split: system'.padEnd(44) + 'acc@1  acc@5  MRR    mentions/s');
+  for (const r of rows) console.log(r.system.padEnd(44) + `${fmt(r.acc1)}  ${fmt(r.acc5)}  ${fmt(r.mrr)}  ${r.mentionsPerSecond.toFixed(0)}`);
+  const outFile = values.out ?? join('bench', 'results', 'accuracy-tuning.json');
+  mkdirSync(join(outFile, '..'), { recursive: true });
+  writeFileSync(outFile, `${JSON.stringify({ benchmark: 'bench:accuracy --sweep', chosenOn: 'tune split of NCBI-disease train', ...meta, rows }, null, 2)}\n`);
+  console.log(`wrote ${outFile}`);
+  process.exit(0);
+}
+
+const results: { system: string; tune: OfflineEvalResult; dev: OfflineEvalResult }[] = [];
+for (const a of ABLATIONS) results.push({ system: a.system, tune: await run(a.config, tune), dev: await run(a.config, dev) });
+const [old, current] = results as [(typeof results)[0], (typeof results)[0]];
+const compare = (a: OfflineEvalResult, b: OfflineEvalResult) => {
+  const c = approximateRandomization(pairPredictions(a.scored, b.scored), { shuffles, seed: 1 });
+  const pick = (m: string) => c.metrics.find((x) => x.metric === m)!;
+  return { acc1: { difference: pick('acc1').difference, pValue: pick('acc1').pValue }, acc5: { difference: pick('acc5').difference, pValue: pick('acc5').pValue }, mrr: { difference: pick('mrr').difference, pValue: pick('mrr').pValue } };
+};
+const nilTarget = Number(values['nil-precision']);
+const nilThreshold = calibrateNil(current.tune.scored, nilTarget);
+const table = results.map((r) => ({
+  ...row(r.system, 'tune', r.tune),
+  tune: row(r.system, 'tune', r.tune),
+  dev: row(r.system, 'dev', r.dev),
+  devVsOldDefault: r === old ? null : compare(old.dev, r.dev),
+  tuneVsOldDefault: r === old ? null : compare(old.tune, r.tune),
+}));
+console.log('system'.padEnd(50) + 'tune acc@1 acc@5 | dev acc@1 acc@5  MRR   p(acc@1 vs old) | dev mentions/s');
+for (const t of table) {
+  console.log(t.system.padEnd(50) + `${fmt(t.tune.acc1)} ${fmt(t.tune.acc5)} | ${fmt(t.dev.acc1)} ${fmt(t.dev.acc5)} ${fmt(t.dev.mrr)}  ${t.devVsOldDefault ? t.devVsOldDefault.acc1.pValue!.toFixed(4) : '   -  '}  | ${t.dev.mentionsPerSecond.toFixed(0)}`);
+}
+const nil = { targetPrecision: nilTarget, thresholdChosenOnTune: nilThreshold, tune: nilAt(current.tune.scored, nilThreshold), dev: nilAt(current.dev.scored, nilThreshold) };
+console.log(`NIL: threshold ${nilThreshold.toFixed(4)} for precision ≥ ${nilTarget} on tune; tune P/R ${fmt(nil.tune.precision)}/${fmt(nil.tune.recall)}, dev P/R ${fmt(nil.dev.precision)}/${fmt(nil.dev.recall)}`);
+const throughputRatio = current.dev.mentionsPerSecond / old.dev.mentionsPerSecond;
+console.log(`throughput new/old default on dev (same run): ${throughputRatio.toFixed(2)}`);
+const outFile = values.out ?? join('bench', 'results', 'accuracy-ablation.json');
+mkdirSync(join(outFile, '..'), { recursive: true });
+writeFileSync(outFile, `${JSON.stringify({
+  benchmark: 'bench:accuracy', settingsChosenOn: 'tune split of NCBI-disease train (bench/results/accuracy-tuning.json); dev reported only', ...meta,
+  dev: { corpus: values.dev, mentions: dev.gold.size }, shuffles, systems: table, nil, throughputNewOverOld: throughputRatio,
+}, null, 2)}\n`);
+console.log(`wrote ${outFile}`);
