@@ -50,6 +50,13 @@ export const linkConfigSchema = z
         headNouns: z.array(z.string().min(1)).max(5).default(['disease', 'syndrome']),
         /** Distributed readings of coordinations ("breast and ovarian cancer") as extra name lookups. */
         composite: z.boolean().default(true),
+        /**
+         * λ of the hybrid score of non-exact candidates: (1 − λ)·dense + λ·char-3-gram TF-IDF
+         * cosine (src/retrieve/sparse-fusion.ts), over twice retrieveK dense candidates; 0 turns it off.
+         */
+        sparseWeight: z.number().min(0).max(1).default(0),
+        /** Senses of undefined short forms from the shipped clinical abbreviation inventory as extra candidates. */
+        abbreviationInventory: z.boolean().default(false),
         /** Expand short forms inside a mention and inside long forms, and accept long forms by word initials. */
         abbreviationsInside: z.boolean().default(true),
       })

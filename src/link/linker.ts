@@ -7,7 +7,9 @@ import type { Reranker } from '../rerank/reranker.ts';
 import type { LinkConfig } from './link-config.ts';
 import type { HierarchyPreference } from './hierarchy-preference.ts';
 import type { LooseMatchTable } from '../retrieve/loose-match-table.ts';
-import { expandMention, longFormsAmongMentions } from '../text/abbreviation-expansion.ts';
+import type { SparseFusion } from '../retrieve/sparse-fusion.ts';
+import { expandMention, longFormsAmongMentions, looksLikeShortForm } from '../text/abbreviation-expansion.ts';
+import type { AbbreviationInventory } from '../text/abbreviation-inventory.ts';
 import { isLongFormOf } from '../text/abbreviations.ts';
 import { compositeReadings } from '../text/composite-mentions.ts';
 import type { Candidate, LinkedMention, LinkedNote, LinkingCore, MentionInput, NoteInput } from './types.ts';
@@ -29,6 +31,10 @@ export interface LinkerParts {
   loose?: LooseMatchTable;
   /** Ontology tie-breaking among exact matches (config.hierarchy). */
   hierarchy?: HierarchyPreference;
+  /** Hybrid dense + sparse scoring of the candidates (config.query.sparseWeight). */
+  sparse?: SparseFusion;
+  /** Clinical short-form senses (config.query.abbreviationInventory). */
+  inventory?: AbbreviationInventory;
   config: LinkConfig;
   versions: { linkerVersion: string; modelVersion: string; indexVersion: string };
   /** Releases encoder workers; called once by close(). */
@@ -42,6 +48,8 @@ interface MentionWork {
   exactTexts: string[];
   /** Distributed readings of a composite mention (extra name lookups). */
   readings: string[];
+  /** Inventory senses of an undefined short form. */
+  senses: readonly string[];
   query: string;
   hits: ConceptHit[];
   scores: number[];
@@ -113,6 +121,7 @@ export class Linker implements LinkingCore {
           expandedFrom: expand === undefined ? null : mention.text,
           exactTexts: expand === undefined ? [mention.text] : [expand, mention.text],
           readings: config.query.composite ? compositeReadings(surface) : [],
+          senses: expand === undefined && this.parts.inventory && looksLikeShortForm(mention.text) ? this.parts.inventory.lookup(mention.text) : [],
           // A short form written out inside a longer mention helps the name lookup; the encoder reads the mention as written (tune split).
           query: biEncoderQuery(note.text, mention, expansion?.partial === true ? undefined : expand),
           hits: [],
@@ -133,7 +142,9 @@ export class Linker implements LinkingCore {
     await withSpan('cuilink.retrieve', { 'cuilink.queries': work.length }, async () => {
       work.forEach((w, i) => {
         const allow = this.allowFor(w.mention.label);
-        const hits = retriever.retrieve(w.exactTexts, vectors[i]!, { k: config.retrieveK, allow, loose: this.parts.loose, headNouns: config.query.headNouns, readings: w.readings });
+        const { sparse } = this.parts;
+        const retrieved = retriever.retrieve(w.exactTexts, vectors[i]!, { k: sparse ? 2 * config.retrieveK : config.retrieveK, allow, loose: this.parts.loose, headNouns: config.query.headNouns, readings: w.readings, senses: w.senses });
+        const hits = sparse ? sparse.fuse(w.exactTexts, retrieved).slice(0, config.retrieveK) : retrieved;
         const preferred = this.parts.hierarchy ? this.parts.hierarchy.apply(w.exactTexts, hits) : { hits, scores: hits.map((h) => h.score) };
         w.hits = preferred.hits;
         w.scores = preferred.scores;

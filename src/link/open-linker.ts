@@ -11,7 +11,9 @@ import { normalizeName } from '../text/normalize.ts';
 import { CandidateRetriever } from '../retrieve/candidate-retriever.ts';
 import { LinkIndex } from '../retrieve/link-index.ts';
 import { LooseMatchTable } from '../retrieve/loose-match-table.ts';
+import { SparseFusion } from '../retrieve/sparse-fusion.ts';
 import { looseKey } from '../text/loose-key.ts';
+import { AbbreviationInventory } from '../text/abbreviation-inventory.ts';
 import { HierarchyPreference } from './hierarchy-preference.ts';
 import { resolveIndexDir } from '../retrieve/index-versions.ts';
 import { Reranker } from '../rerank/reranker.ts';
@@ -37,6 +39,8 @@ export interface OpenLinkerOptions {
 }
 
 export const DEFAULT_RERANKER_DIR = join('models', 'default', 'crossencoder');
+/** The shipped clinical abbreviation senses (config.query.abbreviationInventory). */
+export const DEFAULT_ABBREVIATION_INVENTORY = join('models', 'default', 'abbreviations', 'clinical-senses.tsv');
 
 /** The reranker's own settings (its manifest's `rerank`) under whatever the link config sets. */
 export function withRerankDefaults(config: Record<string, unknown>, defaults: Record<string, unknown>): Record<string, unknown> {
@@ -76,6 +80,8 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     rerankQuery: (text, mention, override) => buildQuery(text, mention, cross!.manifest.query, override),
     findAbbreviations,
     loose: config.query.loose ? new LooseMatchTable(index.concepts, looseKey) : undefined,
+    inventory: config.query.abbreviationInventory ? AbbreviationInventory.load(DEFAULT_ABBREVIATION_INVENTORY) : undefined,
+    sparse: config.query.sparseWeight > 0 ? new SparseFusion(index.concepts, normalizeName, config.query.sparseWeight) : undefined,
     hierarchy: config.hierarchy.penalty > 0 ? new HierarchyPreference(index.concepts, (id) => index.indexOf(id), normalizeName, config.hierarchy) : undefined,
     config,
     versions: {

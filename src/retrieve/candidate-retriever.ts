@@ -26,6 +26,11 @@ export interface RetrieveOptions {
    * the mention's own, only when the whole mention has none (a combined concept wins).
    */
   readings?: readonly string[];
+  /**
+   * Senses of an undefined short form from an abbreviation inventory: concepts named by them join
+   * the dense candidates at the best dense similarity, a tie the reranker breaks.
+   */
+  senses?: readonly string[];
 }
 
 /**
@@ -77,6 +82,17 @@ export class CandidateRetriever {
     }
     for (const [conceptIndex, similarity] of dense) {
       if (!best.has(conceptIndex)) best.set(conceptIndex, { conceptIndex, score: similarity, exact: false });
+    }
+    if (options.senses && options.senses.length > 0 && ![...best.values()].some((h) => h.exact)) {
+      const top = Math.max(0, ...dense.values());
+      for (const sense of options.senses) {
+        const owners = [...this.index.exact.lookup(sense), ...(loose ? loose.lookup(sense) : [])];
+        for (const conceptIndex of owners) {
+          if ((allow && !allow(conceptIndex)) || (dense.get(conceptIndex) ?? 0) >= top) continue;
+          best.set(conceptIndex, { conceptIndex, score: top, exact: false });
+          dense.set(conceptIndex, top);
+        }
+      }
     }
     const hits = [...best.values()];
     hits.sort((a, b) => Number(b.exact) - Number(a.exact) || (tier.get(a.conceptIndex) ?? 0) - (tier.get(b.conceptIndex) ?? 0) || (dense.get(b.conceptIndex) ?? b.score) - (dense.get(a.conceptIndex) ?? a.score) || a.conceptIndex - b.conceptIndex);
