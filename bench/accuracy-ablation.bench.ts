@@ -5,7 +5,7 @@
 // old and new default from the same run. Writes bench/results/accuracy-ablation.json.
 //   --sweep: the tune-split grid that chose the defaults instead (bench/results/accuracy-tuning.json)
 //   --index DIR (default: the bench MEDIC index, built if missing) --out FILE --shuffles N
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpus } from 'node:os';
@@ -28,6 +28,8 @@ const { values } = parseArgs({
     index: { type: 'string' },
     out: { type: 'string' },
     sweep: { type: 'boolean', default: false },
+    /** Only the sweep rows whose name matches this regular expression. */
+    only: { type: 'string' },
     shuffles: { type: 'string', default: '10000' },
     'nil-precision': { type: 'string', default: '0.5' },
   },
@@ -45,6 +47,7 @@ const OLD_DEFAULT = {
   hierarchy: { penalty: 0 },
   rerank: { policy: 'ambiguous', candidates: 5, margin: 0.05, weight: 0.1 },
 };
+OLD_DEFAULT.query = { ...OLD_DEFAULT.query, sparseWeight: 0 } as typeof OLD_DEFAULT.query;
 const ABLATIONS: { system: string; config: Record<string, unknown> }[] = [
   { system: 'old default (before issue 14)', config: OLD_DEFAULT },
   { system: 'new default', config: {} },
@@ -53,16 +56,28 @@ const ABLATIONS: { system: string; config: Record<string, unknown> }[] = [
   { system: '- composite readings', config: { query: { composite: false } } },
   { system: '- abbreviations inside/nested/initials/mentions', config: { query: { abbreviationsInside: false } } },
   { system: '- hierarchy preference', config: { hierarchy: { penalty: 0 } } },
+  { system: '- sparse fusion', config: { query: { sparseWeight: 0 } } },
+  { system: '- rerank retune (old weight 0.1, margin 0.05)', config: { rerank: { weight: 0.1, margin: 0.05 } } },
+  { system: '+ abbreviation inventory (off by default)', config: { query: { abbreviationInventory: true } } },
   { system: '- reranker', config: { rerank: { policy: 'never' } } },
 ];
 const SWEEP: { system: string; config: Record<string, unknown> }[] = [
-  ...[0.05, 0.2, 0.3].map((weight) => ({ system: `rerank weight ${weight}`, config: { rerank: { weight } } })),
+  ...[0.05, 0.2, 0.3, 0.4, 0.5, 0.7, 1].map((weight) => ({ system: `rerank weight ${weight}`, config: { rerank: { weight } } })),
   ...[3, 10].map((candidates) => ({ system: `rerank candidates ${candidates}`, config: { rerank: { candidates } } })),
   ...[0.02, 0.1].map((margin) => ({ system: `rerank margin ${margin}`, config: { rerank: { margin } } })),
   ...[10, 40].map((retrieveK) => ({ system: `retrieveK ${retrieveK}`, config: { retrieveK } })),
   ...[0.01, 0.05].map((penalty) => ({ system: `hierarchy penalty ${penalty}`, config: { hierarchy: { penalty } } })),
   { system: 'hierarchy preferred name only', config: { hierarchy: { ancestor: false } } },
   { system: 'hierarchy ancestor only', config: { hierarchy: { preferredName: false } } },
+  ...[0.1, 0.2, 0.3, 0.4, 0.5].map((sparseWeight) => ({ system: `sparse weight ${sparseWeight}`, config: { query: { sparseWeight } } })),
+  // Second round: the two that moved tune acc@1 in the first, together.
+  ...[
+    [0.3, 0.2, 0.05],
+    [0.3, 0.3, 0.05],
+    [0.4, 0.3, 0.05],
+    [0.3, 0.3, 0.1],
+  ].map(([sparseWeight, weight, margin]) => ({ system: `sparse ${sparseWeight} + rerank weight ${weight} margin ${margin}`, config: { query: { sparseWeight }, rerank: { weight, margin } } })),
+  { system: 'abbreviation inventory on', config: { query: { abbreviationInventory: true } } },
 ];
 
 const { indexDir } = ensureBenchIndex({ kb: values.kb, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
@@ -119,12 +134,17 @@ const meta = { date: new Date().toISOString(), machine: { cpus: cpus().length, m
 if (values.sweep) {
   const base = await run({}, tune);
   const rows = [row('current defaults', 'tune', base)];
-  for (const s of SWEEP) rows.push(row(s.system, 'tune', await run(s.config, tune)));
+  const only = values.only === undefined ? undefined : new RegExp(values.only);
+  for (const s of SWEEP.filter((x) => !only || only.test(x.system))) rows.push(row(s.system, 'tune', await run(s.config, tune)));
   console.log('tune split: system'.padEnd(44) + 'acc@1  acc@5  MRR    mentions/s');
   for (const r of rows) console.log(r.system.padEnd(44) + `${fmt(r.acc1)}  ${fmt(r.acc5)}  ${fmt(r.mrr)}  ${r.mentionsPerSecond.toFixed(0)}`);
   const outFile = values.out ?? join('bench', 'results', 'accuracy-tuning.json');
   mkdirSync(join(outFile, '..'), { recursive: true });
-  writeFileSync(outFile, `${JSON.stringify({ benchmark: 'bench:accuracy --sweep', chosenOn: 'tune split of NCBI-disease train', ...meta, rows }, null, 2)}\n`);
+  // A partial sweep (--only) adds its rows to the file, each run's rows tagged with its date and current defaults.
+  const old = existsSync(outFile) ? (JSON.parse(readFileSync(outFile, 'utf8')) as { runs?: unknown[]; rows?: unknown[] }) : {};
+  const previous = old.runs ?? (old.rows ? [old] : []);
+  const runs = [...previous, { ...meta, only: values.only ?? null, rows }];
+  writeFileSync(outFile, `${JSON.stringify({ benchmark: 'bench:accuracy --sweep', chosenOn: 'tune split of NCBI-disease train', runs }, null, 2)}\n`);
   console.log(`wrote ${outFile}`);
   process.exit(0);
 }

@@ -3,7 +3,8 @@ import { InputError } from '../kb/errors.ts';
 
 /**
  * Linking options, validated once at entry (CLI flags, config file or the stream's config).
- * Defaults are the ones measured on NCBI-disease dev (bench/results/link.json).
+ * Defaults are chosen on the tune split of NCBI-disease train (bench/results/accuracy-tuning.json,
+ * docs/accuracy.md); dev is reported only (bench/results/link.json, accuracy-ablation.json).
  */
 export const linkConfigSchema = z
   .object({
@@ -54,7 +55,7 @@ export const linkConfigSchema = z
          * λ of the hybrid score of non-exact candidates: (1 − λ)·dense + λ·char-3-gram TF-IDF
          * cosine (src/retrieve/sparse-fusion.ts), over twice retrieveK dense candidates; 0 turns it off.
          */
-        sparseWeight: z.number().min(0).max(1).default(0),
+        sparseWeight: z.number().min(0).max(1).default(0.3),
         /** Senses of undefined short forms from the shipped clinical abbreviation inventory as extra candidates. */
         abbreviationInventory: z.boolean().default(false),
         /** Expand short forms inside a mention and inside long forms, and accept long forms by word initials. */
