@@ -28,6 +28,9 @@ const { values } = parseArgs({
     index: { type: 'string' },
     out: { type: 'string' },
     sweep: { type: 'boolean', default: false },
+    /** Throughput only: old and new default (and cheaper variants) back to back, median of --rounds. */
+    throughput: { type: 'boolean', default: false },
+    rounds: { type: 'string', default: '3' },
     /** Only the sweep rows whose name matches this regular expression. */
     only: { type: 'string' },
     shuffles: { type: 'string', default: '10000' },
@@ -145,6 +148,31 @@ if (values.sweep) {
   const previous = old.runs ?? (old.rows ? [old] : []);
   const runs = [...previous, { ...meta, only: values.only ?? null, rows }];
   writeFileSync(outFile, `${JSON.stringify({ benchmark: 'bench:accuracy --sweep', chosenOn: 'tune split of NCBI-disease train', runs }, null, 2)}\n`);
+  console.log(`wrote ${outFile}`);
+  process.exit(0);
+}
+
+if (values.throughput) {
+  const systems = [
+    { system: 'old default (before issue 14)', config: OLD_DEFAULT },
+    { system: 'new default', config: {} },
+    { system: 'new default, rerank margin 0.05', config: { rerank: { margin: 0.05 } } },
+    { system: 'new default, no sparse fusion', config: { query: { sparseWeight: 0 } } },
+  ];
+  const perSystem = systems.map(() => [] as number[]);
+  const accuracy = systems.map(() => ({ acc1: 0, acc5: 0 }));
+  for (let round = 0; round < Number(values.rounds); round++) {
+    for (const [i, s] of systems.entries()) {
+      const r = await run(s.config, dev);
+      perSystem[i]!.push(r.mentionsPerSecond);
+      accuracy[i] = { acc1: r.metrics.overall.acc1 ?? 0, acc5: r.metrics.overall.acc5 ?? 0 };
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const rows = systems.map((s, i) => ({ system: s.system, mentionsPerSecond: perSystem[i]!, median: median(perSystem[i]!), ratioToOld: median(perSystem[i]!) / median(perSystem[0]!), dev: accuracy[i] }));
+  for (const r of rows) console.log(`${r.system.padEnd(40)} median ${r.median.toFixed(0)} mentions/s (${r.mentionsPerSecond.map((x) => x.toFixed(0)).join(', ')}), ×${r.ratioToOld.toFixed(2)} of the old default`);
+  const outFile = values.out ?? join('bench', 'results', 'accuracy-throughput.json');
+  writeFileSync(outFile, `${JSON.stringify({ benchmark: 'bench:accuracy --throughput', note: 'NCBI-disease dev, the systems interleaved in one process, medians of the rounds; shared 2-core machine, compare ratios only', ...meta, rounds: Number(values.rounds), rows }, null, 2)}\n`);
   console.log(`wrote ${outFile}`);
   process.exit(0);
 }
