@@ -91,11 +91,18 @@ const kept = new Set(tune.notes.map((n) => n.noteId));
 for (const [key, g] of train.gold) if (kept.has(g.noteId)) tune.gold.set(key, g);
 const dev = await loadPubTatorCorpus(values.dev);
 
+/** CPU seconds (all threads of the process) of the last run's linking: steadier than wall time on a shared machine. */
+let lastCpuSeconds = 0;
+
 async function run(config: Record<string, unknown>, corpus: GoldCorpus): Promise<OfflineEvalResult> {
   const core = await openLinker({ indexDir, rerankerDir: existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false, provider: 'cpu', config });
   try {
     await core.linkNotes(corpus.notes.slice(0, 2)); // warm-up
-    return await evaluateCorpus(core, corpus, view, { batchSize: 32 });
+    const cpu = process.cpuUsage();
+    const result = await evaluateCorpus(core, corpus, view, { batchSize: 32 });
+    const used = process.cpuUsage(cpu);
+    lastCpuSeconds = (used.user + used.system) / 1e6;
+    return result;
   } finally {
     await core.close();
   }
@@ -157,20 +164,24 @@ if (values.throughput) {
     { system: 'old default (before issue 14)', config: OLD_DEFAULT },
     { system: 'new default', config: {} },
     { system: 'new default, rerank margin 0.05', config: { rerank: { margin: 0.05 } } },
-    { system: 'new default, no sparse fusion', config: { query: { sparseWeight: 0 } } },
   ];
   const perSystem = systems.map(() => [] as number[]);
+  const perCpu = systems.map(() => [] as number[]);
   const accuracy = systems.map(() => ({ acc1: 0, acc5: 0 }));
   for (let round = 0; round < Number(values.rounds); round++) {
     for (const [i, s] of systems.entries()) {
       const r = await run(s.config, dev);
       perSystem[i]!.push(r.mentionsPerSecond);
+      perCpu[i]!.push(r.mentions / lastCpuSeconds);
       accuracy[i] = { acc1: r.metrics.overall.acc1 ?? 0, acc5: r.metrics.overall.acc5 ?? 0 };
     }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const rows = systems.map((s, i) => ({ system: s.system, mentionsPerSecond: perSystem[i]!, median: median(perSystem[i]!), ratioToOld: median(perSystem[i]!) / median(perSystem[0]!), dev: accuracy[i] }));
-  for (const r of rows) console.log(`${r.system.padEnd(40)} median ${r.median.toFixed(0)} mentions/s (${r.mentionsPerSecond.map((x) => x.toFixed(0)).join(', ')}), ×${r.ratioToOld.toFixed(2)} of the old default`);
+  const rows = systems.map((s, i) => ({
+    system: s.system, mentionsPerSecond: perSystem[i]!, median: median(perSystem[i]!), ratioToOld: median(perSystem[i]!) / median(perSystem[0]!),
+    mentionsPerCpuSecond: perCpu[i]!, medianPerCpuSecond: median(perCpu[i]!), cpuRatioToOld: median(perCpu[i]!) / median(perCpu[0]!), dev: accuracy[i],
+  }));
+  for (const r of rows) console.log(`${r.system.padEnd(40)} wall: median ${r.median.toFixed(0)} mentions/s (${r.mentionsPerSecond.map((x) => x.toFixed(0)).join(', ')}), ×${r.ratioToOld.toFixed(2)}; CPU: ${r.medianPerCpuSecond.toFixed(0)} mentions per CPU-second, ×${r.cpuRatioToOld.toFixed(2)} of the old default`);
   const outFile = values.out ?? join('bench', 'results', 'accuracy-throughput.json');
   writeFileSync(outFile, `${JSON.stringify({ benchmark: 'bench:accuracy --throughput', note: 'NCBI-disease dev, the systems interleaved in one process, medians of the rounds; shared 2-core machine, compare ratios only', ...meta, rounds: Number(values.rounds), rows }, null, 2)}\n`);
   console.log(`wrote ${outFile}`);
