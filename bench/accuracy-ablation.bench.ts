@@ -163,7 +163,7 @@ if (values.throughput) {
   const systems = [
     { system: 'old default (before issue 14)', config: OLD_DEFAULT },
     { system: 'new default', config: {} },
-    { system: 'new default, rerank margin 0.05', config: { rerank: { margin: 0.05 } } },
+    { system: 'new default, sparsePool 1', config: { query: { sparsePool: 1 } } },
   ];
   const perSystem = systems.map(() => [] as number[]);
   const perCpu = systems.map(() => [] as number[]);

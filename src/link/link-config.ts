@@ -53,9 +53,11 @@ export const linkConfigSchema = z
         composite: z.boolean().default(true),
         /**
          * λ of the hybrid score of non-exact candidates: (1 − λ)·dense + λ·char-3-gram TF-IDF
-         * cosine (src/retrieve/sparse-fusion.ts), over twice retrieveK dense candidates; 0 turns it off.
+         * cosine (src/retrieve/sparse-fusion.ts), over sparsePool × retrieveK dense candidates; 0 turns it off.
          */
         sparseWeight: z.number().min(0).max(1).default(0.3),
+        /** Dense candidates the sparse score re-ranks, as a multiple of retrieveK (more: recall, less: speed). */
+        sparsePool: z.number().int().min(1).max(4).default(2),
         /** Senses of undefined short forms from the shipped clinical abbreviation inventory as extra candidates. */
         abbreviationInventory: z.boolean().default(false),
         /** Expand short forms inside a mention and inside long forms, and accept long forms by word initials. */
