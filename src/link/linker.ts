@@ -10,6 +10,13 @@ import type { LinkCacheStats } from './link-cache.ts';
 import type { LinkMemo } from './link-memo.ts';
 import { candidatesThatCanWin } from './rerank-pruning.ts';
 import type { MemoryEvidence } from './memory-evidence.ts';
+import type { HierarchyPreference } from './hierarchy-preference.ts';
+import type { LooseMatchTable } from '../retrieve/loose-match-table.ts';
+import type { SparseFusion } from '../retrieve/sparse-fusion.ts';
+import { expandMention, longFormsAmongMentions, looksLikeShortForm } from '../text/abbreviation-expansion.ts';
+import type { AbbreviationInventory } from '../text/abbreviation-inventory.ts';
+import { isLongFormOf } from '../text/abbreviations.ts';
+import { compositeReadings } from '../text/composite-mentions.ts';
 import type { Candidate, LinkedMention, LinkedNote, LinkingCore, MentionInput, NoteInput } from './types.ts';
 
 /** Builds the text an encoder sees for a mention: the mention alone or inside its context window. */
@@ -25,6 +32,14 @@ export interface LinkerParts {
   biEncoderQuery: QueryBuilder;
   rerankQuery: QueryBuilder;
   findAbbreviations: AbbreviationFinder;
+  /** Second-chance name table (config.query.loose). */
+  loose?: LooseMatchTable;
+  /** Ontology tie-breaking among exact matches (config.hierarchy). */
+  hierarchy?: HierarchyPreference;
+  /** Hybrid dense + sparse scoring of the candidates (config.query.sparseWeight). */
+  sparse?: SparseFusion;
+  /** Clinical short-form senses (config.query.abbreviationInventory). */
+  inventory?: AbbreviationInventory;
   config: LinkConfig;
   versions: { linkerVersion: string; modelVersion: string; indexVersion: string };
   /**
@@ -50,6 +65,10 @@ interface MentionWork {
   mention: MentionInput;
   expandedFrom: string | null;
   exactTexts: string[];
+  /** Distributed readings of a composite mention (extra name lookups). */
+  readings: string[];
+  /** Inventory senses of an undefined short form. */
+  senses: readonly string[];
   query: string;
   hits: ConceptHit[];
   scores: number[];
@@ -135,16 +154,21 @@ export class Linker implements LinkingCore {
     const work: MentionWork[] = [];
     notes.forEach((note, noteIndex) => {
       const abbreviations = config.abbreviations && note.mentions.length > 0 ? findAbbreviations(note.text) : undefined;
+      const mentionLongForms = abbreviations && config.query.abbreviationsInside ? longFormsAmongMentions(note.mentions, isLongFormOf) : new Map<string, string>();
       for (const mention of note.mentions) {
-        const definition = abbreviations?.get(mention.text);
         // A definition's own long form is not an abbreviation use; only later `SF` mentions are expanded.
-        const expand = definition !== undefined && !(mention.start >= definition.start && mention.end <= definition.end) ? definition.longForm : undefined;
+        const expansion = abbreviations ? expandMention(mention, abbreviations, mentionLongForms, config.query.abbreviationsInside) : undefined;
+        const expand = expansion?.text;
+        const surface = expand ?? mention.text;
         work.push({
           noteIndex,
           mention,
           expandedFrom: expand === undefined ? null : mention.text,
           exactTexts: expand === undefined ? [mention.text] : [expand, mention.text],
-          query: biEncoderQuery(note.text, mention, expand),
+          readings: config.query.composite ? compositeReadings(surface) : [],
+          senses: expand === undefined && this.parts.inventory && looksLikeShortForm(mention.text) ? this.parts.inventory.lookup(mention.text) : [],
+          // A short form written out inside a longer mention helps the name lookup; the encoder reads the mention as written (tune split).
+          query: biEncoderQuery(note.text, mention, expansion?.partial === true ? undefined : expand),
           hits: [],
           scores: [],
           reranked: false,
@@ -169,8 +193,12 @@ export class Linker implements LinkingCore {
     await withSpan('cuilink.retrieve', { 'cuilink.queries': work.length }, async () => {
       work.forEach((w, i) => {
         const allow = this.allowFor(w.mention.label);
-        w.hits = retriever.retrieve(w.exactTexts, vectors[i]!, { k: config.retrieveK, allow });
-        w.scores = w.hits.map((h) => h.score);
+        const { sparse } = this.parts;
+        const retrieved = retriever.retrieve(w.exactTexts, vectors[i]!, { k: sparse ? config.query.sparsePool * config.retrieveK : config.retrieveK, allow, loose: this.parts.loose, headNouns: config.query.headNouns, readings: w.readings, senses: w.senses });
+        const hits = sparse ? sparse.fuse(w.exactTexts, retrieved).slice(0, config.retrieveK) : retrieved;
+        const preferred = this.parts.hierarchy ? this.parts.hierarchy.apply(w.exactTexts, hits) : { hits, scores: hits.map((h) => h.score) };
+        w.hits = preferred.hits;
+        w.scores = preferred.scores;
         w.vector = vectors[i];
       });
     });
@@ -211,7 +239,7 @@ export class Linker implements LinkingCore {
       // Pure pair scores (context-free models) let the candidates that cannot win go unscored.
       const scope = this.parts.batchScope ?? 'note';
       const prune = scope !== 'note' && config.rerank.prune;
-      const scoredOf = heads.map((head) => (prune ? candidatesThatCanWin(head.map((h) => h.score), weight) : head.map((_, j) => j)));
+      const scoredOf = chosen.map((w, i) => (prune ? candidatesThatCanWin(w.scores.slice(0, heads[i]!.length), weight) : heads[i]!.map((_, j) => j)));
       const items = chosen.map((w, i) => ({
         query: rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]),
         candidates: scoredOf[i]!.map((j) => index.concepts[heads[i]![j]!.conceptIndex]!),
@@ -220,12 +248,13 @@ export class Linker implements LinkingCore {
       const probabilities = await reranker.rerank(items, prune && scope === 'mention' ? 'pair' : this.groups(chosen));
       chosen.forEach((w, i) => {
         const p = probabilities[i]!;
-        const scored = scoredOf[i]!.map((j, k) => ({ hit: heads[i]![j]!, score: weight * p[k]! + (1 - weight) * heads[i]![j]!.score }));
+        // w.scores, not hit.score: the retrieval score after sparse fusion and the hierarchy preference.
+        const scored = scoredOf[i]!.map((j, k) => ({ hit: heads[i]![j]!, score: weight * p[k]! + (1 - weight) * w.scores[j]! }));
         scored.sort((a, b) => b.score - a.score || a.hit.conceptIndex - b.hit.conceptIndex);
         const kept = new Set(scoredOf[i]);
-        const rest = w.hits.filter((_, j) => !kept.has(j));
+        const rest = w.hits.flatMap((hit, j) => (kept.has(j) ? [] : [{ hit, score: w.scores[j]! }]));
         const floor = scored.length > 0 ? scored[scored.length - 1]!.score : 0;
-        w.hits = [...scored.map((h) => h.hit), ...rest];
+        w.hits = [...scored.map((h) => h.hit), ...rest.map((h) => h.hit)];
         // Unscored candidates keep their retrieval order below the reranked ones.
         w.scores = [...scored.map((h) => h.score), ...rest.map((h) => Math.min(floor, h.score))];
         w.reranked = true;

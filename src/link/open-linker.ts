@@ -11,6 +11,11 @@ import { findAbbreviationDefinitions } from '../text/abbreviations.ts';
 import { normalizeName } from '../text/normalize.ts';
 import { CandidateRetriever } from '../retrieve/candidate-retriever.ts';
 import { LinkIndex } from '../retrieve/link-index.ts';
+import { LooseMatchTable } from '../retrieve/loose-match-table.ts';
+import { SparseFusion } from '../retrieve/sparse-fusion.ts';
+import { looseKey } from '../text/loose-key.ts';
+import { AbbreviationInventory } from '../text/abbreviation-inventory.ts';
+import { HierarchyPreference } from './hierarchy-preference.ts';
 import { resolveIndexDir } from '../retrieve/index-versions.ts';
 import { ExactNameVectors } from '../retrieve/exact-name-vectors.ts';
 import { Reranker } from '../rerank/reranker.ts';
@@ -52,6 +57,8 @@ export interface OpenLinkerOptions {
 
 /** The shipped cross-encoder, found from the package root (not the working directory). */
 export const DEFAULT_RERANKER_DIR = join(PACKAGE_ROOT, 'models', 'default', 'crossencoder');
+/** The shipped clinical abbreviation senses (config.query.abbreviationInventory). */
+export const DEFAULT_ABBREVIATION_INVENTORY = join(PACKAGE_ROOT, 'models', 'default', 'abbreviations', 'clinical-senses.tsv');
 
 /**
  * The bi-encoder directory an index manifest recorded: an absolute path as it is; a relative one
@@ -95,7 +102,7 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   }
   const findAbbreviations: AbbreviationFinder = (text) => {
     const map = new Map<string, { longForm: string; start: number; end: number }>();
-    for (const d of findAbbreviationDefinitions(text)) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });
+    for (const d of findAbbreviationDefinitions(text, { initials: config.query.abbreviationsInside })) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });
     return map;
   };
   // Both models must see only the mention for a mention's link to be a function of its text.
@@ -114,6 +121,10 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     biEncoderQuery: (text, mention, override) => buildQuery(text, mention, encoder.manifest.query, override),
     rerankQuery: (text, mention, override) => buildQuery(text, mention, cross!.manifest.query, override),
     findAbbreviations,
+    loose: config.query.loose ? new LooseMatchTable(index.concepts, looseKey) : undefined,
+    inventory: config.query.abbreviationInventory ? AbbreviationInventory.load(DEFAULT_ABBREVIATION_INVENTORY) : undefined,
+    sparse: config.query.sparseWeight > 0 ? new SparseFusion(index.concepts, normalizeName, config.query.sparseWeight) : undefined,
+    hierarchy: config.hierarchy.penalty > 0 ? new HierarchyPreference(index.concepts, (id) => index.indexOf(id), normalizeName, config.hierarchy) : undefined,
     config,
     // Dynamic int8 quantization scales activations per batch: context-free int8 models link each
     // mention alone; fp16/fp32 rows do not interact, so their mentions share batches across notes.

@@ -1,4 +1,5 @@
 import type { LinkIndex } from './link-index.ts';
+import type { LooseMatchTable } from './loose-match-table.ts';
 
 export interface ConceptHit {
   conceptIndex: number;
@@ -14,6 +15,22 @@ export interface RetrieveOptions {
   namesPerConcept?: number;
   /** Keep only concepts for which this returns true (semantic-type filter). */
   allow?: (conceptIndex: number) => boolean;
+  /**
+   * Second-chance name table (looser key): consulted only when no query text has a strict exact
+   * match, then with `headNouns` appended too ("von Hippel-Lindau" + " disease").
+   */
+  loose?: LooseMatchTable;
+  headNouns?: readonly string[];
+  /**
+   * Distributed readings of a composite mention: their name matches join the exact block, after
+   * the mention's own, only when the whole mention has none (a combined concept wins).
+   */
+  readings?: readonly string[];
+  /**
+   * Senses of an undefined short form from an abbreviation inventory: concepts named by them join
+   * the dense candidates at the best dense similarity, a tie the reranker breaks.
+   */
+  senses?: readonly string[];
 }
 
 /**
@@ -72,11 +89,28 @@ export class CandidateRetriever {
   retrieve(queryTexts: readonly string[], vector: Float32Array, options: RetrieveOptions): ConceptHit[] {
     const { k, allow } = options;
     const best = new Map<number, ConceptHit>();
-    for (const text of queryTexts) {
-      for (const conceptIndex of this.index.exact.lookup(text)) {
-        if (this.roots.has(conceptIndex) || (allow && !allow(conceptIndex))) continue;
-        best.set(conceptIndex, { conceptIndex, score: 1, exact: true });
+    /** Exact tier of each exact hit: the mention's own matches before its readings'. */
+    const tier = new Map<number, number>();
+    const addExact = (texts: readonly string[], lookup: (t: string) => readonly number[], t: number) => {
+      for (const text of texts) {
+        for (const conceptIndex of lookup(text)) {
+          if (this.roots.has(conceptIndex) || (allow && !allow(conceptIndex)) || best.has(conceptIndex)) continue;
+          best.set(conceptIndex, { conceptIndex, score: 1, exact: true });
+          tier.set(conceptIndex, t);
+        }
       }
+    };
+    addExact(queryTexts, (t) => this.index.exact.lookup(t), 0);
+    const { loose, headNouns, readings } = options;
+    if (best.size === 0 && loose) {
+      addExact(queryTexts, (t) => loose.lookup(t), 0);
+      if (best.size === 0 && headNouns) addExact(queryTexts.flatMap((q) => headNouns.map((h) => `${q} ${h}`)), (t) => loose.lookup(t), 0);
+    }
+    if (best.size === 0 && readings && readings.length > 0) {
+      readings.forEach((r, i) => {
+        addExact([r], (t) => this.index.exact.lookup(t), 1 + i);
+        if (loose) addExact([r], (t) => loose.lookup(t), 1 + i);
+      });
     }
     const fetch = Math.max(k * (options.namesPerConcept ?? 4), 32);
     const conceptIndexOf = this.index.names.conceptIndexOf;
@@ -92,8 +126,19 @@ export class CandidateRetriever {
     for (const [conceptIndex, similarity] of dense) {
       if (!best.has(conceptIndex)) best.set(conceptIndex, { conceptIndex, score: similarity, exact: false });
     }
+    if (options.senses && options.senses.length > 0 && ![...best.values()].some((h) => h.exact)) {
+      const top = Math.max(0, ...dense.values());
+      for (const sense of options.senses) {
+        const owners = [...this.index.exact.lookup(sense), ...(loose ? loose.lookup(sense) : [])];
+        for (const conceptIndex of owners) {
+          if ((allow && !allow(conceptIndex)) || (dense.get(conceptIndex) ?? 0) >= top) continue;
+          best.set(conceptIndex, { conceptIndex, score: top, exact: false });
+          dense.set(conceptIndex, top);
+        }
+      }
+    }
     const hits = [...best.values()];
-    hits.sort((a, b) => Number(b.exact) - Number(a.exact) || (dense.get(b.conceptIndex) ?? b.score) - (dense.get(a.conceptIndex) ?? a.score) || a.conceptIndex - b.conceptIndex);
+    hits.sort((a, b) => Number(b.exact) - Number(a.exact) || (tier.get(a.conceptIndex) ?? 0) - (tier.get(b.conceptIndex) ?? 0) || (dense.get(b.conceptIndex) ?? b.score) - (dense.get(a.conceptIndex) ?? a.score) || a.conceptIndex - b.conceptIndex);
     return hits.slice(0, k);
   }
 }

@@ -37,8 +37,50 @@ function bestLongFormStart(shortForm: string, longForm: string): number {
   return lf.lastIndexOf(' ', l) + 1;
 }
 
-/** Every `long form (SF)` definition in the text, in order of appearance. */
-export function findAbbreviationDefinitions(text: string): AbbreviationDefinition[] {
+/**
+ * Fallback for short forms whose letters are not all in long-form order ("Norrie disease (NDP)",
+ * "X-linked adrenoleukodystrophy (ALD)"): the longest run of the last words whose initials are,
+ * in order, a subsequence of the short form that starts with its first letter and covers at
+ * least two letters. Returns the offset in `window`, or -1.
+ */
+function initialsLongFormStart(shortForm: string, window: string): number {
+  const letters = shortForm.toLowerCase().replace(/[^\p{L}]/gu, '');
+  if (letters.length < 2) return -1;
+  const words = [...window.matchAll(/[\p{L}\p{N}][^\s]*/gu)];
+  let best = -1;
+  for (let n = 2; n <= Math.min(words.length, letters.length); n++) {
+    const run = words.slice(-n);
+    if (run[0]![0]![0]!.toLowerCase() !== letters[0]) continue;
+    let s = 0;
+    for (const w of run) {
+      const initial = w[0]![0]!.toLowerCase();
+      const at = letters.indexOf(initial, s);
+      if (at < 0) {
+        s = -1;
+        break;
+      }
+      s = at + 1;
+    }
+    if (s > 0) best = run[0]!.index!;
+  }
+  return best;
+}
+
+/**
+ * True when `candidate` reads as the long form of `shortForm` by the Schwartz & Hearst rule with
+ * the first short-form letter on the candidate's first word ("PDS" ~ "Pendred syndrome"): how an
+ * undefined short form finds its long form among the note's other mentions.
+ */
+export function isLongFormOf(shortForm: string, candidate: string): boolean {
+  if (candidate.length <= shortForm.length || candidate.split(/\s+/).length < 2) return false;
+  return bestLongFormStart(shortForm, candidate) === 0;
+}
+
+/**
+ * Every `long form (SF)` definition in the text, in order of appearance. `initials` also accepts
+ * long forms whose word initials, not all letters, follow the short form (see above).
+ */
+export function findAbbreviationDefinitions(text: string, options: { initials?: boolean } = {}): AbbreviationDefinition[] {
   const found: AbbreviationDefinition[] = [];
   for (const match of text.matchAll(/\(([^()]{1,40})\)/g)) {
     const open = match.index!;
@@ -53,7 +95,8 @@ export function findAbbreviationDefinitions(text: string): AbbreviationDefinitio
     if (words.length === 0) continue;
     const windowStart = sentenceStart + words[0]!.index!;
     const window = text.slice(windowStart, before.length);
-    const offset = bestLongFormStart(inner, window);
+    let offset = bestLongFormStart(inner, window);
+    if (offset < 0 && options.initials === true) offset = initialsLongFormStart(inner, window);
     if (offset < 0) continue;
     const longForm = window.slice(offset).trim();
     if (longForm.length <= inner.length || longForm.toLowerCase() === inner.toLowerCase()) continue;

@@ -6,6 +6,8 @@ import type { LinkingCore } from '../../link/types.ts';
 import { buildEvalReport } from '../../eval/eval-report.ts';
 import { loadPubTatorCorpus, mentionKey } from '../../eval/gold.ts';
 import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
+import { collectMisses, summarizeMisses } from '../../eval/error-report.ts';
+import { Hierarchy } from '../../kb/hierarchy.ts';
 import { evaluateCorpus } from '../../eval/offline-eval.ts';
 import { writePredictions } from '../../eval/prediction-file.ts';
 import { formatMetricsTable } from '../../eval/report-format.ts';
@@ -36,6 +38,9 @@ Options:
   --predictions FILE     write per-mention predictions as JSONL (input of 'cuilink compare'): gold
                          ids and names, predicted ids and names, scores, and the mention text
                          (from your own corpus file: the output is as sensitive as the corpus)
+  --errors FILE          write the misses as JSONL: mention text, gold, prediction, gold rank and a
+                         class guess (nil, composite, abbreviation, hierarchy, synonym, other);
+                         holds note text, so keep it off shared storage for real notes
   --batch N              notes per linking call (default 32)
   --semantic-types       also print the per-semantic-type table
 ${LINKER_FLAGS_HELP}
@@ -83,6 +88,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         'split-seed': { type: 'string' },
         out: { type: 'string' },
         predictions: { type: 'string' },
+        errors: { type: 'string' },
         batch: { type: 'string' },
         'semantic-types': { type: 'boolean', default: false },
       });
@@ -101,7 +107,8 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       }
       if (corpus.gold.size === 0) throw new InputError(`${corpusFile}: no annotated mentions${types ? ` of types /${values.types}/${await typesOf(corpusFile)}` : ''}`, 'BAD_CORPUS');
       const store = await loadIndexKb(indexDir);
-      const view = kbOntologyView(store);
+      const hierarchy = Hierarchy.fromStore(store);
+      const view = kbOntologyView(store, hierarchy);
       const core = await openCore({ ...linkerRequest(values), indexDir });
       let result;
       // Redrawn on a terminal; a plain line every 5 s under a log collector, so a long run is never silent.
@@ -132,6 +139,17 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         console.log(formatMetricsTable(result.metrics, 'bySemanticType'));
       }
       if (values.out !== undefined) writeJson(values.out, report);
+      if (values.errors !== undefined) {
+        const misses = collectMisses(corpus.notes, result.scored, store, hierarchy);
+        try {
+          writeFileSync(values.errors, misses.map((m) => `${JSON.stringify(m)}\n`).join(''));
+        } catch (error) {
+          throw new InputError(`cannot write ${values.errors}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
+        }
+        console.log('');
+        console.log(`misses: ${misses.length} (written to ${values.errors})`);
+        for (const c of summarizeMisses(misses)) console.log(`  ${c.errorClass.padEnd(13)} ${String(c.count).padStart(4)}  gold in top 5: ${c.goldInTop5}`);
+      }
       if (values.predictions !== undefined) {
         try {
           const texts = new Map(corpus.notes.flatMap((n) => n.mentions.map((m) => [mentionKey(n.noteId, m.id), m.text] as const)));

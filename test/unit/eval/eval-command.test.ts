@@ -85,3 +85,24 @@ test('`cuilink eval`: bad flags and files are one-line InputErrors, before any m
   await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', CORPUS, '--bogus']), /Unknown option '--bogus'/);
   assert.equal(opened, false);
 });
+
+test('`cuilink eval --errors` writes every miss with text, gold, prediction, gold rank and a class guess', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-eval-'));
+  try {
+    const evalCommand = makeEvalCommand(async () => fakeLinker(SAMPLE_TABLE));
+    const errors = join(dir, 'errors.jsonl');
+    const { out } = await quietly(() => evalCommand.run(['--index', INDEX, '--corpus', CORPUS, '--errors', errors]));
+    const misses = readFileSync(errors, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { text: string; gold: { id: string }[]; predicted: { id: string } | null; goldRank: number | null; errorClass: string });
+    // acc@1 0.625 on 8 mentions: 3 not at rank 1, one of them a gold NIL the linker rightly called NIL.
+    assert.equal(misses.length, 2);
+    assert.match(out, /misses: 2/);
+    for (const m of misses) {
+      assert.ok(m.text.length > 0);
+      assert.ok(m.gold.length > 0);
+      assert.ok(['nil', 'composite', 'abbreviation', 'hierarchy', 'synonym', 'other'].includes(m.errorClass));
+      assert.ok(m.goldRank === null || m.goldRank > 1);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -8,6 +8,8 @@ import { LinkIndex } from '../../../src/retrieve/link-index.ts';
 import { CandidateRetriever } from '../../../src/retrieve/candidate-retriever.ts';
 import { NameTable } from '../../../src/retrieve/name-table.ts';
 import { ExactMatchTable } from '../../../src/retrieve/exact-match-table.ts';
+import { LooseMatchTable } from '../../../src/retrieve/loose-match-table.ts';
+import { looseKey } from '../../../src/text/loose-key.ts';
 import { FIXTURE_CONCEPTS } from '../../fixtures/link-concepts.ts';
 import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
 import { InputError } from '../../../src/kb/errors.ts';
@@ -76,6 +78,20 @@ test('index build writes a complete versioned directory that opens and retrieves
     const filtered = retriever.retrieve(['diabetes'], encoder.vector('diabetes'), { k: 5, allow: chemicalsOnly });
     assert.ok(filtered.length > 0);
     assert.ok(filtered.every((h) => chemicalsOnly(h.conceptIndex)), 'the filter applies to exact and dense hits');
+
+    // Second chances: the loose key, eponym head nouns, composite readings, inventory senses.
+    const loose = new LooseMatchTable(index.concepts, looseKey);
+    const idOf = (hits: { conceptIndex: number }[]) => index.concepts[hits[0]!.conceptIndex]!.id;
+    const inverted = retriever.retrieve(['type II diabetes'], encoder.vector('type II diabetes'), { k: 3, loose });
+    assert.equal(idOf(inverted), 'MESH:D003924');
+    assert.equal(inverted[0]!.exact, true);
+    assert.equal(retriever.retrieve(['type II diabetes'], encoder.vector('type II diabetes'), { k: 3 })[0]!.exact, false, 'strict table alone has no match');
+    const readings = retriever.retrieve(['colorectal and lung cancer'], encoder.vector('colorectal and lung cancer'), { k: 3, loose, readings: ['colorectal cancer', 'lung cancer'] });
+    assert.equal(idOf(readings), 'MESH:D015179');
+    assert.equal(readings[0]!.exact, true);
+    const senses = retriever.retrieve(['HTN'], encoder.vector('HTN'), { k: 5, loose, senses: ['high blood pressure'] });
+    const htn = senses.find((h) => index.concepts[h.conceptIndex]!.id === 'MESH:D006973');
+    assert.ok(htn && !htn.exact && htn.score === Math.max(...senses.map((h) => h.score)), 'a sense joins the candidates at the best dense score');
 
     const again = retriever.retrieve(['hypertensive'], encoder.vector('hypertensive'), { k: 3 });
     assert.deepEqual(again, fuzzy, 'same query, same index, same answer');

@@ -1,0 +1,101 @@
+import type { ConceptStore } from '../kb/concept-store.ts';
+import type { Hierarchy } from '../kb/hierarchy.ts';
+import type { NoteInput } from '../link/types.ts';
+import { normalizeName } from '../text/normalize.ts';
+import { mentionKey } from './gold.ts';
+import type { ScoredMention } from './metrics/mention-record.ts';
+
+/**
+ * Why a mention was missed, guessed from its text, the gold and the prediction. The guess is a
+ * triage aid for the next person (which fix would help most), not a metric: the first rule that
+ * applies wins, in the order of the union type.
+ */
+export type ErrorClass = 'nil' | 'composite' | 'abbreviation' | 'hierarchy' | 'synonym' | 'other';
+
+export interface MissRecord {
+  noteId: string;
+  mentionId: string;
+  /** The mention as written (PHI on real notes: the file is an offline triage artefact). */
+  text: string;
+  label: string;
+  gold: { id: string; name: string | null }[];
+  predicted: { id: string; name: string | null } | null;
+  /** 1-based rank of the first gold concept among the candidates; null when absent. */
+  goldRank: number | null;
+  /** Path length top prediction → nearest gold (1 parent/child, 2 sibling/grandparent), null when unrelated. */
+  hierarchyDistance: number | null;
+  errorClass: ErrorClass;
+}
+
+const COMPOSITE = /\b(and|or|and\/or)\b|\/|,|\bto\b.*-linked/i;
+/** A token with two or more capitals or a digit-letter mix, e.g. "DM", "HNPCC", "C7", "DMD". */
+const SHORT_FORM = /(^|[\s(-])(?=[A-Za-z0-9]*[A-Z][A-Za-z0-9]*[A-Z0-9])[A-Za-z0-9]{2,8}(?=$|[\s),-])/;
+
+function isAbbreviationLike(text: string): boolean {
+  return text.split(/\s+/).some((token) => token.length >= 2 && token.length <= 8 && SHORT_FORM.test(` ${token} `) && token !== token.toLowerCase() && token.replace(/[^A-Z]/g, '').length >= 2);
+}
+
+/** Classifies one miss (`scored.scores.hit1` false). */
+export function classifyMiss(text: string, scored: ScoredMention, store: ConceptStore, hierarchy: Hierarchy): { errorClass: ErrorClass; hierarchyDistance: number | null } {
+  const top = scored.predicted[0];
+  let distance: number | null = null;
+  if (top !== undefined) {
+    for (const g of scored.goldIds) {
+      const goldId = store.resolveId(g);
+      if (goldId === undefined) continue;
+      const d = hierarchy.pathLength(top, goldId);
+      if (Number.isFinite(d) && (distance === null || d < distance)) distance = d;
+    }
+  }
+  if (scored.scores.goldNil) return { errorClass: 'nil', hierarchyDistance: distance };
+  if (scored.goldIds.length > 1 || COMPOSITE.test(text)) return { errorClass: 'composite', hierarchyDistance: distance };
+  if (isAbbreviationLike(text)) return { errorClass: 'abbreviation', hierarchyDistance: distance };
+  if (distance !== null && distance <= 2) return { errorClass: 'hierarchy', hierarchyDistance: distance };
+  const key = normalizeName(text);
+  const goldNames = scored.goldIds.flatMap((g) => {
+    const c = store.get(g);
+    return c ? [c.name, ...c.synonyms].map(normalizeName) : [];
+  });
+  if (!goldNames.includes(key)) return { errorClass: 'synonym', hierarchyDistance: distance };
+  return { errorClass: 'other', hierarchyDistance: distance };
+}
+
+/** The misses of an evaluation (top-1 wrong, gold NIL included), with their class guesses. */
+export function collectMisses(notes: readonly NoteInput[], scored: readonly ScoredMention[], store: ConceptStore, hierarchy: Hierarchy): MissRecord[] {
+  const textOf = new Map<string, string>();
+  for (const note of notes) for (const m of note.mentions) textOf.set(mentionKey(note.noteId, m.id), m.text);
+  const nameOf = (id: string) => store.get(id)?.name ?? null;
+  const out: MissRecord[] = [];
+  for (const s of scored) {
+    const correctNil = s.scores.goldNil && s.scores.predictedNil;
+    if (s.scores.hit1 || correctNil) continue;
+    const text = textOf.get(mentionKey(s.noteId, s.mentionId)) ?? '';
+    const rank = s.scores.reciprocalRank > 0 ? Math.round(1 / s.scores.reciprocalRank) : null;
+    const top = s.nil ? undefined : s.predicted[0];
+    const { errorClass, hierarchyDistance } = classifyMiss(text, s, store, hierarchy);
+    out.push({
+      noteId: s.noteId,
+      mentionId: s.mentionId,
+      text,
+      label: s.label,
+      gold: s.goldIds.map((id) => ({ id, name: nameOf(id) })),
+      predicted: top === undefined ? null : { id: top, name: nameOf(top) },
+      goldRank: rank,
+      hierarchyDistance,
+      errorClass,
+    });
+  }
+  return out;
+}
+
+/** Counts per class, largest first, with how many have gold in the top 5. */
+export function summarizeMisses(misses: readonly MissRecord[]): { errorClass: ErrorClass; count: number; goldInTop5: number }[] {
+  const counts = new Map<ErrorClass, { count: number; goldInTop5: number }>();
+  for (const m of misses) {
+    const c = counts.get(m.errorClass) ?? { count: 0, goldInTop5: 0 };
+    c.count++;
+    if (m.goldRank !== null && m.goldRank <= 5) c.goldInTop5++;
+    counts.set(m.errorClass, c);
+  }
+  return [...counts.entries()].map(([errorClass, c]) => ({ errorClass, ...c })).sort((a, b) => b.count - a.count || a.errorClass.localeCompare(b.errorClass));
+}

@@ -1,0 +1,57 @@
+import { normalizeName } from './normalize.ts';
+
+/**
+ * A looser key than normalizeName for the second-chance name lookup: morphology and word order
+ * that do not change which concept a name denotes. "Anemia, Hemolytic, Congenital" =
+ * "congenital hemolytic anaemia"; "deficiency of C3" = "C3 deficiency"; "Type II" = "type 2";
+ * "tumours" = "tumor"; "α-thalassemia" = "alpha thalassemia". Used only when the strict key
+ * finds nothing, so it can afford to conflate a little more.
+ */
+
+const GREEK: Record<string, string> = {
+  α: 'alpha', β: 'beta', γ: 'gamma', δ: 'delta', ε: 'epsilon', κ: 'kappa', λ: 'lambda', μ: 'mu', ω: 'omega',
+};
+const ROMAN: Record<string, string> = {
+  i: '1', ii: '2', iii: '3', iv: '4', v: '5', vi: '6', vii: '7', viii: '8', ix: '9', x: '10', xi: '11', xii: '12',
+};
+/** Words that carry no concept information in a name (word order is dropped anyway). */
+const STOP = new Set(['of', 'the', 'in', 'with', 'a', 'an', 'due', 'to', 'for', 'on', 'by', 'and', 'or']);
+/** Prefixes that corpora write fused, spaced or hyphenated ("non-syndromic" = "nonsyndromic"). */
+const PREFIXES = new Set(['non', 'anti', 'pre', 'post', 'hyper', 'hypo', 'neuro', 'auto', 'poly', 'multi', 'para', 'peri', 'pseudo', 'sub', 'intra', 'inter']);
+
+/** Singular of a plural word; short words and Latin/Greek endings are left alone. */
+function singular(word: string): string {
+  if (word.length <= 4 || /(ss|us|is|ys|as)$/.test(word)) return word;
+  if (word.endsWith('ies')) return `${word.slice(0, -3)}y`;
+  if (/(ch|sh|x)es$/.test(word)) return word.slice(0, -2);
+  if (word.endsWith('s')) return word.slice(0, -1);
+  return word;
+}
+
+/** British → American spelling of the digraphs medical text varies on ("haem", "oesophag", "tumour"). */
+function americanize(word: string): string {
+  return word.replace(/ae/g, 'e').replace(/^oe/, 'e').replace(/([^aeiou])oe/g, '$1e').replace(/our$/, 'or');
+}
+
+/** Tokens of the loose key, in sorted order. */
+export function looseTokens(text: string): string[] {
+  const greekSpelled = text.replace(/[αβγδεκλμω]/g, (c) => ` ${GREEK[c]} `);
+  const tokens = normalizeName(greekSpelled)
+    .split(' ')
+    .filter((t) => t.length > 0);
+  const out: string[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    let t = tokens[i]!;
+    if (PREFIXES.has(t) && i + 1 < tokens.length) t = `${t}${tokens[++i]!}`;
+    if (STOP.has(t)) continue;
+    const roman = ROMAN[t];
+    // "type I", "grade II", "factor V": a lone numeral after a word; "i" alone elsewhere is kept.
+    if (roman !== undefined && (i > 0 || tokens.length === 1)) t = roman;
+    out.push(americanize(singular(t)));
+  }
+  return out.sort();
+}
+
+export function looseKey(text: string): string {
+  return looseTokens(text).join(' ');
+}

@@ -1,0 +1,57 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { findAbbreviationDefinitions, isLongFormOf } from '../../../src/text/abbreviations.ts';
+import { expandMention, longFormsAmongMentions } from '../../../src/text/abbreviation-expansion.ts';
+import { compositeReadings } from '../../../src/text/composite-mentions.ts';
+import { looseKey } from '../../../src/text/loose-key.ts';
+
+test('loose key: word order, plurals, British spelling, roman numerals, Greek letters, stop words', () => {
+  assert.equal(looseKey('Anemia, Hemolytic, Congenital'), looseKey('congenital hemolytic anaemia'));
+  assert.equal(looseKey('deficiency of C3'), looseKey('C3 deficiency'));
+  assert.equal(looseKey('von Willebrand disease, Type II'), looseKey('type 2 von Willebrand disease'));
+  assert.equal(looseKey('haematuria'), looseKey('Hematuria'));
+  assert.equal(looseKey('colorectal tumours'), looseKey('Colorectal Tumor'));
+  assert.equal(looseKey('α-thalassemia'), looseKey('alpha thalassemia'));
+  assert.equal(looseKey('non-syndromic deafness'), looseKey('nonsyndromic deafness'));
+  assert.notEqual(looseKey('breast cancer'), looseKey('ovarian cancer'));
+  // Latin endings are not plurals.
+  assert.equal(looseKey('arthritis'), 'arthritis');
+});
+
+test('composite readings distribute the shared head; a comma alone is no coordination', () => {
+  assert.deepEqual(compositeReadings('breast and ovarian cancer').slice(0, 1), ['breast cancer']);
+  assert.ok(compositeReadings('breast and ovarian cancer').includes('ovarian cancer'));
+  assert.ok(compositeReadings('Duchenne/Becker muscular dystrophy').includes('Duchenne muscular dystrophy'));
+  assert.ok(compositeReadings('X- and Y-linked disease').includes('X-linked disease'));
+  assert.ok(compositeReadings('facial, limb and genital abnormalities').includes('limb abnormalities'));
+  assert.deepEqual(compositeReadings('bacterial, especially neisserial, infections'), []);
+  assert.deepEqual(compositeReadings('colorectal cancer'), []);
+});
+
+test('short forms whose letters are out of long-form order are found by word initials, when asked', () => {
+  const text = 'We mapped the gene for Norrie disease (NDP) on Xp11.';
+  assert.deepEqual(findAbbreviationDefinitions(text), []);
+  const [d] = findAbbreviationDefinitions(text, { initials: true });
+  assert.equal(d?.longForm, 'Norrie disease');
+  assert.deepEqual(findAbbreviationDefinitions('Blood pressure (BX) was normal.', { initials: true }), []);
+});
+
+test('short forms inside a mention and inside long forms are written out; the definition itself is not', () => {
+  const text = 'Inactivation of the adenomatous polyposis coli (APC) gene. Patients with familial APC (FAP) and FAP.';
+  const defs = new Map(findAbbreviationDefinitions(text).map((d) => [d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd }]));
+  const at = (s: string, from = 0) => ({ text: s, start: text.indexOf(s, from), end: text.indexOf(s, from) + s.length });
+  const last = text.lastIndexOf('FAP');
+  assert.deepEqual(expandMention({ text: 'FAP', start: last, end: last + 3 }, defs, new Map(), true), { text: 'familial adenomatous polyposis coli', partial: false });
+  // "familial APC" is the definition of FAP, but APC inside it is a use of APC.
+  assert.deepEqual(expandMention(at('familial APC'), defs, new Map(), true), { text: 'familial adenomatous polyposis coli', partial: true });
+  assert.equal(expandMention(at('familial APC'), defs, new Map(), false), undefined);
+  assert.equal(expandMention(at('adenomatous polyposis coli'), defs, new Map(), true), undefined);
+});
+
+test('an undefined short form takes its long form from the note’s other mentions', () => {
+  assert.ok(isLongFormOf('PDS', 'Pendred syndrome'));
+  assert.ok(!isLongFormOf('PDS', 'hearing loss'));
+  const forms = longFormsAmongMentions([{ text: 'PDS' }, { text: 'hearing loss' }, { text: 'Pendred syndrome' }], isLongFormOf);
+  assert.equal(forms.get('PDS'), 'Pendred syndrome');
+  assert.deepEqual(expandMention({ text: 'PDS', start: 0, end: 3 }, new Map(), forms, true), { text: 'Pendred syndrome', partial: false });
+});
