@@ -24,6 +24,8 @@ export interface MemoWork {
   /** The bi-encoder query: with context-free models, the (expanded) mention text. */
   query: string;
   expandedFrom: string | null;
+  /** The texts the exact and loose name lookups read (an expanded short form first): part of the key. */
+  exactTexts: readonly string[];
   hits: ConceptHit[];
   scores: number[];
   reranked: boolean;
@@ -44,7 +46,7 @@ export interface MemoPass<T> {
  * Puts a LinkCache in front of the linker for context-free models. A key is the scope (a hash of
  * every field of the linker's versions object, the link config's hash and any extra key parts,
  * e.g. a memory version) plus the NER label, the query the models see and, for an expanded
- * abbreviation, its short form (the exact-name lookup also reads it). The scope is recomputed on
+ * abbreviation or composite, the texts the name lookups read (they can differ from the query). The scope is recomputed on
  * every call, so a versions object that changes (an index, model or memory swap) can never be
  * answered from entries made under the old one. Repeats within one call are linked once.
  */
@@ -77,7 +79,7 @@ export class LinkMemo {
     const leaders = new Map<string, T>();
     const repeats: [T, T][] = [];
     for (const w of work) {
-      const key = `${scope}\u0000${w.mention.label}\u0000${w.query}\u0000${w.expandedFrom === null ? '' : w.mention.text}`;
+      const key = `${scope}\u0000${w.mention.label}\u0000${w.query}\u0000${w.exactTexts.join('\u0001')}`;
       const leader = leaders.get(key);
       if (leader !== undefined) {
         repeats.push([w, leader]);
