@@ -1,4 +1,5 @@
 import type { Concept } from '../src/kb/concept.ts';
+import { trigramCounts } from '../src/retrieve/sparse-fusion.ts';
 
 /**
  * The reference lexical linker of ../shared/data/README.md: exact normalized-name match first,
@@ -79,12 +80,3 @@ export class LexicalBaseline {
   }
 }
 
-function trigramCounts(text: string): Map<string, number> {
-  const padded = ` ${text} `;
-  const counts = new Map<string, number>();
-  for (let i = 0; i + 3 <= padded.length; i++) {
-    const t = padded.slice(i, i + 3);
-    counts.set(t, (counts.get(t) ?? 0) + 1);
-  }
-  return counts;
-}

@@ -14,24 +14,14 @@ import { stageConfigSchema } from '../src/stream/stage-config.ts';
 import { ensureTopics } from '../src/stream/topics.ts';
 import { createRecordCodec, knownSchemas, noteInputToNoteEvent, SCHEMA_FINGERPRINT_HEADER } from '../src/stream/avro/index.ts';
 import { buildPhenotypeIndex, noteMessage, publish, syntheticNotes, TopicCollector, waitFor } from '../test/support/stream-fixtures.ts';
+import { seededRandom } from '../src/eval/seeded-random.ts';
 
 const { values } = parseArgs({ options: { records: { type: 'string', default: '3000' }, seed: { type: 'string', default: '20261123' }, out: { type: 'string', default: join('bench', 'results', 'stream-fuzz.json') } } });
 const total = Number(values.records);
 const seed = Number(values.seed);
 
-/** mulberry32: the same records for the same seed. */
-function prng(s: number): () => number {
-  let a = s >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
-const random = prng(seed);
+const random = seededRandom(seed);
 const codec = createRecordCodec();
 const noteType = knownSchemas().current('NoteEvent').type;
 const fingerprint = { [SCHEMA_FINGERPRINT_HEADER]: knownSchemas().current('NoteEvent').fingerprint };

@@ -115,7 +115,8 @@ export class SparseFusion {
   }
 }
 
-function trigramCounts(text: string): Map<string, number> {
+/** Character-trigram counts of a text padded with one space each side (the sparse score's terms). */
+export function trigramCounts(text: string): Map<string, number> {
   const padded = ` ${text} `;
   const counts = new Map<string, number>();
   for (let i = 0; i + 3 <= padded.length; i++) {

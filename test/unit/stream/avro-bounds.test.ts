@@ -8,6 +8,7 @@ import { decodeInputRecord } from '../../../src/stream/input-record.ts';
 import { AvroStageCodec } from '../../../src/stream/avro/avro-stage-codec.ts';
 import { startSchemaRegistryStandIn } from '../../support/schema-registry-stand-in.ts';
 import type { KafkaMessage } from 'kafkajs';
+import { seededRandom } from '../../../src/eval/seeded-random.ts';
 
 const schemas = knownSchemas();
 const noteType = schemas.current('NoteEvent').type;
@@ -85,17 +86,6 @@ test('invalid UTF-8 and lone surrogates in a string are BAD_TEXT_ENCODING', asyn
   }
 });
 
-/** mulberry32: a small seeded PRNG, so every run fuzzes the same inputs. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALLOWED = new Set(['UNDECODABLE', 'NOTE_TOO_LARGE', 'BAD_TEXT_ENCODING', 'UNKNOWN_SCHEMA', 'EMPTY_RECORD', 'BAD_NOTE', 'EMPTY_NOTE', 'BAD_MENTION', 'BAD_SPAN', 'SPAN_TEXT_MISMATCH']);
 const FUZZ_CASES = 3000;
@@ -135,7 +125,7 @@ function fuzzInputs(random: () => number, count: number): Buffer[] {
 }
 
 test(`decoder fuzz: ${FUZZ_CASES} random, mutated and crafted NoteEvent values (fixed seed) never throw anything but a coded rejection, never hang`, async () => {
-  const random = prng(20261123);
+  const random = seededRandom(20261123);
   const codec = new AvroStageCodec(new PlainAvroCodec());
   const inputs = fuzzInputs(random, FUZZ_CASES);
   const started = performance.now();
@@ -164,7 +154,7 @@ test('decoder fuzz, Confluent wire format: the same crafted values behind a magi
     header.writeInt32BE(id, 1);
     const poison = await decodeInputRecord(codec, message(Buffer.concat([header, Buffer.from('02780279feffffff0f', 'hex')]), {}), LIMITS);
     assert.equal(poison.kind === 'rejected' && poison.error.code, 'NOTE_TOO_LARGE');
-    const random = prng(7);
+    const random = seededRandom(7);
     for (const input of fuzzInputs(random, 400)) {
       const outcome = await decodeInputRecord(codec, message(Buffer.concat([header, input]), {}), LIMITS);
       if (outcome.kind === 'rejected') assert.ok(ALLOWED.has(outcome.error.code), outcome.error.code);
