@@ -173,6 +173,8 @@ export class OnnxSession {
    * Resolves when the worker has exited. (Worker.terminate() during a native run aborts the process.)
    */
   async killWorker(): Promise<void> {
+    // A worker being replaced has already exited: wait for its successor, or the exit never comes.
+    if (this.restarting) await this.restarting;
     const worker = this.worker;
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     worker.postMessage({ type: 'exit', code: 70 } satisfies WorkerRequest);

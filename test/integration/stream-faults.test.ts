@@ -64,6 +64,9 @@ function configFor(name: string, topics: Topics, extra: Partial<StageConfigInput
     http: { host: '127.0.0.1', port: 0 },
     telemetry: { logLevel: 'warn', kafkaLogLevel: 'error', prometheus: false },
     linker: { indexDir, threads: 1, rerankerDir: false },
+    // Every mention through the encoder: the link cache and stored exact-name vectors would answer
+    // these repeated synthetic mentions without it, and the faults here are the encoder's.
+    link: { cache: { maxEntries: 0 }, exactVectors: false },
     ...extra,
   });
 }
