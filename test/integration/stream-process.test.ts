@@ -52,6 +52,9 @@ function stageConfig(name: string, t: Awaited<ReturnType<typeof topics>>, extra:
     drainTimeoutMs: 20_000,
     http: { host: '127.0.0.1', port: 0 },
     linker: { indexDir, threads: 1 },
+    // The models on every mention, so a kill lands mid-stream: the link cache and stored exact-name
+    // vectors would link these repeated synthetic mentions before the kill.
+    link: { cache: { maxEntries: 0 }, exactVectors: false },
     ...extra,
   };
 }
