@@ -1,11 +1,12 @@
 import { join } from 'node:path';
 import type { Command } from '../command.ts';
-import { parseFlags, parseNumberFlag } from '../args.ts';
-import { loadStageConfig, connectionOf, type StageConfig } from '../../stream/stage-config.ts';
+import { parseFlags } from '../args.ts';
+import { connectionOf, type StageConfig } from '../../stream/stage-config.ts';
 import { startLocalBroker, type LocalBroker } from '../../stream/local-broker.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
 import { ensureTopics } from '../../stream/topics.ts';
 import { REPO_ROOT } from '../../stream/kafka-jars.ts';
+import { stageConfigFromFlags } from '../stage-flags.ts';
 import { startStageRuntime, type StageRuntime } from '../stage-runtime.ts';
 import { publishAndCollect, readDemoNotes, type DemoResult } from '../run-demo.ts';
 import { describeDecision } from '../link-decision.ts';
@@ -51,10 +52,7 @@ export const demo: Command = {
       index: { type: 'string' },
       'http-port': { type: 'string' },
     });
-    const overrides: Record<string, unknown> = {};
-    if (values.index !== undefined) overrides['linker.indexDir'] = values.index;
-    if (values['http-port'] !== undefined) overrides['http.port'] = parseNumberFlag(values['http-port'], 'http-port', 8080, { min: 0, max: 65535, integer: true });
-    const config = loadStageConfig({ file: values.config, overrides });
+    const config = stageConfigFromFlags(values);
     if (config.brokers.length > 0) console.error(`demo: ignoring the configured brokers (${config.brokers.join(',')}): the demo runs its own; the service is 'cuilink run'`);
     // The demo is for a terminal: quiet logs unless asked, and any free port rather than 8080.
     if (values.config === undefined && process.env.CUILINK_LOG_LEVEL === undefined) {

@@ -1,6 +1,7 @@
 import type { Command } from '../command.ts';
-import { parseFlags, parseNumberFlag } from '../args.ts';
-import { loadStageConfig, type StageConfig } from '../../stream/stage-config.ts';
+import { parseFlags } from '../args.ts';
+import { type StageConfig } from '../../stream/stage-config.ts';
+import { stageConfigFromFlags } from '../stage-flags.ts';
 import { startStageRuntime, type StageRuntime } from '../stage-runtime.ts';
 import { InputError } from '../../kb/errors.ts';
 import { createLogger } from '../../telemetry/logger.ts';
@@ -31,10 +32,7 @@ export const run: Command = {
       index: { type: 'string' },
       'http-port': { type: 'string' },
     });
-    const overrides: Record<string, unknown> = {};
-    if (values.index !== undefined) overrides['linker.indexDir'] = values.index;
-    if (values['http-port'] !== undefined) overrides['http.port'] = parseNumberFlag(values['http-port'], 'http-port', 8080, { min: 0, max: 65535, integer: true });
-    const config = loadStageConfig({ file: values.config, overrides });
+    const config = stageConfigFromFlags(values);
     // A pod whose CUILINK_BROKERS was lost must fail loudly, not quietly become a demo.
     if (config.brokers.length === 0) throw new InputError('no brokers configured: set CUILINK_BROKERS or "brokers" in --config (the local demo on the sample notes is \'cuilink demo\', what npm start runs)', 'NO_BROKERS');
     return runService(config);
