@@ -26,7 +26,7 @@ export const linkConfigSchema = z
       .object({
         /** `ambiguous`: only mentions whose top-1 is not a unique exact match and whose top-1/top-2 margin is small. */
         policy: z.enum(['always', 'ambiguous', 'never']).default('ambiguous'),
-        /** Candidates the cross-encoder scores (top 5: dev acc@1 as top 10 at ~1.35x the speed). */
+        /** Candidates the cross-encoder scores (5: first picked on dev for speed, confirmed on the tune split, bench/results/accuracy-tuning.json). */
         candidates: z.number().int().min(2).max(100).default(5),
         /** Retrieval-score margin under which a mention counts as ambiguous. */
         margin: z.number().min(0).max(2).default(0.1),
