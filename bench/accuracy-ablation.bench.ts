@@ -81,6 +81,8 @@ const SWEEP: { system: string; config: Record<string, unknown> }[] = [
     [0.3, 0.3, 0.1],
   ].map(([sparseWeight, weight, margin]) => ({ system: `sparse ${sparseWeight} + rerank weight ${weight} margin ${margin}`, config: { query: { sparseWeight }, rerank: { weight, margin } } })),
   { system: 'abbreviation inventory on', config: { query: { abbreviationInventory: true } } },
+  // Issue 15: the cross-encoder is most of a first pass's cost; fewer candidates and a tighter margin, on tune.
+  ...[2, 3, 5].flatMap((candidates) => [0.02, 0.05, 0.1].map((margin) => ({ system: `rerank grid candidates ${candidates} margin ${margin}`, config: { rerank: { candidates, margin } } }))),
 ];
 
 const { indexDir } = ensureBenchIndex({ kb: values.kb, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });

@@ -9,7 +9,7 @@ import { InputError } from '../kb/errors.ts';
  * link config an operator gives (`--link-config FILE`, or `link` in the stage config), key by key.
  * Defaults are chosen on the tune split of NCBI-disease train (src/eval/tuning-split.ts;
  * bench/results/accuracy-tuning.json, docs/accuracy.md); dev is reported only (bench/results/link.json,
- * accuracy-ablation.json). The rerank defaults (top 5, weight 0.3, ambiguous mentions, margin 0.1)
+ * accuracy-ablation.json). The rerank defaults (top 3, weight 0.3, ambiguous mentions, margin 0.05)
  * were re-derived there for the shipped cross-encoder (its pipeline had picked 0.1 / 0.05 on dev:
  * manifest metrics.chosenRerank); a swapped reranker (`--reranker DIR`) is calibrated differently:
  * give its settings in a link config.
@@ -26,10 +26,14 @@ export const linkConfigSchema = z
       .object({
         /** `ambiguous`: only mentions whose top-1 is not a unique exact match and whose top-1/top-2 margin is small. */
         policy: z.enum(['always', 'ambiguous', 'never']).default('ambiguous'),
-        /** Candidates the cross-encoder scores: 5, a speed choice (tune split acc@1 0.844 vs 0.846 with 10, i.e. 2 mentions, for about half the pairs; bench/results/accuracy-tuning.json). */
-        candidates: z.number().int().min(2).max(100).default(5),
-        /** Retrieval-score margin under which a mention counts as ambiguous. */
-        margin: z.number().min(0).max(2).default(0.1),
+        /**
+         * Candidates the cross-encoder scores. With the margin, chosen on the tune split's
+         * candidates {2, 3, 5} × margin {0.02, 0.05, 0.1} grid (bench/results/accuracy-tuning.json,
+         * `rerank grid` rows): 3 / 0.05 and 5 / 0.05 share the best acc@1 (0.857); 3 scores fewer pairs.
+         */
+        candidates: z.number().int().min(2).max(100).default(3),
+        /** Retrieval-score margin under which a mention counts as ambiguous (see candidates). */
+        margin: z.number().min(0).max(2).default(0.05),
         /**
          * Weight of the cross-encoder against retrieval: final = w·sigmoid(logit) + (1-w)·retrieval,
          * so a reranker never throws away a strong retrieval signal entirely.

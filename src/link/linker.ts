@@ -8,7 +8,7 @@ import type { Reranker } from '../rerank/reranker.ts';
 import type { LinkConfig } from './link-config.ts';
 import type { LinkCacheStats } from './link-cache.ts';
 import type { LinkMemo } from './link-memo.ts';
-import { candidatesThatCanWin } from './rerank-pruning.ts';
+import { nextContender } from './rerank-pruning.ts';
 import type { MemoryEvidence } from './memory-evidence.ts';
 import type { HierarchyPreference } from './hierarchy-preference.ts';
 import type { LooseMatchTable } from '../retrieve/loose-match-table.ts';
@@ -49,7 +49,7 @@ export interface LinkerParts {
    * a pure function of its mention. `all`: context-free models without it (fp16/fp32): rows of a
    * batch do not interact, so every mention of the call shares batches.
    */
-  batchScope?: 'note' | 'mention' | 'all';
+  batchScope?: BatchScope;
   /** The link cache in front of retrieval and reranking (context-free models only). */
   memo?: LinkMemo;
   /** Stored vectors of exact KB names, used instead of encoding (config.exactVectors). */
@@ -59,6 +59,8 @@ export interface LinkerParts {
   /** Releases encoder workers; called once by close(). */
   release: () => Promise<void>;
 }
+
+export type BatchScope = 'note' | 'mention' | 'all';
 
 interface MentionWork {
   noteIndex: number;
@@ -205,8 +207,7 @@ export class Linker implements LinkingCore {
   }
 
   /** Model batch groups of the given mentions (see LinkerParts.batchScope); undefined: one group. */
-  private groups(work: readonly MentionWork[]): number[] | undefined {
-    const scope = this.parts.batchScope ?? 'note';
+  private groups(work: readonly MentionWork[], scope: BatchScope = this.parts.batchScope ?? 'note'): number[] | undefined {
     if (scope === 'all') return undefined;
     return work.map((w, i) => (scope === 'mention' ? i : w.noteIndex));
   }
@@ -236,16 +237,39 @@ export class Linker implements LinkingCore {
     await withSpan('cuilink.rerank', { 'cuilink.mentions': chosen.length }, async () => {
       const weight = config.rerank.weight;
       const heads = chosen.map((w) => w.hits.slice(0, config.rerank.candidates));
+      const queries = chosen.map((w) => rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]));
       // Pure pair scores (context-free models) let the candidates that cannot win go unscored.
       const scope = this.parts.batchScope ?? 'note';
       const prune = scope !== 'note' && config.rerank.prune;
-      const scoredOf = chosen.map((w, i) => (prune ? candidatesThatCanWin(w.scores.slice(0, heads[i]!.length), weight) : heads[i]!.map((_, j) => j)));
-      const items = chosen.map((w, i) => ({
-        query: rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]),
-        candidates: scoredOf[i]!.map((j) => index.concepts[heads[i]![j]!.conceptIndex]!),
-      }));
       // With int8, each pair alone when pruning (so the top-1 equals scoring all), else per mention.
-      const probabilities = await reranker.rerank(items, prune && scope === 'mention' ? 'pair' : this.groups(chosen));
+      const groups = prune && scope === 'mention' ? 'pair' : this.groups(chosen, scope);
+      const score = (picks: number[][]) =>
+        reranker.rerank(chosen.map((_, i) => ({ query: queries[i]!, candidates: picks[i]!.map((j) => index.concepts[heads[i]![j]!.conceptIndex]!) })), groups);
+      let scoredOf: number[][];
+      let probabilities: Float32Array[];
+      if (prune) {
+        // Rounds, best-retrieved first: the best final score so far bounds which others can still win.
+        const retrieval = chosen.map((w, i) => w.scores.slice(0, heads[i]!.length));
+        scoredOf = chosen.map(() => []);
+        const found: number[][] = chosen.map(() => []);
+        const best = chosen.map(() => -Infinity);
+        for (;;) {
+          const next = retrieval.map((r, i) => nextContender(r, weight, best[i]!, scoredOf[i]!));
+          if (next.every((j) => j === undefined)) break;
+          const round = await score(next.map((j) => (j === undefined ? [] : [j])));
+          next.forEach((j, i) => {
+            if (j === undefined) return;
+            const p = round[i]![0]!;
+            scoredOf[i]!.push(j);
+            found[i]!.push(p);
+            best[i] = Math.max(best[i]!, weight * p + (1 - weight) * retrieval[i]![j]!);
+          });
+        }
+        probabilities = found.map((p) => Float32Array.from(p));
+      } else {
+        scoredOf = heads.map((h) => h.map((_, j) => j));
+        probabilities = await score(scoredOf);
+      }
       chosen.forEach((w, i) => {
         const p = probabilities[i]!;
         // w.scores, not hit.score: the retrieval score after sparse fusion and the hierarchy preference.

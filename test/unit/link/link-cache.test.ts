@@ -11,7 +11,7 @@ import { Reranker } from '../../../src/rerank/reranker.ts';
 import { Linker } from '../../../src/link/linker.ts';
 import { LinkCache } from '../../../src/link/link-cache.ts';
 import { isContextFree, LinkMemo, stableStringify } from '../../../src/link/link-memo.ts';
-import { candidatesThatCanWin } from '../../../src/link/rerank-pruning.ts';
+import { candidatesThatCanWin, nextContender } from '../../../src/link/rerank-pruning.ts';
 import { parseLinkConfig, type LinkConfigInput } from '../../../src/link/link-config.ts';
 import type { NoteInput } from '../../../src/link/types.ts';
 import { FIXTURE_CONCEPTS } from '../../fixtures/link-concepts.ts';
@@ -175,6 +175,17 @@ test('rerank pruning scores fewer pairs and keeps the top-1 of scoring them all'
   const b = await linker({ scorer: pruned, config: { rerank: { policy: 'always', weight: 0.3 } } }).linkNotes([note('n', mentions)]);
   assert.deepEqual(b[0]!.mentions.map((m) => [m.conceptId, m.score]), a[0]!.mentions.map((m) => [m.conceptId, m.score]));
   assert.ok(pruned.pairs < full.pairs, `${pruned.pairs} < ${full.pairs}`);
+});
+
+test('rerank rounds: the best-retrieved candidate first, then only those whose best case reaches the best final score so far', () => {
+  const retrieval = [0.7, 0.9, 0.85, 0.6];
+  assert.equal(nextContender(retrieval, 0.3, -Infinity, []), 1, 'the best-retrieved candidate is scored first');
+  // Candidate 1 scored p = 0.9: best = 0.3·0.9 + 0.7·0.9 = 0.9. Best cases: 0.79, -, 0.895, 0.72.
+  assert.equal(nextContender(retrieval, 0.3, 0.9, [1]), undefined, 'no candidate can beat 0.9');
+  // With p = 0.2: best = 0.69; candidates 2 (0.895) and 0 (0.79) can, in retrieval order; 3 (0.72) too.
+  assert.equal(nextContender(retrieval, 0.3, 0.69, [1]), 2, 'the next best-retrieved contender');
+  assert.equal(nextContender(retrieval, 0.3, 0.69, [1, 2, 0]), 3, 'every contender is scored');
+  assert.equal(nextContender([0.5, 0.5], 0.3, 0.35 + 0.3, [0]), 1, 'a candidate that can only tie is scored (ties go to concept order)');
 });
 
 test('context-freedom and config hashing', () => {
