@@ -33,6 +33,7 @@ export const DEFAULT_SETTINGS: FirstPassSetting[] = [
   { name: 'cache', config: { exactVectors: false }, firstRoundOnly: true },
   { name: 'cache + exact vectors (default)', config: {} },
   { name: 'default without rerank pruning', config: { rerank: { prune: false } }, firstRoundOnly: true },
+  { name: 'default with 2 threads per session', config: {}, threads: 2, firstRoundOnly: true },
 ];
 
 export interface SettingResult {

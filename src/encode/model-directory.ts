@@ -58,7 +58,7 @@ export async function openModelDirectory(dir: string, kind: ModelManifest['kind'
     if (!session.inputNames.includes(name)) throw new InputError(`${dir}: the ONNX model has no input '${name}' (has ${session.inputNames.join(', ')})`, 'BAD_MODEL');
   }
   const base = session.provider === 'cuda' ? GPU_BATCH_LIMITS : CPU_BATCH_LIMITS;
-  log(`${manifest.kind} ${manifest.id} from ${dir}: ${precision} on ${session.provider}${session.provider === 'cuda' ? ` (device ${options.deviceId ?? 0})` : ` (${session.threads} threads)`}`);
+  log(`${manifest.kind} ${manifest.id} from ${dir}: ${precision} on ${session.provider}${session.provider === 'cuda' ? ` (device ${options.deviceId ?? 0})` : ` (${session.threads} thread${session.threads === 1 ? '' : 's'})`}`);
   return {
     dir,
     manifest,

@@ -124,10 +124,8 @@ export class Linker implements LinkingCore {
         const pass = this.parts.memo?.begin(work, { ...this.parts.versions, memoryVersion: memoryVersion ?? '' }, this.parts.config.topK);
         const todo = pass?.todo ?? work;
         span.setAttribute('cuilink.mentions.linked', todo.length);
-        await this.retrieve(todo);
-        if (memory) for (const w of todo) memory.decide(w, this.allowFor(w.mention.label));
-        await this.rerank(notes, todo);
-        if (memory) for (const w of todo) memory.tieBreak(w);
+        if ((this.parts.batchScope ?? 'note') === 'mention') await this.linkEachAlone(notes, todo, memory);
+        else await this.linkInPhases(notes, todo, memory);
         pass?.finish();
         return this.assemble(notes, work, memoryVersion);
       } finally {
@@ -149,6 +147,40 @@ export class Linker implements LinkingCore {
   async close(): Promise<void> {
     this.closed ??= this.parts.release();
     return this.closed;
+  }
+
+  /** Every mention through each stage together: the models batch across mentions (and notes, as the scope allows). */
+  private async linkInPhases(notes: NoteInput[], todo: MentionWork[], memory: MemoryEvidence | undefined): Promise<void> {
+    await this.retrieve(todo, withSpan);
+    if (memory) for (const w of todo) memory.decide(w, this.allowFor(w.mention.label));
+    await withSpan('cuilink.rerank', { 'cuilink.mentions': todo.length }, () => this.rerank(notes, todo));
+    if (memory) for (const w of todo) memory.tieBreak(w);
+  }
+
+  /**
+   * Each mention through its own pipeline, all at once: with per-mention model batches nothing
+   * is gained by waiting for the others, so one mention's retrieval (main thread) runs while
+   * another is encoded and a third reranked (one worker each). Links are those of linkInPhases.
+   * The stage spans cover the pipelines' spans and overlap.
+   */
+  private async linkEachAlone(notes: NoteInput[], todo: MentionWork[], memory: MemoryEvidence | undefined): Promise<void> {
+    const retrieveSpan = tracer.startSpan('cuilink.retrieve', { attributes: { 'cuilink.queries': todo.length, 'cuilink.pipelined': true } });
+    const rerankSpan = tracer.startSpan('cuilink.rerank', { attributes: { 'cuilink.mentions': todo.length, 'cuilink.pipelined': true } });
+    let retrieving = todo.length;
+    try {
+      await Promise.all(
+        todo.map(async (w) => {
+          await this.retrieve([w], untraced);
+          if (--retrieving === 0) retrieveSpan.end();
+          memory?.decide(w, this.allowFor(w.mention.label));
+          await this.rerank(notes, [w]);
+          memory?.tieBreak(w);
+        }),
+      );
+    } finally {
+      if (retrieving > 0) retrieveSpan.end();
+      rerankSpan.end();
+    }
   }
 
   private prepare(notes: NoteInput[]): MentionWork[] {
@@ -182,17 +214,17 @@ export class Linker implements LinkingCore {
     return work;
   }
 
-  private async retrieve(work: MentionWork[]): Promise<void> {
+  private async retrieve(work: MentionWork[], span: typeof withSpan): Promise<void> {
     const { encoder, retriever, config } = this.parts;
     const vectors = this.storedVectors(work);
     const missing = work.flatMap((w, i) => (vectors[i] === undefined ? [i] : []));
-    const encoded = await withSpan('cuilink.encode', { 'cuilink.queries': missing.length }, () =>
+    const encoded = await span('cuilink.encode', { 'cuilink.queries': missing.length }, () =>
       // Batched per note (or per mention with context-free models): dynamic int8 scales activations
       // per batch, and a mention's vector must not depend on the other notes of a micro-batch.
       encoder.encode(missing.map((i) => work[i]!.query), this.groups(missing.map((i) => work[i]!))),
     );
     missing.forEach((i, j) => (vectors[i] = encoded[j]));
-    await withSpan('cuilink.retrieve', { 'cuilink.queries': work.length }, async () => {
+    await span('cuilink.retrieve', { 'cuilink.queries': work.length }, async () => {
       work.forEach((w, i) => {
         const allow = this.allowFor(w.mention.label);
         const { sparse } = this.parts;
@@ -234,55 +266,53 @@ export class Linker implements LinkingCore {
     if (!reranker) return;
     const chosen = work.filter((w) => this.needsRerank(w));
     if (chosen.length === 0) return;
-    await withSpan('cuilink.rerank', { 'cuilink.mentions': chosen.length }, async () => {
-      const weight = config.rerank.weight;
-      const heads = chosen.map((w) => w.hits.slice(0, config.rerank.candidates));
-      const queries = chosen.map((w) => rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]));
-      // Pure pair scores (context-free models) let the candidates that cannot win go unscored.
-      const scope = this.parts.batchScope ?? 'note';
-      const prune = scope !== 'note' && config.rerank.prune;
-      // With int8, each pair alone when pruning (so the top-1 equals scoring all), else per mention.
-      const groups = prune && scope === 'mention' ? 'pair' : this.groups(chosen, scope);
-      const score = (picks: number[][]) =>
-        reranker.rerank(chosen.map((_, i) => ({ query: queries[i]!, candidates: picks[i]!.map((j) => index.concepts[heads[i]![j]!.conceptIndex]!) })), groups);
-      let scoredOf: number[][];
-      let probabilities: Float32Array[];
-      if (prune) {
-        // Rounds, best-retrieved first: the best final score so far bounds which others can still win.
-        const retrieval = chosen.map((w, i) => w.scores.slice(0, heads[i]!.length));
-        scoredOf = chosen.map(() => []);
-        const found: number[][] = chosen.map(() => []);
-        const best = chosen.map(() => -Infinity);
-        for (;;) {
-          const next = retrieval.map((r, i) => nextContender(r, weight, best[i]!, scoredOf[i]!));
-          if (next.every((j) => j === undefined)) break;
-          const round = await score(next.map((j) => (j === undefined ? [] : [j])));
-          next.forEach((j, i) => {
-            if (j === undefined) return;
-            const p = round[i]![0]!;
-            scoredOf[i]!.push(j);
-            found[i]!.push(p);
-            best[i] = Math.max(best[i]!, weight * p + (1 - weight) * retrieval[i]![j]!);
-          });
-        }
-        probabilities = found.map((p) => Float32Array.from(p));
-      } else {
-        scoredOf = heads.map((h) => h.map((_, j) => j));
-        probabilities = await score(scoredOf);
+    const weight = config.rerank.weight;
+    const heads = chosen.map((w) => w.hits.slice(0, config.rerank.candidates));
+    const queries = chosen.map((w) => rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]));
+    // Pure pair scores (context-free models) let the candidates that cannot win go unscored.
+    const scope = this.parts.batchScope ?? 'note';
+    const prune = scope !== 'note' && config.rerank.prune;
+    // With int8, each pair alone when pruning (so the top-1 equals scoring all), else per mention.
+    const groups = prune && scope === 'mention' ? 'pair' : this.groups(chosen, scope);
+    const score = (picks: number[][]) =>
+      reranker.rerank(chosen.map((_, i) => ({ query: queries[i]!, candidates: picks[i]!.map((j) => index.concepts[heads[i]![j]!.conceptIndex]!) })), groups);
+    let scoredOf: number[][];
+    let probabilities: Float32Array[];
+    if (prune) {
+      // Rounds, best-retrieved first: the best final score so far bounds which others can still win.
+      const retrieval = chosen.map((w, i) => w.scores.slice(0, heads[i]!.length));
+      scoredOf = chosen.map(() => []);
+      const found: number[][] = chosen.map(() => []);
+      const best = chosen.map(() => -Infinity);
+      for (;;) {
+        const next = retrieval.map((r, i) => nextContender(r, weight, best[i]!, scoredOf[i]!));
+        if (next.every((j) => j === undefined)) break;
+        const round = await score(next.map((j) => (j === undefined ? [] : [j])));
+        next.forEach((j, i) => {
+          if (j === undefined) return;
+          const p = round[i]![0]!;
+          scoredOf[i]!.push(j);
+          found[i]!.push(p);
+          best[i] = Math.max(best[i]!, weight * p + (1 - weight) * retrieval[i]![j]!);
+        });
       }
-      chosen.forEach((w, i) => {
-        const p = probabilities[i]!;
-        // w.scores, not hit.score: the retrieval score after sparse fusion and the hierarchy preference.
-        const scored = scoredOf[i]!.map((j, k) => ({ hit: heads[i]![j]!, score: weight * p[k]! + (1 - weight) * w.scores[j]! }));
-        scored.sort((a, b) => b.score - a.score || a.hit.conceptIndex - b.hit.conceptIndex);
-        const kept = new Set(scoredOf[i]);
-        const rest = w.hits.flatMap((hit, j) => (kept.has(j) ? [] : [{ hit, score: w.scores[j]! }]));
-        const floor = scored.length > 0 ? scored[scored.length - 1]!.score : 0;
-        w.hits = [...scored.map((h) => h.hit), ...rest.map((h) => h.hit)];
-        // Unscored candidates keep their retrieval order below the reranked ones.
-        w.scores = [...scored.map((h) => h.score), ...rest.map((h) => Math.min(floor, h.score))];
-        w.reranked = true;
-      });
+      probabilities = found.map((p) => Float32Array.from(p));
+    } else {
+      scoredOf = heads.map((h) => h.map((_, j) => j));
+      probabilities = await score(scoredOf);
+    }
+    chosen.forEach((w, i) => {
+      const p = probabilities[i]!;
+      // w.scores, not hit.score: the retrieval score after sparse fusion and the hierarchy preference.
+      const scored = scoredOf[i]!.map((j, k) => ({ hit: heads[i]![j]!, score: weight * p[k]! + (1 - weight) * w.scores[j]! }));
+      scored.sort((a, b) => b.score - a.score || a.hit.conceptIndex - b.hit.conceptIndex);
+      const kept = new Set(scoredOf[i]);
+      const rest = w.hits.flatMap((hit, j) => (kept.has(j) ? [] : [{ hit, score: w.scores[j]! }]));
+      const floor = scored.length > 0 ? scored[scored.length - 1]!.score : 0;
+      w.hits = [...scored.map((h) => h.hit), ...rest.map((h) => h.hit)];
+      // Unscored candidates keep their retrieval order below the reranked ones.
+      w.scores = [...scored.map((h) => h.score), ...rest.map((h) => Math.min(floor, h.score))];
+      w.reranked = true;
     });
   }
 
@@ -333,6 +363,11 @@ export class Linker implements LinkingCore {
     const m = mask;
     return (conceptIndex) => m[conceptIndex] === 1;
   }
+}
+
+/** For a mention's own pipeline: its stages are covered by the call's overlapping stage spans. */
+async function untraced<T>(_name: string, _attributes: Record<string, number>, fn: () => Promise<T>): Promise<T> {
+  return fn();
 }
 
 async function withSpan<T>(name: string, attributes: Record<string, number>, fn: () => Promise<T>): Promise<T> {

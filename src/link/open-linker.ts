@@ -1,11 +1,12 @@
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
 import { PACKAGE_ROOT } from '../kb/package-root.ts';
 import { BiEncoder } from '../encode/bi-encoder.ts';
 import { CrossEncoder } from '../encode/cross-encoder.ts';
 import type { ProviderChoice } from '../encode/execution-provider.ts';
-import type { Precision } from '../encode/manifest.ts';
+import { readModelManifest, type Precision } from '../encode/manifest.ts';
 import { buildQuery } from '../text/context-window.ts';
 import { findAbbreviationDefinitions } from '../text/abbreviations.ts';
 import { normalizeName } from '../text/normalize.ts';
@@ -72,6 +73,23 @@ export function resolveRecordedModelDir(recorded: string): string {
 }
 
 /**
+ * Whether the linker will run each mention through its own pipeline (Linker.linkEachAlone):
+ * context-free models in int8 (the CPU default), whose dynamic quantization batches each mention alone.
+ */
+function pipelinesMentions(modelDir: string, rerankerDir: string, precision: Precision | undefined): boolean {
+  return (precision ?? 'int8') === 'int8' && isContextFree(readModelManifest(modelDir).query) && isContextFree(readModelManifest(rerankerDir).query);
+}
+
+/**
+ * Intra-op threads per session when the two sessions run side by side: half the cores each (at
+ * least 1, at most 4). On 2 cores, 1 + 1 pipelined linked the first pass 1.1× faster than 2 + 2
+ * (bench/results/link.json).
+ */
+function sideBySideThreads(): number {
+  return Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2)));
+}
+
+/**
  * Opens the one linking core every entry point shares: the index, the bi-encoder it was built
  * with (checked by checksum), the optional cross-encoder, and the link options.
  */
@@ -81,17 +99,19 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const index = await LinkIndex.open(indexDir, normalizeName, { efSearch: config.efSearch });
   const log = options.log ?? ((line: string) => process.stderr.write(`cuilink: ${line}\n`));
   const modelDir = options.modelDir ?? resolveRecordedModelDir(index.manifest.model.path);
-  const encoderOptions = { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, precision: options.precision, log, debug: options.debug };
+  const rerankerDir = options.rerankerDir === undefined ? (existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false) : options.rerankerDir;
+  const withCross = rerankerDir !== false && config.rerank.policy !== 'never';
+  const threads = options.threads ?? (withCross && pipelinesMentions(modelDir, rerankerDir, options.precision) ? sideBySideThreads() : undefined);
+  const encoderOptions = { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads, precision: options.precision, log, debug: options.debug };
   const encoder = await BiEncoder.open(modelDir, encoderOptions);
   if (encoder.modelSha256 !== index.manifest.model.sha256) {
     await encoder.close();
     throw new InputError(`${modelDir} is not the model index ${indexDir} was built with (checksum ${encoder.modelSha256.slice(0, 12)} ≠ ${index.manifest.model.sha256.slice(0, 12)}); rebuild the index or pass --model`, 'MODEL_MISMATCH');
   }
-  const rerankerDir = options.rerankerDir === undefined ? (existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false) : options.rerankerDir;
   // Never drop the reranker without a word: say which of the three reasons applies.
   if (rerankerDir === false) log(options.rerankerDir === false ? 'reranker: none (turned off)' : `reranker: none (${DEFAULT_RERANKER_DIR} has no manifest.json)`);
   else if (config.rerank.policy === 'never') log('reranker: none (rerank.policy is never)');
-  const cross = rerankerDir === false || config.rerank.policy === 'never' ? undefined : await CrossEncoder.open(rerankerDir, encoderOptions);
+  const cross = withCross ? await CrossEncoder.open(rerankerDir, encoderOptions) : undefined;
   let memory: MemoryWatcher | undefined;
   try {
     memory = options.memoryDir === undefined ? undefined : MemoryWatcher.open({ path: options.memoryDir, index, config: config.memory, normalize: normalizeName, modelSha256: encoder.modelSha256, pollMs: options.memoryPollMs, onError: options.onMemoryError });
