@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseLinkConfig } from '../../src/link/link-config.ts';
 
 /**
  * The figures README.md and models/default/MODEL_CARD.md quote, rendered from the committed result
@@ -47,9 +48,13 @@ const f3 = (x: number): string => x.toFixed(3);
 const mib = (bytes: number): string => `${Math.round(bytes / 2 ** 20)} MiB`;
 const thousands = (n: number): string => n.toLocaleString('en-US');
 
+/** The rerank defaults, from their one place (src/link/link-config.ts), as the tables name them. */
+const RERANK = parseLinkConfig({}).rerank;
+const RERANK_DEFAULTS = `top ${RERANK.candidates}, margin ${RERANK.margin}, weight ${RERANK.weight}`;
+
 const README_ROWS: [string, string][] = [
   ['bi-encoder', 'cuilink, bi-encoder int8 + exact names + HNSW (`--reranker none`)'],
-  ['bi-encoder + reranker (ambiguous)', '+ shipped cross-encoder on ambiguous mentions, top 5 (**default**)'],
+  ['bi-encoder + reranker (ambiguous)', `+ shipped cross-encoder on ambiguous mentions, ${RERANK_DEFAULTS} (**default**)`],
   ['bi-encoder + reranker (always)', '+ shipped cross-encoder on every non-exact mention (`rerank.policy: always`)'],
   ['lexical baseline (exact + char-3-gram TF-IDF)', 'lexical baseline (exact + char-3-gram TF-IDF)'],
 ];
@@ -111,7 +116,7 @@ export const REGIONS: FigureRegion[] = [
       const bench = read('bench/results/link.json') as LinkBench;
       const rows: [string, string][] = [
         ['bi-encoder', 'shipped bi-encoder, no reranker (`--reranker none`)'],
-        ['bi-encoder + reranker (ambiguous)', 'shipped bi-encoder + shipped cross-encoder, linker defaults (ambiguous, top 5, margin 0.05, weight 0.1)'],
+        ['bi-encoder + reranker (ambiguous)', `shipped bi-encoder + shipped cross-encoder, linker defaults (ambiguous, ${RERANK_DEFAULTS})`],
         ['bi-encoder + reranker (always)', 'the same, reranking every non-exact mention (`rerank.policy: always`)'],
       ];
       return [
