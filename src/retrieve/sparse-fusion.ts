@@ -21,6 +21,8 @@ export class SparseFusion {
   private readonly pairWeight: Float32Array;
   private readonly rowNorm: Float32Array;
   readonly weight: number;
+  /** Query weights by gram id, zero between queries (fuse spreads one query at a time into it). */
+  private scratch: Float64Array | undefined;
 
   /** Precomputes every name's TF-IDF vector once (~1.5M gram entries for MEDIC, ~12 MB), so scoring is lookups only. */
   constructor(concepts: readonly Concept[], normalize: (s: string) => string, weight: number) {
@@ -70,34 +72,32 @@ export class SparseFusion {
   }
 
   /** Query vector by gram id (grams the KB never has only add to the norm). */
-  private queryVector(text: string): { weights: Map<number, number>; norm: number } {
-    const weights = new Map<number, number>();
+  private queryVector(text: string): { ids: number[]; weights: number[]; norm: number } {
+    const ids: number[] = [];
+    const weights: number[] = [];
     let sum = 0;
     for (const [gram, tf] of trigramCounts(this.normalize(text))) {
       const id = this.gramId.get(gram);
       const w = tf * (id === undefined ? this.unseenIdf : this.idf[id]!);
-      if (id !== undefined) weights.set(id, w);
+      if (id !== undefined) {
+        ids.push(id);
+        weights.push(w);
+      }
       sum += w * w;
     }
-    return { weights, norm: Math.sqrt(sum) };
+    return { ids, weights, norm: Math.sqrt(sum) };
   }
 
-  /** Best TF-IDF cosine between any of the query vectors and any name of the concept. */
-  private score(queries: readonly { weights: Map<number, number>; norm: number }[], conceptIndex: number): number {
+  /** Best TF-IDF cosine between the query (spread into `dense`, by gram id) and any name of the concept. */
+  private score(dense: Float64Array, queryNorm: number, conceptIndex: number): number {
     let best = 0;
     for (let r = this.nameStart[conceptIndex]!; r < this.nameStart[conceptIndex + 1]!; r++) {
       const norm = this.rowNorm[r]!;
       if (norm === 0) continue;
-      for (const q of queries) {
-        if (q.norm === 0) continue;
-        let dot = 0;
-        for (let p = this.pairStart[r]!; p < this.pairStart[r + 1]!; p++) {
-          const w = q.weights.get(this.pairGram[p]!);
-          if (w !== undefined) dot += w * this.pairWeight[p]!;
-        }
-        const cos = dot / (q.norm * norm);
-        if (cos > best) best = cos;
-      }
+      let dot = 0;
+      for (let p = this.pairStart[r]!; p < this.pairStart[r + 1]!; p++) dot += dense[this.pairGram[p]!]! * this.pairWeight[p]!;
+      const cos = dot / (queryNorm * norm);
+      if (cos > best) best = cos;
     }
     return best;
   }
@@ -105,13 +105,22 @@ export class SparseFusion {
   /** The hits with fused scores, exact block first, the rest re-sorted (ties on concept order). */
   fuse(queryTexts: readonly string[], hits: readonly ConceptHit[]): ConceptHit[] {
     if (this.weight <= 0) return [...hits];
-    const queries = queryTexts.map((t) => this.queryVector(t));
     const exact = hits.filter((h) => h.exact);
-    const dense = hits
-      .filter((h) => !h.exact)
-      .map((h) => ({ ...h, score: (1 - this.weight) * h.score + this.weight * this.score(queries, h.conceptIndex) }));
-    dense.sort((a, b) => b.score - a.score || a.conceptIndex - b.conceptIndex);
-    return [...exact, ...dense];
+    const others = hits.filter((h) => !h.exact);
+    const sparse = new Float64Array(others.length);
+    // One query at a time, spread into a dense array by gram id: array reads in the inner loop, not map lookups.
+    this.scratch ??= new Float64Array(this.idf.length);
+    const dense = this.scratch;
+    for (const text of queryTexts) {
+      const q = this.queryVector(text);
+      if (q.norm === 0) continue;
+      q.ids.forEach((id, i) => (dense[id] = q.weights[i]!));
+      others.forEach((h, i) => (sparse[i] = Math.max(sparse[i]!, this.score(dense, q.norm, h.conceptIndex))));
+      for (const id of q.ids) dense[id] = 0;
+    }
+    const fused = others.map((h, i) => ({ ...h, score: (1 - this.weight) * h.score + this.weight * sparse[i]! }));
+    fused.sort((a, b) => b.score - a.score || a.conceptIndex - b.conceptIndex);
+    return [...exact, ...fused];
   }
 }
 
