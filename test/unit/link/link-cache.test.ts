@@ -50,6 +50,7 @@ const pureScorer = () => ({
 });
 
 interface Options {
+  batchScope?: 'note' | 'mention' | 'all';
   config?: LinkConfigInput;
   cache?: LinkCache;
   encoder?: CountingEncoder;
@@ -68,7 +69,7 @@ function linker(options: Options = {}) {
     rerankQuery: (_text, m, override) => `[M] ${override ?? m.text} [/M]`,
     findAbbreviations: () => new Map(),
     config,
-    batchScope: 'mention',
+    batchScope: options.batchScope ?? 'mention',
     memo: cache.enabled ? new LinkMemo(cache, settings) : undefined,
     exactVectors: new ExactNameVectors(index, lowerNormalize),
     versions: { linkerVersion: 't', modelVersion: 'm', indexVersion: options.indexVersion ?? index.manifest.indexVersion },
@@ -186,6 +187,16 @@ test('rerank rounds: the best-retrieved candidate first, then only those whose b
   assert.equal(nextContender(retrieval, 0.3, 0.69, [1]), 2, 'the next best-retrieved contender');
   assert.equal(nextContender(retrieval, 0.3, 0.69, [1, 2, 0]), 3, 'every contender is scored');
   assert.equal(nextContender([0.5, 0.5], 0.3, 0.35 + 0.3, [0]), 1, 'a candidate that can only tie is scored (ties go to concept order)');
+});
+
+test('per-mention pipelines (mention scope) link exactly as the stage-by-stage phases do', async () => {
+  const mentions = ['asthma attack', 'lung inflamation', 'hi cholesterol', 'diabetis', 'High Blood Pressure', 'heart atack', 'colorectal cancr'];
+  const notes = [note('a', mentions.slice(0, 4)), note('b', mentions.slice(3))];
+  const config = { rerank: { policy: 'always', weight: 0.3 }, cache: { maxEntries: 0 } } as const;
+  const pipelined = await linker({ scorer: pureScorer(), config }).linkNotes(notes);
+  const phased = await linker({ scorer: pureScorer(), config, batchScope: 'all' }).linkNotes(notes);
+  assert.deepEqual(strip(pipelined), strip(phased), 'the same links, scores and candidates');
+  assert.ok(pipelined.flatMap((n) => n.mentions).some((m) => m.reranked), 'the reranker ran');
 });
 
 test('context-freedom and config hashing', () => {
