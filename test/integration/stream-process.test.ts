@@ -117,12 +117,25 @@ test('at-least-once: SIGKILL mid-stream loses nothing after a restart; SIGTERM d
 
     const third = startStage('alo-3', config);
     await waitFor(() => sent.every((id) => out.keys().has(id)), 120_000, 'every note after the SIGTERM restart');
+    // The second stage may have drained the whole third wave; SIGTERM only once this one runs.
+    await third.untilLogged('joined consumer group', 120_000);
     third.kill('SIGTERM');
     assert.equal(await third.exited, 0);
     for (const id of sent) assert.ok(out.keys().has(id), `${id} in the output`);
   } finally {
     await out.stop();
   }
+});
+
+test('SIGTERM while the stage is still loading its linker: it starts, drains nothing, commits nothing and exits 0', async () => {
+  const t = await topics('early');
+  const config = stageConfig('early', t);
+  const stage = startStage('early-1', config);
+  await stage.untilLogged('http listening', 120_000);
+  stage.kill('SIGTERM');
+  assert.equal(await stage.exited, 0, `exit 0 on a signal during startup:\n${stage.lines.slice(-5).join('\n')}`);
+  const exiting = stage.lines.find((l) => l.includes('"message":"exiting"'));
+  assert.ok(exiting?.includes('"reason":"SIGTERM"'), `the exit line names the signal: ${exiting}`);
 });
 
 test('exactly-once: after SIGKILL and restart, every note appears exactly once among committed output records', async () => {

@@ -62,14 +62,18 @@ function untilSignal(): Promise<string> {
  */
 export const EXIT = { stopped: 0, fault: 1, usage: 2, startFailed: 3 } as const;
 
-/** Serves until a signal or a fatal stage error; the demo's --follow uses it too. */
-export async function serveUntilStopped(runtime: StageRuntime): Promise<number> {
+/**
+ * Serves until a signal or a fatal stage error; the demo's --follow uses it too. `stopSignal` is
+ * listened for before the runtime starts where the caller can, so that a SIGTERM during startup
+ * (a pod rescheduled while it loads its model) still ends in a clean drain and exit 0.
+ */
+export async function serveUntilStopped(runtime: StageRuntime, stopSignal: Promise<string> = untilSignal()): Promise<number> {
   let cause: unknown;
   const fatal = new Promise<string>((resolve) => runtime.stage.onFatal((error) => {
     cause = error;
     resolve('fatal');
   }));
-  const reason = await Promise.race([untilSignal(), fatal]);
+  const reason = await Promise.race([stopSignal, fatal]);
   runtime.logger.info('shutting down', { reason });
   const drained = await runtime.close();
   const exitCode = reason === 'fatal' || !drained ? EXIT.fault : EXIT.stopped;
@@ -81,6 +85,7 @@ export async function serveUntilStopped(runtime: StageRuntime): Promise<number> 
 }
 
 async function runService(config: StageConfig): Promise<number> {
+  const stopSignal = untilSignal();
   let runtime: StageRuntime;
   try {
     runtime = await startStageRuntime(config);
@@ -89,5 +94,5 @@ async function runService(config: StageConfig): Promise<number> {
     createLogger({ level: config.telemetry.logLevel, fields: { service: config.telemetry.serviceName } }).error('exiting: the stage could not start', { exitCode: EXIT.startFailed, cause: error });
     return EXIT.startFailed;
   }
-  return serveUntilStopped(runtime);
+  return serveUntilStopped(runtime, stopSignal);
 }
