@@ -13,6 +13,9 @@ test('loose key: word order, plurals, British spelling, roman numerals, Greek le
   assert.equal(looseKey('colorectal tumours'), looseKey('Colorectal Tumor'));
   assert.equal(looseKey('α-thalassemia'), looseKey('alpha thalassemia'));
   assert.equal(looseKey('non-syndromic deafness'), looseKey('nonsyndromic deafness'));
+  assert.equal(looseKey('inherited disorders'), looseKey('Hereditary Disease'));
+  assert.equal(looseKey('inherited ataxia'), looseKey('Ataxia, Hereditary'));
+  assert.notEqual(looseKey('inherited disorder'), looseKey('acquired disorder'));
   assert.notEqual(looseKey('breast cancer'), looseKey('ovarian cancer'));
   // Latin endings are not plurals.
   assert.equal(looseKey('arthritis'), 'arthritis');
