@@ -111,6 +111,8 @@ export const linkConfigSchema = z
         loose: z.boolean().default(true),
         /** Head nouns tried after an eponym with none ("von Hippel-Lindau" → "… disease"), loose lookup only. */
         headNouns: z.array(z.string().min(1)).max(5).default(['disease', 'syndrome']),
+        /** Third-chance lookup of a name that differs only by qualifier words ("Hereditary … Syndrome"), never for "X or Y". */
+        unqualified: z.boolean().default(true),
         /** Distributed readings of coordinations ("breast and ovarian cancer") as extra name lookups. */
         composite: z.boolean().default(true),
         /**

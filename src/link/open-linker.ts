@@ -14,7 +14,7 @@ import { CandidateRetriever } from '../retrieve/candidate-retriever.ts';
 import { LinkIndex } from '../retrieve/link-index.ts';
 import { LooseMatchTable } from '../retrieve/loose-match-table.ts';
 import { SparseFusion } from '../retrieve/sparse-fusion.ts';
-import { looseKey } from '../text/loose-key.ts';
+import { looseKey, unqualifiedKey } from '../text/loose-key.ts';
 import { AbbreviationInventory } from '../text/abbreviation-inventory.ts';
 import { HierarchyPreference } from './hierarchy-preference.ts';
 import { resolveIndexDir } from '../retrieve/index-versions.ts';
@@ -141,7 +141,7 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     biEncoderQuery: (text, mention, override) => buildQuery(text, mention, encoder.manifest.query, override),
     rerankQuery: (text, mention, override) => buildQuery(text, mention, cross!.manifest.query, override),
     findAbbreviations,
-    loose: config.query.loose ? new LooseMatchTable(index.concepts, looseKey) : undefined,
+    loose: config.query.loose ? new LooseMatchTable(index.concepts, looseKey, unqualifiedKey) : undefined,
     inventory: config.query.abbreviationInventory ? AbbreviationInventory.load(DEFAULT_ABBREVIATION_INVENTORY) : undefined,
     sparse: config.query.sparseWeight > 0 ? new SparseFusion(index.concepts, normalizeName, config.query.sparseWeight) : undefined,
     hierarchy: config.hierarchy.penalty > 0 ? new HierarchyPreference(index.concepts, (id) => index.indexOf(id), normalizeName, config.hierarchy) : undefined,

@@ -22,6 +22,12 @@ export interface RetrieveOptions {
   loose?: LooseMatchTable;
   headNouns?: readonly string[];
   /**
+   * Third chance, after the loose key and head nouns: a name that differs only by qualifier words
+   * (LooseMatchTable.lookupUnqualified: "breast-ovarian cancer" → "Hereditary Breast and Ovarian
+   * Cancer Syndrome"). Never for a disjunction ("breast or ovarian cancer" names two diseases).
+   */
+  unqualified?: boolean;
+  /**
    * Distributed readings of a composite mention: their name matches join the exact block, after
    * the mention's own, only when the whole mention has none (a combined concept wins).
    */
@@ -32,6 +38,8 @@ export interface RetrieveOptions {
    */
   senses?: readonly string[];
 }
+
+const DISJUNCTION = /\bor\b/i;
 
 /**
  * Roots that stand for a whole ontology: no parent of their own, and at least half of the KB's
@@ -105,6 +113,7 @@ export class CandidateRetriever {
     if (best.size === 0 && loose) {
       addExact(queryTexts, (t) => loose.lookup(t), 0);
       if (best.size === 0 && headNouns) addExact(queryTexts.flatMap((q) => headNouns.map((h) => `${q} ${h}`)), (t) => loose.lookup(t), 0);
+      if (best.size === 0 && options.unqualified && !queryTexts.some((q) => DISJUNCTION.test(q))) addExact(queryTexts, (t) => loose.lookupUnqualified(t), 0);
     }
     if (best.size === 0 && readings && readings.length > 0) {
       readings.forEach((r, i) => {

@@ -63,3 +63,16 @@ export function looseTokens(text: string): string[] {
 export function looseKey(text: string): string {
   return looseTokens(text).join(' ');
 }
+
+/**
+ * Words that qualify a concept's name without changing what it is about ("Hereditary Breast and
+ * Ovarian Cancer Syndrome" is about breast and ovarian cancer). Chosen on the tune split.
+ */
+const QUALIFIER_WORDS = new Set(['hereditary', 'familial', 'syndrome', 'congenital']);
+
+/** The loose key without qualifier words: the third-chance lookup key of a name that has none of its own. */
+export function unqualifiedKey(text: string): string {
+  return looseTokens(text)
+    .filter((t) => !QUALIFIER_WORDS.has(t))
+    .join(' ');
+}

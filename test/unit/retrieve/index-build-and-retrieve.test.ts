@@ -9,7 +9,7 @@ import { CandidateRetriever } from '../../../src/retrieve/candidate-retriever.ts
 import { NameTable } from '../../../src/retrieve/name-table.ts';
 import { ExactMatchTable } from '../../../src/retrieve/exact-match-table.ts';
 import { LooseMatchTable } from '../../../src/retrieve/loose-match-table.ts';
-import { looseKey } from '../../../src/text/loose-key.ts';
+import { looseKey, unqualifiedKey } from '../../../src/text/loose-key.ts';
 import { FIXTURE_CONCEPTS } from '../../fixtures/link-concepts.ts';
 import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
 import { InputError } from '../../../src/kb/errors.ts';
@@ -89,6 +89,18 @@ test('index build writes a complete versioned directory that opens and retrieves
     const readings = retriever.retrieve(['colorectal and lung cancer'], encoder.vector('colorectal and lung cancer'), { k: 3, loose, readings: ['colorectal cancer', 'lung cancer'] });
     assert.equal(idOf(readings), 'MESH:D015179');
     assert.equal(readings[0]!.exact, true);
+    // Third chance: a name that differs only by qualifier words, never for a disjunction.
+    const qualified = new LooseMatchTable(
+      index.concepts.map((c) => (c.id === 'MESH:D015179' ? { ...c, synonyms: [...c.synonyms, 'Hereditary Colorectal and Lung Cancer Syndrome'] } : c)),
+      looseKey,
+      unqualifiedKey,
+    );
+    const combined = retriever.retrieve(['colorectal-lung cancer'], encoder.vector('colorectal-lung cancer'), { k: 3, loose: qualified, unqualified: true });
+    assert.equal(idOf(combined), 'MESH:D015179');
+    assert.equal(combined[0]!.exact, true);
+    assert.ok(!retriever.retrieve(['colorectal-lung cancer'], encoder.vector('colorectal-lung cancer'), { k: 3, loose: qualified })[0]!.exact, 'off unless asked');
+    assert.ok(!retriever.retrieve(['colorectal or lung cancer'], encoder.vector('colorectal or lung cancer'), { k: 3, loose: qualified, unqualified: true })[0]!.exact, 'not for "X or Y"');
+    assert.deepEqual(loose.lookupUnqualified('colorectal lung cancer'), [], 'a table without an unqualified key has none');
     const senses = retriever.retrieve(['HTN'], encoder.vector('HTN'), { k: 5, loose, senses: ['high blood pressure'] });
     const htn = senses.find((h) => index.concepts[h.conceptIndex]!.id === 'MESH:D006973');
     assert.ok(htn && !htn.exact && htn.score === Math.max(...senses.map((h) => h.score)), 'a sense joins the candidates at the best dense score');

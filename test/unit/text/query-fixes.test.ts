@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { findAbbreviationDefinitions, isLongFormOf } from '../../../src/text/abbreviations.ts';
 import { expandMention, longFormsAmongMentions } from '../../../src/text/abbreviation-expansion.ts';
 import { compositeReadings } from '../../../src/text/composite-mentions.ts';
-import { looseKey } from '../../../src/text/loose-key.ts';
+import { looseKey, unqualifiedKey } from '../../../src/text/loose-key.ts';
 
 test('loose key: word order, plurals, British spelling, roman numerals, Greek letters, stop words', () => {
   assert.equal(looseKey('Anemia, Hemolytic, Congenital'), looseKey('congenital hemolytic anaemia'));
@@ -17,6 +17,9 @@ test('loose key: word order, plurals, British spelling, roman numerals, Greek le
   assert.equal(looseKey('inherited ataxia'), looseKey('Ataxia, Hereditary'));
   assert.notEqual(looseKey('inherited disorder'), looseKey('acquired disorder'));
   assert.notEqual(looseKey('breast cancer'), looseKey('ovarian cancer'));
+  assert.equal(unqualifiedKey('Hereditary Breast and Ovarian Cancer Syndrome'), unqualifiedKey('breast-ovarian cancer'));
+  assert.equal(unqualifiedKey('familial breast/ovarian cancers'), 'breast cancer ovarian');
+  assert.notEqual(unqualifiedKey('Hereditary Breast Cancer'), unqualifiedKey('breast-ovarian cancer'));
   // Latin endings are not plurals.
   assert.equal(looseKey('arthritis'), 'arthritis');
 });
