@@ -4,8 +4,8 @@ import { normalizeName } from './normalize.ts';
  * A looser key than normalizeName for the second-chance name lookup: morphology and word order
  * that do not change which concept a name denotes. "Anemia, Hemolytic, Congenital" =
  * "congenital hemolytic anaemia"; "deficiency of C3" = "C3 deficiency"; "Type II" = "type 2";
- * "tumours" = "tumor"; "α-thalassemia" = "alpha thalassemia"; "inherited disorders" = "hereditary disease". Used only when the strict key
- * finds nothing, so it can afford to conflate a little more.
+ * "tumours" = "tumor"; "α-thalassemia" = "alpha thalassemia"; "inherited disorders" = "hereditary
+ * disease". Used only when the strict key finds nothing, so it can afford to conflate a little more.
  */
 
 const GREEK: Record<string, string> = {
@@ -70,7 +70,7 @@ export function looseKey(text: string): string {
  */
 const QUALIFIER_WORDS = new Set(['hereditary', 'familial', 'syndrome', 'congenital']);
 
-/** The loose key without qualifier words: the third-chance lookup key of a name that has none of its own. */
+/** The loose key without qualifier words: a name and a mention that differ only by them share it. */
 export function unqualifiedKey(text: string): string {
   return looseTokens(text)
     .filter((t) => !QUALIFIER_WORDS.has(t))
