@@ -12,6 +12,13 @@ export class CrossEncoder extends EncoderBase {
     return new CrossEncoder(await openModelDirectory(dir, 'cross-encoder', options));
   }
 
+  /** Token and segment ids of one pair exactly as `score` feeds them (distillation data, tests). */
+  tokenizePair(query: string, candidate: string): { ids: number[]; typeIds: number[] } {
+    const { manifest, tokenizer, markerId } = this.model;
+    const s = tokenizer.encodePair(query, candidate, manifest.maxLength, markerId);
+    return { ids: Array.from(s.ids), typeIds: Array.from(s.typeIds) };
+  }
+
   async score(pairs: { query: string; candidate: string }[], groups?: readonly number[]): Promise<Float32Array> {
     const { manifest, tokenizer, session, batchLimits, markerId } = this.model;
     const sequences = pairs.map((p) => tokenizer.encodePair(p.query, p.candidate, manifest.maxLength, markerId));

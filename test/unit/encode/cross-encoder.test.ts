@@ -7,7 +7,12 @@ import { CrossEncoder } from '../../../src/encode/cross-encoder.ts';
 // (models/tests/fixtures/reference_crossencoder.json): tokenization of the pair, the [M] markers,
 // token types and the ONNX graph all have to agree for these numbers to match.
 const MODEL = 'models/default/crossencoder';
-const reference = JSON.parse(readFileSync('models/tests/fixtures/reference_crossencoder.json', 'utf8')) as { pairs: [string, string][]; logits: number[] };
+const reference = JSON.parse(readFileSync('models/tests/fixtures/reference_crossencoder.json', 'utf8')) as {
+  pairs: [string, string][];
+  input_ids: number[][];
+  token_type_ids: number[][];
+  logits: number[];
+};
 const pairs = reference.pairs.map(([query, candidate]) => ({ query, candidate }));
 let int8: CrossEncoder;
 
@@ -37,6 +42,14 @@ test('int8 keeps the order torch gives the candidates of one mention', async () 
     const best = (scores: ArrayLike<number>) => rows.reduce((a, b) => (scores[b]! > scores[a]! ? b : a));
     assert.equal(best(got), best(reference.logits), `best candidate for ${query}`);
   }
+});
+
+test('tokenizePair gives the token and segment ids torch was fed at export (distillation data)', () => {
+  reference.pairs.forEach(([query, candidate], i) => {
+    const { ids, typeIds } = int8.tokenizePair(query, candidate);
+    assert.deepEqual(ids, reference.input_ids[i], `ids of pair ${i}`);
+    assert.deepEqual(typeIds, reference.token_type_ids[i], `segments of pair ${i}`);
+  });
 });
 
 test('the right concept outscores a wrong one for plain mentions', async () => {

@@ -1,0 +1,80 @@
+// Training data for a distilled cross-encoder (models/cuilink_models/distill_crossencoder.py):
+// KB names in mention form (the ontology alone, no corpus text), each linked by the shipped
+// pipeline with reranking forced on its top 5, every (query, candidate) pair scored alone by the
+// shipped int8 cross-encoder, as the linker scores pairs when pruning — so the student learns the
+// scorer exactly as the linker runs it. The pairs are read at the linker's own cross-encoder, so
+// the queries are the ones the linker builds (in-mention abbreviations expanded, markers).
+// One JSON line per pair: {q: query number, ids, types: token and segment ids, logit}.
+//   node --import tsx bench/distill-pairs.ts [--queries 24000] [--seed 20261125] [--out FILE] [--index DIR]
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { CrossEncoder } from '../src/encode/cross-encoder.ts';
+import { openLinker } from '../src/link/open-linker.ts';
+import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
+import { ensureBenchIndex } from './bench-index.ts';
+
+const { values } = parseArgs({
+  options: {
+    kb: { type: 'string', default: join('..', 'shared', 'data', 'medic', 'CTD_diseases.tsv.gz') },
+    index: { type: 'string' },
+    queries: { type: 'string', default: '24000' },
+    seed: { type: 'string', default: '20261125' },
+    out: { type: 'string', default: join('models', 'work', 'distill', 'pairs.jsonl') },
+  },
+});
+const { indexDir } = ensureBenchIndex({ kb: values.kb, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
+let state = Number(values.seed);
+/** A 31-bit LCG: the generator the shipped student's file was drawn with, so that it reproduces. */
+const rand = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+const linker = await openLinker({
+  indexDir,
+  provider: 'cpu',
+  config: { rerank: { prune: false, policy: 'always', candidates: 5 }, cache: { maxEntries: 0 }, exactVectors: false },
+  log: () => {},
+});
+// The linker keeps its parts private; this tool reads pairs at its cross-encoder on purpose.
+const teacher = (linker as unknown as { parts: { reranker?: { scorer: CrossEncoder } } }).parts.reranker?.scorer;
+if (!teacher) throw new Error('no cross-encoder: the teacher is models/default/crossencoder');
+
+/** A KB name as a mention: reading order for inverted names, a dropped word, a plural, lower case. */
+function mentionForm(text: string): string {
+  const inverted = /^([^,]+), ([^,]+)$/.exec(text);
+  if (rand() < 0.6 && inverted) text = `${inverted[2]} ${inverted[1]}`;
+  const words = text.split(' ');
+  if (words.length >= 3 && rand() < 0.25) {
+    words.splice(Math.floor(rand() * words.length), 1);
+    text = words.join(' ');
+  }
+  if (rand() < 0.1 && /[a-z]$/.test(text) && !text.endsWith('s')) text += 's';
+  return rand() < 0.5 ? text.toLowerCase() : text;
+}
+
+mkdirSync(dirname(values.out), { recursive: true });
+const out = createWriteStream(values.out);
+const score = teacher.score.bind(teacher);
+let query = 0;
+let written = 0;
+teacher.score = async (pairs) => {
+  // Each pair in its own model batch: dynamic int8 scales activations per batch.
+  const logits = await score(pairs, pairs.map((_, i) => i));
+  pairs.forEach((p, i) => {
+    const { ids, typeIds } = teacher.tokenizePair(p.query, p.candidate);
+    out.write(JSON.stringify({ q: query, ids, types: typeIds, logit: logits[i] }) + '\n');
+  });
+  written += pairs.length;
+  return logits;
+};
+const queries = Number(values.queries);
+const { concepts } = linker.index;
+const t0 = performance.now();
+for (; query < queries; query++) {
+  const concept = concepts[Math.floor(rand() * concepts.length)]!;
+  const names = [concept.name, ...concept.synonyms];
+  const text = mentionForm(names[Math.floor(rand() * names.length)]!);
+  await linker.linkNotes([{ noteId: `q${query}`, text, mentions: [{ id: 'm', start: 0, end: text.length, text, label: 'Disease' }] }]);
+  if (query % 2000 === 0) console.log(`${query} queries, ${written} pairs, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+}
+await new Promise((resolve) => out.end(resolve));
+console.log(`${queries} queries, ${written} pairs → ${values.out} in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+await linker.close();

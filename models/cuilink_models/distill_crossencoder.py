@@ -1,0 +1,265 @@
+"""Distil the shipped cross-encoder into a shallower one (fewer transformer layers, same width,
+tokenizer and input format), so that reranking costs less per pair on a CPU.
+
+Teacher: the shipped cross-encoder, rebuilt as a torch BertForSequenceClassification from its
+fp16 ONNX graph (weights upcast to fp32; the MatMul weights are mapped back to their torch names
+through the bias each MatMul feeds, as models/candidates/convert_onnx_to_hf.py does).
+Student: the teacher's embeddings, pooler and classifier and a subset of its layers (--keep,
+chosen by which subset agrees best with the teacher before training), then trained to reproduce
+the teacher's logits.
+
+Data (ontology only, no corpus text): pairs written by the linker itself
+(bench/distill-pairs.ts): KB names in mention form as queries, each with the top 5 candidates
+of the shipped retrieval, every pair scored alone by the shipped int8 cross-encoder, so the student
+imitates the scorer exactly as the linker runs it. Loss: MSE on the logit plus a listwise KL term
+over each query's candidates (the order among candidates is what reranking uses).
+
+    python -m cuilink_models.distill_crossencoder --teacher models/default/crossencoder \\
+        --pairs models/work/distill/pairs.jsonl --out models/work/distill/student --keep 0,2,4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .common import load_tokenizer, progress_lr_factor, rel, setup_torch, sha256_file, write_json
+
+PREFIX = "m."
+
+
+def teacher_from_onnx(onnx_path: Path, heads: int):
+    """BertForSequenceClassification (1 logit) with the weights of an exported cross-encoder graph."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+    from transformers import BertConfig, BertForSequenceClassification
+
+    g = onnx.load(str(onnx_path)).graph
+    inits = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in g.initializer}
+    consumers: dict[str, list] = {}
+    for n in g.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    state = {k[len(PREFIX):]: v for k, v in inits.items() if k.startswith(PREFIX)}
+    for n in g.node:
+        if n.op_type != "MatMul":
+            continue
+        w = next((i for i in n.input if i in inits and not i.startswith(PREFIX)), None)
+        if w is None:
+            continue
+        adds = [c for c in consumers.get(n.output[0], []) if c.op_type == "Add"]
+        bias = [i for c in adds for i in c.input if i.startswith(PREFIX) and i.endswith(".bias")]
+        if len(bias) != 1:
+            raise RuntimeError(f"cannot map {w}: {bias}")
+        state[bias[0][len(PREFIX):-len(".bias")] + ".weight"] = inits[w].T.copy()
+    layers = 1 + max(int(k.split(".")[3]) for k in state if k.startswith("bert.encoder.layer."))
+    hidden = state["bert.embeddings.word_embeddings.weight"].shape[1]
+    cfg = BertConfig(
+        vocab_size=state["bert.embeddings.word_embeddings.weight"].shape[0],
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=state["bert.encoder.layer.0.intermediate.dense.bias"].shape[0],
+        max_position_embeddings=state["bert.embeddings.position_embeddings.weight"].shape[0],
+        type_vocab_size=state["bert.embeddings.token_type_embeddings.weight"].shape[0],
+        num_labels=1,
+    )
+    model = BertForSequenceClassification(cfg)
+    missing, unexpected = model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()}, strict=False)
+    missing = [k for k in missing if not k.endswith("position_ids")]
+    if missing or unexpected:
+        raise RuntimeError(f"teacher weights do not match: missing {missing}, unexpected {unexpected}")
+    return model.eval()
+
+
+def student_from(teacher, keep: list[int]):
+    import copy
+
+    import torch
+
+    student = copy.deepcopy(teacher)
+    student.bert.encoder.layer = torch.nn.ModuleList([student.bert.encoder.layer[i] for i in keep])
+    student.config.num_hidden_layers = len(keep)
+    return student
+
+
+def read_pairs(path: Path, top: int):
+    """Rows grouped by query: (ids, types, logit) of its first `top` candidates (retrieval order)."""
+    groups: dict[int, list] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            groups.setdefault(r["q"], []).append((r["ids"], r["types"], r["logit"]))
+    return [g[:top] for g in groups.values() if len(g) >= 2]
+
+
+def collate(torch, rows):
+    width = max(len(r[0]) for r in rows)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    types = np.zeros_like(ids)
+    mask = np.zeros_like(ids)
+    for i, (a, t, _) in enumerate(rows):
+        ids[i, : len(a)] = a
+        types[i, : len(t)] = t
+        mask[i, : len(a)] = 1
+    return torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types), torch.tensor([r[2] for r in rows], dtype=torch.float32)
+
+
+def agreement(torch, model, groups, batch_pairs: int = 256) -> dict:
+    """Student against teacher on held-out queries: logit MSE, Pearson r, same best candidate."""
+    model.eval()
+    got, want, same = [], [], 0
+    with torch.no_grad():
+        rows = [r for g in groups for r in g]
+        for s in range(0, len(rows), batch_pairs):
+            ids, mask, types, target = collate(torch, rows[s : s + batch_pairs])
+            got.extend(model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits[:, 0].tolist())
+            want.extend(target.tolist())
+    offset = 0
+    for g in groups:
+        a, b = got[offset : offset + len(g)], want[offset : offset + len(g)]
+        same += int(np.argmax(a) == np.argmax(b))
+        offset += len(g)
+    got_a, want_a = np.array(got), np.array(want)
+    return {"mse": float(np.mean((got_a - want_a) ** 2)), "pearson": float(np.corrcoef(got_a, want_a)[0, 1]), "sameTop1": same / len(groups), "queries": len(groups)}
+
+
+def train(args):
+    torch = setup_torch(args.threads, args.seed)
+    rng = random.Random(args.seed)
+    t0 = time.time()
+    teacher_dir = Path(args.teacher)
+    manifest = json.loads((teacher_dir / "manifest.json").read_text())
+    teacher = teacher_from_onnx(teacher_dir / "model.fp16.onnx", manifest["architecture"]["heads"])
+    teacher_layers = teacher.config.num_hidden_layers
+    groups = read_pairs(Path(args.pairs), args.top)
+    rng.shuffle(groups)
+    held, train_groups = groups[: args.held_out], groups[args.held_out :]
+    print(f"{len(groups)} queries ({sum(len(g) for g in groups)} pairs); {len(held)} held out", flush=True)
+    before = {"teacher(fp16 weights) vs int8 teacher": agreement(torch, teacher, held)}
+    if args.init:
+        # Go on training a student (a checkpoint of an earlier run): its layers were chosen then.
+        from transformers import BertForSequenceClassification
+
+        model = BertForSequenceClassification.from_pretrained(args.init)
+        keep = json.loads((Path(args.init).parent / "training.json").read_text())["hyperparameters"]["keep"]
+        before["init " + rel(args.init)] = agreement(torch, model, held)
+    else:
+        candidates = [[int(x) for x in k.split(",")] for k in args.keep]
+        for keep in candidates:
+            before[",".join(map(str, keep))] = agreement(torch, student_from(teacher, keep), held)
+        keep = max(candidates, key=lambda k: before[",".join(map(str, k))]["pearson"])
+        model = student_from(teacher, keep)
+    print(json.dumps(before, indent=1), flush=True)
+    del teacher
+    model.train()
+    # The word embeddings stay the teacher's: most of the parameters, little to gain from them here.
+    model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.01)
+    per_epoch = max(1, len(train_groups) // args.batch)
+    steps = per_epoch * args.epochs
+    budget = args.minutes * 60 if args.minutes else None
+    t_train = time.time()
+    step, losses = 0, []
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = open(out / "train.log", "a")
+    while step < steps:
+        progress = max(step / steps, (time.time() - t_train) / budget if budget else 0)
+        if progress >= 1:
+            print(f"time budget reached at step {step}", flush=True)
+            break
+        if step % per_epoch == 0:
+            rng.shuffle(train_groups)
+        for grp in opt.param_groups:
+            grp["lr"] = args.lr * progress_lr_factor(progress)
+        chunk = train_groups[(step % per_epoch) * args.batch : (step % per_epoch + 1) * args.batch]
+        rows = [r for g in chunk for r in g]
+        ids, mask, types, target = collate(torch, rows)
+        logits = model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits[:, 0]
+        loss = torch.nn.functional.mse_loss(logits, target)
+        offset, kl = 0, 0.0
+        for g in chunk:
+            s, t = logits[offset : offset + len(g)], target[offset : offset + len(g)]
+            kl = kl + torch.nn.functional.kl_div(torch.log_softmax(s, 0), torch.softmax(t, 0), reduction="sum")
+            offset += len(g)
+        loss = loss + args.kl_weight * kl / len(chunk)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        losses.append(float(loss))
+        if step % 100 == 0:
+            msg = f"step {step}/{steps} loss {np.mean(losses[-100:]):.4f} {(time.time() - t_train) / step:.2f}s/step"
+            print(msg, flush=True)
+            log.write(msg + "\n")
+            log.flush()
+    after = agreement(torch, model, held)
+    print("held out after training:", after, flush=True)
+    final = out / "final"
+    model.save_pretrained(final)
+    load_tokenizer().save_pretrained(final)
+    info = {
+        "method": "distilled from the shipped cross-encoder: its layers " + ",".join(map(str, keep)) + " of "
+        + str(teacher_layers) + ", trained on the teacher's own int8 logits (MSE + "
+        + f"{args.kl_weight} x listwise KL per query) over KB-name queries with their top-5 retrieved candidates",
+        "teacher": {"dir": rel(teacher_dir), "sha256": sha256_file(teacher_dir / "model.fp16.onnx")},
+        "pairs": {"file": rel(args.pairs), "sha256": sha256_file(args.pairs), "queries": len(groups)},
+        "hyperparameters": {"keep": keep, "init": rel(args.init) if args.init else None, "top": args.top, "frozen": "word embeddings", "steps": step, "queriesPerBatch": args.batch, "epochs": args.epochs, "lr": args.lr,
+                            "klWeight": args.kl_weight, "seed": args.seed, "threads": args.threads},
+        "heldOutAgreement": {"beforeTraining": before, "afterTraining": after},
+        "trainSeconds": round(time.time() - t_train),
+        "totalSeconds": round(time.time() - t0),
+        "finalLoss": float(np.mean(losses[-100:])) if losses else None,
+    }
+    write_json(out / "training.json", info)
+    print(json.dumps(info, indent=1), flush=True)
+    return info
+
+
+def parser():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--teacher", required=True, help="exported cross-encoder directory (model.fp16.onnx)")
+    ap.add_argument("--pairs", required=True, help="pairs JSONL from bench/distill-pairs.ts")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--keep", action="append", default=None, help="teacher layers to keep, e.g. 0,2,4 (repeat: the best before training wins)")
+    ap.add_argument("--top", type=int, default=3, help="candidates per query used (the linker reranks its top 3)")
+    ap.add_argument("--init", help="a student checkpoint (OUT/final of an earlier run) to go on training")
+    ap.add_argument("--held-out", type=int, default=1000)
+    ap.add_argument("--batch", type=int, default=16, help="queries per batch")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--minutes", type=float, default=0)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--kl-weight", type=float, default=1.0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--export", help="also export the student (int8 + fp16 ONNX, manifest) to this directory")
+    ap.add_argument("--fixture", help="also write the torch reference outputs (models/tests/fixtures/reference_crossencoder.json)")
+    ap.add_argument("--model-id", default="cuilink-crossencoder-minilm-kbsyn-distil-l3-v1")
+    return ap
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    args.keep = args.keep or ["0,2,4"]
+    info = train(args)
+    if args.export:
+        from .export import export_model
+
+        teacher = json.loads((Path(args.teacher) / "manifest.json").read_text())
+        export_model("cross-encoder", str(Path(args.out) / "final"), Path(args.export), args.model_id,
+                     max_length=teacher["maxLength"], query_mode=teacher["query"]["mode"],
+                     context_chars=teacher["query"]["contextChars"],
+                     include_semantic_type=teacher["candidate"]["includeSemanticType"], training=info,
+                     fixture=Path(args.fixture) if args.fixture else None)
+
+
+if __name__ == "__main__":
+    main()
