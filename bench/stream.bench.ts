@@ -3,7 +3,7 @@
 // linker in the same process. Prints figures and writes bench/results/stream.json.
 //   --corpus FILE[,FILE…] (default NCBI-disease train + dev as one stream) --kb FILE --index DIR (reuse) --repeat N (corpus copies per phase) --rounds N
 //   --max-mentions N --max-wait-ms N --max-in-flight N --max-concurrent N (the stage's batching
-//   knobs; the stage's defaults otherwise) --out FILE
+//   knobs; the stage's defaults otherwise) --reranker DIR (another cross-encoder) --out FILE
 //
 // The machine is shared, so load drifts: every round measures the offline linker and the stream
 // back to back, and the figures are medians over rounds (the 1-minute load average is recorded
@@ -44,6 +44,8 @@ const { values } = parseArgs({
     'max-wait-ms': { type: 'string' },
     'max-in-flight': { type: 'string' },
     'max-concurrent': { type: 'string' },
+    /** Another cross-encoder directory (default: the shipped one), e.g. a distilled student. */
+    reranker: { type: 'string' },
     out: { type: 'string', default: join('bench', 'results', 'stream.json') },
   },
 });
@@ -80,7 +82,7 @@ const median = (xs: number[]) => {
 const load = () => Number(loadavg()[0]!.toFixed(2));
 console.log(`corpus ${values.corpus}: ${corpus.notes.length} notes, ${mentionsOf(corpus.notes)} mentions (×${repeat} per phase, ${rounds} rounds); index ${indexDir}; ${cpus().length} CPUs; batching ${JSON.stringify(batching)}; load ${load()}`);
 
-const linker = await openLinker({ indexDir });
+const linker = await openLinker({ indexDir, ...(values.reranker ? { rerankerDir: values.reranker } : {}) });
 /** Empties the link cache (a first pass) and returns the phase's hit ratio when called back. */
 function coldCache(): () => number | null {
   linker.invalidateCache();
@@ -286,6 +288,7 @@ const result = {
   settingsChosenOn: 'link settings: the shipped defaults (rerank settings from the cross-encoder manifest, chosen on the NCBI-disease train tuning split); the cache, exact vectors and rerank pruning are speed knobs that keep every top-1 link identical',
   index: indexDir,
   model: model.id,
+  models: linker.versions.modelVersion,
   batching,
   offline: { cacheHitRatios: offlineHitRatios, mentionsPerSecondRuns: offlineRuns, mentionsPerSecondRunsEventLoopAwake: offlineAwakeRuns, cpuPercentRuns: offlineCpuPercent, mentionsPerSecond: offlineRate, reference: 'median over rounds of the better of the two runs of each round' },
   stream: { maxRateRuns: maxRuns, mentionsPerSecond: streamRate, peakRssMiB: peakRss / 2 ** 20 },

@@ -94,9 +94,11 @@ REQUIRED = ["schemaVersion", "id", "kind", "base", "files", "tokenizer", "maxLen
 
 def _shipped():
     out = []
-    for sub, fixture in [("biencoder", "reference_biencoder.json"), ("crossencoder", "reference_crossencoder.json")]:
+    # fast/crossencoder: the opt-in distilled reranker (MODEL_CARD.md, "Distilled cross-encoder").
+    for sub, fixture in [("biencoder", "reference_biencoder.json"), ("crossencoder", "reference_crossencoder.json"),
+                         ("../fast/crossencoder", "reference_crossencoder_fast.json")]:
         if (DEFAULT / sub / "manifest.json").exists():
-            out.append(pytest.param(sub, fixture, id=sub))
+            out.append(pytest.param(sub, fixture, id=sub.removeprefix("../")))
     return out
 
 
@@ -107,7 +109,7 @@ def test_shipped_manifest_and_files(sub, fixture):
     for k in REQUIRED:
         assert k in m, k
     assert m["schemaVersion"] == 1
-    assert m["kind"] == ("bi-encoder" if sub == "biencoder" else "cross-encoder")
+    assert m["kind"] == ("bi-encoder" if sub.endswith("biencoder") else "cross-encoder")
     if m["kind"] == "bi-encoder":
         assert m["outputName"] == "last_hidden_state" and m["pooling"] in ("cls", "mean") and m["dims"] > 0
         assert isinstance(m["normalize"], bool)
