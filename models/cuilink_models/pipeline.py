@@ -9,7 +9,6 @@ evaluation corpus; otherwise the base (or previous) model is kept and the card s
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import shutil
 import time

@@ -13,15 +13,13 @@ hard-pair mining (epsilon), as in SapBERT. AdamW, fp32, 2 CPU threads by default
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import random
 import time
 from pathlib import Path
 
 import numpy as np
 
-from .common import base_model_dir, load_encoder, load_tokenizer, progress_lr_factor, rel, setup_torch, write_json
+from .common import base_model_dir, load_encoder, load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, setup_torch, write_training_record
 from .data import build_groups, file_sha256, read_concepts
 
 
@@ -225,17 +223,11 @@ def train(args):
         h = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
         emb = pool(torch, h, enc["attention_mask"], args.pooling)
         loss, hp, hn = ms_loss(torch, emb, torch.tensor(labels, device=device), args.alpha, args.beta, args.base, args.eps)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        losses.append(optimizer_step(torch, model, opt, loss))
         step += 1
-        losses.append(float(loss))
         if step % 20 == 0:
             msg = f"step {step}/{total} loss {np.mean(losses[-20:]):.4f} hardpos {hp:.0f} hardneg {hn:.0f} lr {lr:.2e} {(time.time() - t_train) / step:.2f}s/step"
-            print(msg, flush=True)
-            log.write(msg + "\n")
-            log.flush()
+            log_progress(log, msg)
     train_seconds = time.time() - t_train
     final = out / "final"
     model.cpu().save_pretrained(final)
@@ -257,13 +249,8 @@ def train(args):
             "init": "base" if not args.init else rel(args.init),
             "pubtator": rel(args.pubtator) if args.pubtator else None,
         },
-        "trainSeconds": round(train_seconds),
-        "totalSeconds": round(time.time() - t_start),
-        "finalLoss": float(np.mean(losses[-50:])) if losses else None,
     }
-    write_json(out / "training.json", info)
-    print(json.dumps(info, indent=2), flush=True)
-    return info
+    return write_training_record(out, info, train_seconds, time.time() - t_start, losses, 50)
 
 
 def parser():

@@ -15,7 +15,6 @@ retrieves for the query over the dictionary (hard negatives). Listwise softmax o
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import MARKERS, base_model_dir, load_tokenizer, progress_lr_factor, rel, setup_torch, write_json
+from .common import MARKERS, base_model_dir, load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, setup_torch, write_training_record
 from .data import build_groups, file_sha256, normalize_name, read_concepts
 from .evaluate import Dictionary, OnnxEncoder, candidate_text
 
@@ -181,18 +180,12 @@ def train(args):
             # keep logits calibrated around 0 for the sigmoid the linker applies
             loss = loss + args.bce_weight * torch.nn.functional.binary_cross_entropy_with_logits(
                 logits, torch.nn.functional.one_hot(torch.zeros(len(batch), dtype=torch.long, device=device), n + 1).float())
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        losses.append(optimizer_step(torch, model, opt, loss))
         step += 1
-        losses.append(float(loss))
         if step % 20 == 0:
             acc = float((logits.argmax(1) == 0).float().mean())
             msg = f"step {step}/{steps} loss {np.mean(losses[-20:]):.4f} batch-acc {acc:.2f} {(time.time() - t_train) / step:.2f}s/step"
-            print(msg, flush=True)
-            log.write(msg + "\n")
-            log.flush()
+            log_progress(log, msg)
     final = out / "final"
     model.cpu().save_pretrained(final)
     tok.save_pretrained(final)
@@ -210,13 +203,8 @@ def train(args):
                             "maxLength": args.max_length, "semanticType": args.semantic_type, "loss": args.loss,
                             "bceWeight": args.bce_weight, "seed": args.seed, "threads": args.threads, "device": args.device},
         "queries": len(queries),
-        "trainSeconds": round(time.time() - t_train),
-        "totalSeconds": round(time.time() - t0),
-        "finalLoss": float(np.mean(losses[-50:])) if losses else None,
     }
-    write_json(out / "training.json", info)
-    print(json.dumps(info, indent=2), flush=True)
-    return info
+    return write_training_record(out, info, time.time() - t_train, time.time() - t0, losses, 50)
 
 
 def parser():

@@ -74,3 +74,21 @@ def test_pairs_grouped_per_query_in_file_order(tmp_path):
     # query 1 has a single candidate: nothing to rank, dropped; query 0 cut to its first 3
     assert [[r[2] for r in g] for g in groups] == [[2.0, -1.0, 0.5], [0.1, 0.2]]
     assert groups[0][1][0] == [101, 8, 102]
+
+
+def test_training_helpers_step_log_and_record(tmp_path):
+    torch = pytest.importorskip("torch")
+    from cuilink_models.common import log_progress, optimizer_step, write_training_record
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(32, 4), torch.randn(32, 1)
+    losses = [optimizer_step(torch, model, opt, torch.nn.functional.mse_loss(model(x), y)) for _ in range(20)]
+    assert losses[-1] < losses[0]
+    with open(tmp_path / "train.log", "a") as log:
+        log_progress(log, "step 20/20")
+    assert (tmp_path / "train.log").read_text() == "step 20/20\n"
+    info = write_training_record(tmp_path, {"method": "m"}, 12.4, 20.6, losses, 5)
+    assert json.loads((tmp_path / "training.json").read_text()) == info
+    assert info["trainSeconds"] == 12 and info["totalSeconds"] == 21 and info["finalLoss"] == pytest.approx(float(np.mean(losses[-5:])))
