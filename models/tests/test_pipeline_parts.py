@@ -117,11 +117,12 @@ def test_model_card_keeps_the_hand_written_distilled_section(tmp_path, monkeypat
     out = _card_dir(tmp_path, with_ce=True)
     (out / "crossencoder-fast").mkdir()
     (out / "crossencoder-fast" / "manifest.json").write_text(json.dumps(
-        {"id": "ce-fast", "files": {"int8": "model.int8.onnx"}, "architecture": {"layers": 3}}))
+        {"id": "ce-fast", "files": {"int8": "model.int8.onnx"}, "architecture": {"layers": 3},
+         "training": {"teacher": {"dir": "models/default/crossencoder"}}}))
     section = "## Distilled cross-encoder\n\nMeasured by hand: 1.67x.\n"
     (out / "MODEL_CARD.md").write_text("# old card\n\n" + section + "\n## Export\n\nold export text\n")
     card = model_card.write_card(out, _summary(0.86, 0.84)).read_text()
-    assert "| crossencoder-fast/ (opt-in) | `ce-fast` | cross-encoder distilled from the one above: 3 of its layers" in card
+    assert "| crossencoder-fast/ (opt-in) | `ce-fast` | cross-encoder distilled from `models/default/crossencoder` (manifest `training.teacher`), 3 layers" in card
     assert card.count("## Distilled cross-encoder") == 1 and "Measured by hand: 1.67x." in card
     assert card.index("## Distilled cross-encoder") < card.index("## Export") and "old export text" not in card
     assert model_card.kept_section("# no such section\n", "## Distilled cross-encoder") == ""
