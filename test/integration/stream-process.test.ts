@@ -83,18 +83,20 @@ async function committed(groupId: string, topic: string): Promise<Map<number, nu
   }
 }
 
-test('at-least-once: SIGKILL mid-stream loses nothing after a restart; SIGTERM drains, commits exactly what was produced and exits 0', async () => {
+test('at-least-once: SIGKILL mid-stream loses nothing after a restart; SIGTERM drains, commits exactly what was produced and exits 0', async (ctx) => {
   const t = await topics('alo');
   const config = stageConfig('alo', t);
   const out = new TopicCollector(kafka, t.output);
   await out.start();
   try {
-    const sent = await publishNotes(t.input, 'alo-a', 40);
+    // A first wave long enough that a kill after its first outputs lands mid-stream on a fast machine.
+    const sent = await publishNotes(t.input, 'alo-a', 120);
     const first = startStage('alo-1', config);
     await waitFor(() => out.records.length >= 6, 120_000, 'the first outputs');
     first.kill('SIGKILL');
     assert.equal(await first.exited, null, 'killed by the signal');
     const producedBeforeKill = out.keys().size;
+    ctx.diagnostic(`killed after ${producedBeforeKill} of ${sent.length} notes`);
     assert.ok(producedBeforeKill < sent.length, `killed mid-stream (${producedBeforeKill} of ${sent.length} done)`);
     sent.push(...(await publishNotes(t.input, 'alo-b', 20)));
 
@@ -138,18 +140,20 @@ test('SIGTERM while the stage is still loading its linker: it starts, drains not
   assert.ok(exiting?.includes('"reason":"SIGTERM"'), `the exit line names the signal: ${exiting}`);
 });
 
-test('exactly-once: after SIGKILL and restart, every note appears exactly once among committed output records', async () => {
+test('exactly-once: after SIGKILL and restart, every note appears exactly once among committed output records', async (ctx) => {
   const t = await topics('eos');
   const config = stageConfig('eos', t, { delivery: 'exactly-once', transactionalId: 'eos-stage-1' });
   const out = new TopicCollector(kafka, t.output);
   await out.start();
   try {
-    const sent = await publishNotes(t.input, 'eos-a', 40);
+    // Committed output becomes visible a few transactions late, so this wave is longer still.
+    const sent = await publishNotes(t.input, 'eos-a', 240);
     const first = startStage('eos-1', config);
     await waitFor(() => out.records.length >= 6, 120_000, 'the first committed outputs');
     first.kill('SIGKILL');
     await first.exited;
-    assert.ok(out.keys().size < sent.length, 'killed mid-stream');
+    ctx.diagnostic(`killed after ${out.keys().size} of ${sent.length} notes`);
+    assert.ok(out.keys().size < sent.length, `killed mid-stream (${out.keys().size} of ${sent.length} done)`);
     sent.push(...(await publishNotes(t.input, 'eos-b', 20)));
     const second = startStage('eos-2', config);
     await waitFor(() => sent.every((id) => out.keys().has(id)), 120_000, 'every note after the restart');

@@ -102,7 +102,9 @@ export class TopicCollector {
   private readonly consumer;
 
   constructor(kafka: Kafka, private readonly topic: string) {
-    this.consumer = kafka.consumer({ groupId: `collector-${process.pid}-${Math.random().toString(36).slice(2)}`, readUncommitted: false });
+    // A short fetch wait: the kill tests decide when to kill from what has arrived here, and the
+    // default 5 s wait let a fast stage finish a whole wave before the collector saw its start.
+    this.consumer = kafka.consumer({ groupId: `collector-${process.pid}-${Math.random().toString(36).slice(2)}`, readUncommitted: false, maxWaitTimeInMs: 100 });
   }
 
   async start(): Promise<void> {
