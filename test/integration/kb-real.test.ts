@@ -58,7 +58,8 @@ test('HPO 2023-01-27 OBO-Graph JSON: 16,874 live classes, 21,138 is_a edges', { 
   assert.equal(store.get('HP:0001275')?.id, 'HP:0001250', 'alt id resolves');
 });
 
-test('hierarchy on MEDIC answers >20k pathLength queries/s', { skip }, async () => {
+// Speed is reported here, never asserted (a shared CI machine is no timer); bars live in bench/.
+test('hierarchy on MEDIC: random pathLength queries find the common root', { skip }, async (ctx) => {
   const store = await loadKb([`${DATA}/medic/CTD_diseases.tsv.gz`]);
   const h = Hierarchy.fromStore(store);
   const ids = [...store].map((c) => c.id);
@@ -70,6 +71,5 @@ test('hierarchy on MEDIC answers >20k pathLength queries/s', { skip }, async () 
   for (let i = 0; i < queries; i++) if (Number.isFinite(h.pathLength(next(), next()))) finite++;
   const perSecond = queries / ((performance.now() - started) / 1000);
   assert.ok(finite > queries * 0.9, `${finite} of ${queries} random pairs connected (all MEDIC hangs under MESH:C)`);
-  assert.ok(perSecond > 20_000, `${Math.round(perSecond)} queries/s`);
-  console.log(`# MEDIC pathLength: ${Math.round(perSecond)} random queries/s (cold cache)`);
+  ctx.diagnostic(`MEDIC pathLength: ${Math.round(perSecond)} random queries/s (cold cache)`);
 });

@@ -55,13 +55,16 @@ test('neighbourhood: concepts at path length 1 and 2', async () => {
   for (const [id, d] of h.neighbourhood('T:F', 2)) assert.equal(h.pathLength('T:F', id), d, id);
 });
 
-test('pathLength is fast with cached ancestors', async () => {
+test('pathLength answers repeated queries from cached ancestors with the first answers', async (ctx) => {
   const h = await dag();
   const ids = ['T:E', 'T:F', 'T:C', 'T:D', 'T:B', 'T:A', 'T:R', 'T:X'];
+  const first = ids.map((a) => ids.map((b) => h.pathLength(a, b)));
   const started = performance.now();
-  let sum = 0;
-  for (let i = 0; i < 50_000; i++) sum += Math.min(h.pathLength(ids[i % 8]!, ids[(i * 3 + 1) % 8]!), 9);
-  const perSecond = 50_000 / ((performance.now() - started) / 1000);
-  assert.ok(sum > 0);
-  assert.ok(perSecond > 20_000, `${Math.round(perSecond)} queries/s`);
+  for (let i = 0; i < 50_000; i++) {
+    const [a, b] = [i % 8, (i * 3 + 1) % 8];
+    if (h.pathLength(ids[a]!, ids[b]!) !== first[a]![b]) assert.fail(`${ids[a]} → ${ids[b]} changed on query ${i}`);
+  }
+  // Reported, not asserted: a shared CI machine is no timer (speed bars live in bench/).
+  ctx.diagnostic(`${Math.round(50_000 / ((performance.now() - started) / 1000))} pathLength queries/s`);
+  assert.equal(first[ids.indexOf('T:X')]![ids.indexOf('T:X')], 0);
 });
