@@ -203,6 +203,7 @@ def train(args):
     step, losses = 0, []
     t_train = time.time()
     budget = args.minutes * 60 if args.minutes else None
+    next_snapshot = args.save_every_minutes * 60 if args.save_every_minutes else None
 
     def progress():
         p = step / total
@@ -228,6 +229,14 @@ def train(args):
         if step % 20 == 0:
             msg = f"step {step}/{total} loss {np.mean(losses[-20:]):.4f} hardpos {hp:.0f} hardneg {hn:.0f} lr {lr:.2e} {(time.time() - t_train) / step:.2f}s/step"
             log_progress(log, msg)
+        if next_snapshot is not None and time.time() - t_train >= next_snapshot:
+            # A snapshot to evaluate while a long run goes on (weights only: no optimizer state).
+            snapshot = out / f"step-{step}"
+            model.cpu().save_pretrained(snapshot)
+            tok.save_pretrained(snapshot)
+            model.to(device).train()
+            log_progress(log, f"snapshot {snapshot} at {(time.time() - t_train) / 60:.1f} min")
+            next_snapshot += args.save_every_minutes * 60
     train_seconds = time.time() - t_train
     final = out / "final"
     model.cpu().save_pretrained(final)
@@ -264,6 +273,7 @@ def parser():
     ap.add_argument("--pooling", choices=["mean", "cls"], default="mean")
     ap.add_argument("--steps", type=int, default=1200)
     ap.add_argument("--minutes", type=float, default=0, help="stop early after this many minutes of training")
+    ap.add_argument("--save-every-minutes", type=float, default=0, help="also save the weights as OUT/step-N this often (0: only OUT/final)")
     ap.add_argument("--pairs", type=int, default=96, help="positive pairs per batch (2x texts)")
     ap.add_argument("--lr", type=float, default=2e-5)
     ap.add_argument("--weight-decay", type=float, default=0.01)
