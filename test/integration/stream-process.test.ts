@@ -71,6 +71,9 @@ async function publishNotes(topic: string, prefix: string, count: number): Promi
   return notes.map((n) => n.noteId);
 }
 
+/** Lets the collector read what a killed stage had written, so a count after it is the whole. */
+const settle = () => new Promise((r) => setTimeout(r, 2000));
+
 /** Committed group offsets per input partition. */
 async function committed(groupId: string, topic: string): Promise<Map<number, number>> {
   const admin = kafka.admin();
@@ -92,9 +95,11 @@ test('at-least-once: SIGKILL mid-stream loses nothing after a restart; SIGTERM d
     // A first wave long enough that a kill after its first outputs lands mid-stream on a fast machine.
     const sent = await publishNotes(t.input, 'alo-a', 120);
     const first = startStage('alo-1', config);
-    await waitFor(() => out.records.length >= 6, 120_000, 'the first outputs');
+    // The stage's own count, not the collector's: a collector that lags would let the wave finish.
+    await waitFor(async () => (await first.counter('cuilink_stream_produced_total')) >= 6, 120_000, 'the first outputs');
     first.kill('SIGKILL');
     assert.equal(await first.exited, null, 'killed by the signal');
+    await settle();
     const producedBeforeKill = out.keys().size;
     ctx.diagnostic(`killed after ${producedBeforeKill} of ${sent.length} notes`);
     assert.ok(producedBeforeKill < sent.length, `killed mid-stream (${producedBeforeKill} of ${sent.length} done)`);
@@ -149,9 +154,10 @@ test('exactly-once: after SIGKILL and restart, every note appears exactly once a
     // Committed output becomes visible a few transactions late, so this wave is longer still.
     const sent = await publishNotes(t.input, 'eos-a', 240);
     const first = startStage('eos-1', config);
-    await waitFor(() => out.records.length >= 6, 120_000, 'the first committed outputs');
+    await waitFor(async () => (await first.counter('cuilink_stream_produced_total')) >= 6, 120_000, 'the first committed outputs');
     first.kill('SIGKILL');
     await first.exited;
+    await settle();
     ctx.diagnostic(`killed after ${out.keys().size} of ${sent.length} notes`);
     assert.ok(out.keys().size < sent.length, `killed mid-stream (${out.keys().size} of ${sent.length} done)`);
     sent.push(...(await publishNotes(t.input, 'eos-b', 20)));

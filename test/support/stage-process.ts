@@ -38,6 +38,19 @@ export class StageProcess {
     }
   }
 
+  /**
+   * A counter of the stage's own /metrics (summed over its labels; 0 before the first count): its
+   * progress without the lag of a consumer reading its output.
+   */
+  async counter(name: string): Promise<number> {
+    const listening = this.lines.find((l) => l.includes('"message":"http listening"'));
+    if (!listening) return 0;
+    const { url } = JSON.parse(listening) as { url: string };
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const pattern = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm');
+    return [...text.matchAll(pattern)].reduce((sum, m) => sum + Number(m[1]), 0);
+  }
+
   kill(signal: NodeJS.Signals): void {
     this.child.kill(signal);
   }
