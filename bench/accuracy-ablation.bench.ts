@@ -46,7 +46,7 @@ for (const file of [values.kb, values.train, values.dev]) {
 
 /** The linker before issue 14: no query fixes, no hierarchy preference, the old rerank block. */
 const OLD_DEFAULT = {
-  query: { loose: false, headNouns: [], unqualified: false, composite: false, abbreviationsInside: false },
+  query: { loose: false, headNouns: [], unqualified: false, inheritance: false, composite: false, abbreviationsInside: false },
   hierarchy: { penalty: 0 },
   rerank: { policy: 'ambiguous', candidates: 5, margin: 0.05, weight: 0.1 },
 };
@@ -57,6 +57,7 @@ const ABLATIONS: { system: string; config: Record<string, unknown> }[] = [
   { system: '- loose name key', config: { query: { loose: false } } },
   { system: '- eponym head nouns', config: { query: { headNouns: [] } } },
   { system: '- unqualified-name lookup', config: { query: { unqualified: false } } },
+  { system: '- inheritance modes as "hereditary"', config: { query: { inheritance: false } } },
   { system: '- composite readings', config: { query: { composite: false } } },
   { system: '- abbreviations inside/nested/initials/mentions', config: { query: { abbreviationsInside: false } } },
   { system: '- hierarchy preference', config: { hierarchy: { penalty: 0 } } },

@@ -113,6 +113,8 @@ export const linkConfigSchema = z
         headNouns: z.array(z.string().min(1)).max(5).default(['disease', 'syndrome']),
         /** Third-chance lookup of a name that differs only by qualifier words ("Hereditary … Syndrome"), never for "X or Y". */
         unqualified: z.boolean().default(true),
+        /** Modes of inheritance read as "hereditary" ("autosomal recessive disorder" → "Hereditary Diseases"), loose lookup, before the unqualified one. */
+        inheritance: z.boolean().default(true),
         /** Distributed readings of coordinations ("breast and ovarian cancer") as extra name lookups. */
         composite: z.boolean().default(true),
         /**

@@ -228,7 +228,7 @@ export class Linker implements LinkingCore {
       work.forEach((w, i) => {
         const allow = this.allowFor(w.mention.label);
         const { sparse } = this.parts;
-        const retrieved = retriever.retrieve(w.exactTexts, vectors[i]!, { k: sparse ? config.query.sparsePool * config.retrieveK : config.retrieveK, allow, loose: this.parts.loose, headNouns: config.query.headNouns, unqualified: config.query.unqualified, readings: w.readings, senses: w.senses });
+        const retrieved = retriever.retrieve(w.exactTexts, vectors[i]!, { k: sparse ? config.query.sparsePool * config.retrieveK : config.retrieveK, allow, loose: this.parts.loose, headNouns: config.query.headNouns, unqualified: config.query.unqualified, inheritance: config.query.inheritance, readings: w.readings, senses: w.senses });
         const hits = sparse ? sparse.fuse(w.exactTexts, retrieved).slice(0, config.retrieveK) : retrieved;
         const preferred = this.parts.hierarchy ? this.parts.hierarchy.apply(w.exactTexts, hits) : { hits, scores: hits.map((h) => h.score) };
         w.hits = preferred.hits;

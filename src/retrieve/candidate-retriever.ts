@@ -1,5 +1,6 @@
 import type { LinkIndex } from './link-index.ts';
 import type { LooseMatchTable } from './loose-match-table.ts';
+import { hereditaryReading } from '../text/loose-key.ts';
 
 export interface ConceptHit {
   conceptIndex: number;
@@ -27,6 +28,12 @@ export interface RetrieveOptions {
    * Cancer Syndrome"). Never for a disjunction ("breast or ovarian cancer" names two diseases).
    */
   unqualified?: boolean;
+  /**
+   * Before the unqualified names: the mention with its mode of inheritance read as "hereditary",
+   * loose lookup only ("autosomal recessive disorder" → "Hereditary Diseases"). KB names keep
+   * theirs, so "hereditary deafness" never becomes "Deafness, Autosomal Recessive".
+   */
+  inheritance?: boolean;
   /**
    * Distributed readings of a composite mention: their name matches join the exact block, after
    * the mention's own, only when the whole mention has none (a combined concept wins).
@@ -113,6 +120,7 @@ export class CandidateRetriever {
     if (best.size === 0 && loose) {
       addExact(queryTexts, (t) => loose.lookup(t), 0);
       if (best.size === 0 && headNouns) addExact(queryTexts.flatMap((q) => headNouns.map((h) => `${q} ${h}`)), (t) => loose.lookup(t), 0);
+      if (best.size === 0 && options.inheritance) addExact(queryTexts.flatMap((q) => hereditaryReading(q) ?? []), (t) => loose.lookup(t), 0);
       if (best.size === 0 && options.unqualified && !queryTexts.some((q) => DISJUNCTION.test(q))) addExact(queryTexts, (t) => loose.lookupUnqualified(t), 0);
     }
     if (best.size === 0 && readings && readings.length > 0) {

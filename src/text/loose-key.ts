@@ -76,3 +76,16 @@ export function unqualifiedKey(text: string): string {
     .filter((t) => !QUALIFIER_WORDS.has(t))
     .join(' ');
 }
+
+/**
+ * A mode of inheritance ("autosomal recessive", "dominantly inherited") says the disease is
+ * hereditary and nothing more: "autosomal recessive disorder" is MeSH's "Hereditary Diseases".
+ * Chosen on the tune split: "X-linked" is not one of them (it lost mentions there).
+ */
+const INHERITANCE_MODE = /\b(?:autosomal[\s-]+)?(?:recessive|dominant)(?:ly)?(?:[\s-]+inherited)?\b/gi;
+
+/** The text with its modes of inheritance written as "hereditary", or undefined when it names none. */
+export function hereditaryReading(text: string): string | undefined {
+  const reading = text.replace(INHERITANCE_MODE, 'hereditary');
+  return reading === text ? undefined : reading;
+}

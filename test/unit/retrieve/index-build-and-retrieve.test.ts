@@ -101,6 +101,20 @@ test('index build writes a complete versioned directory that opens and retrieves
     assert.ok(!retriever.retrieve(['colorectal-lung cancer'], encoder.vector('colorectal-lung cancer'), { k: 3, loose: qualified })[0]!.exact, 'off unless asked');
     assert.ok(!retriever.retrieve(['colorectal or lung cancer'], encoder.vector('colorectal or lung cancer'), { k: 3, loose: qualified, unqualified: true })[0]!.exact, 'not for "X or Y"');
     assert.deepEqual(loose.lookupUnqualified('colorectal lung cancer'), [], 'a table without an unqualified key has none');
+    // A mode of inheritance reads as "hereditary" on the mention's side only.
+    const inherited = new LooseMatchTable(
+      index.concepts.map((c) =>
+        c.id === 'MESH:D006937' ? { ...c, synonyms: [...c.synonyms, 'Hereditary Hypercholesterolemia'] } : c.id === 'MESH:D011014' ? { ...c, synonyms: [...c.synonyms, 'Asthma, Autosomal Recessive'] } : c,
+      ),
+      looseKey,
+    );
+    const adh = 'autosomal dominant hypercholesterolemia';
+    const hereditary = retriever.retrieve([adh], encoder.vector(adh), { k: 3, loose: inherited, inheritance: true });
+    assert.equal(idOf(hereditary), 'MESH:D006937');
+    assert.equal(hereditary[0]!.exact, true);
+    assert.ok(!retriever.retrieve([adh], encoder.vector(adh), { k: 3, loose: inherited })[0]!.exact, 'off unless asked');
+    const hereditaryAsthma = retriever.retrieve(['hereditary asthma'], encoder.vector('hereditary asthma'), { k: 3, loose: inherited, inheritance: true });
+    assert.ok(!hereditaryAsthma.some((h) => h.exact), 'a KB name keeps its mode: "hereditary asthma" is not "Asthma, Autosomal Recessive"');
     const senses = retriever.retrieve(['HTN'], encoder.vector('HTN'), { k: 5, loose, senses: ['high blood pressure'] });
     const htn = senses.find((h) => index.concepts[h.conceptIndex]!.id === 'MESH:D006973');
     assert.ok(htn && !htn.exact && htn.score === Math.max(...senses.map((h) => h.score)), 'a sense joins the candidates at the best dense score');

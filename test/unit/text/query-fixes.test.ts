@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { findAbbreviationDefinitions, isLongFormOf } from '../../../src/text/abbreviations.ts';
 import { expandMention, longFormsAmongMentions } from '../../../src/text/abbreviation-expansion.ts';
 import { compositeReadings } from '../../../src/text/composite-mentions.ts';
-import { looseKey, unqualifiedKey } from '../../../src/text/loose-key.ts';
+import { hereditaryReading, looseKey, unqualifiedKey } from '../../../src/text/loose-key.ts';
 
 test('loose key: word order, plurals, British spelling, roman numerals, Greek letters, stop words', () => {
   assert.equal(looseKey('Anemia, Hemolytic, Congenital'), looseKey('congenital hemolytic anaemia'));
@@ -22,6 +22,17 @@ test('loose key: word order, plurals, British spelling, roman numerals, Greek le
   assert.notEqual(unqualifiedKey('Hereditary Breast Cancer'), unqualifiedKey('breast-ovarian cancer'));
   // Latin endings are not plurals.
   assert.equal(looseKey('arthritis'), 'arthritis');
+});
+
+test('a mode of inheritance reads as "hereditary"; X-linked and plain words do not', () => {
+  assert.equal(hereditaryReading('autosomal recessive disorder'), 'hereditary disorder');
+  assert.equal(looseKey(hereditaryReading('Autosomal-dominant disorders')!), looseKey('Hereditary Diseases'));
+  assert.equal(hereditaryReading('recessively inherited disorder'), 'hereditary disorder');
+  assert.equal(hereditaryReading('dominant myotonia congenita'), 'hereditary myotonia congenita');
+  assert.equal(hereditaryReading('X-linked recessive ataxia'), 'X-linked hereditary ataxia');
+  assert.equal(hereditaryReading('X-linked ataxia'), undefined);
+  assert.equal(hereditaryReading('hereditary deafness'), undefined);
+  assert.equal(hereditaryReading('predominantly motor neuropathy'), undefined, 'whole words only');
 });
 
 test('composite readings distribute the shared head; a comma alone is no coordination', () => {
