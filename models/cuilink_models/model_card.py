@@ -44,7 +44,7 @@ def _default_rerank_label(res: dict) -> str:
     return f"ambiguous mentions, margin 0.05, cross-encoder weight {w:g}"
 
 
-KEPT_SECTIONS = ("## Distilled cross-encoder",)
+KEPT_SECTIONS = ("## Distilled cross-encoder", "## Longer bi-encoder run (not shipped)")
 
 
 def kept_section(card: str, heading: str) -> str:
@@ -228,8 +228,8 @@ def write_card(out_dir: Path, summary: dict) -> Path:
              "are bounded by minutes (`--bi-minutes`, `--ce-minutes`), so a less busy or faster machine runs more steps in the "
              f"same time. The last pipeline invocation took {_minutes(summary.get('totalSeconds'))} up to shipping (after the "
              "venv install and the KB export; stages kept with `--resume` from earlier invocations are not counted).\n")
-    # Sections written by hand for models this pipeline does not train (the distilled reranker of
-    # cuilink_models.distill_crossencoder) survive a regenerated card.
+    # Sections written by hand for runs outside this pipeline (the distilled reranker of
+    # cuilink_models.distill_crossencoder, the long bi-encoder run) survive a regenerated card.
     previous = (out_dir / "MODEL_CARD.md").read_text() if (out_dir / "MODEL_CARD.md").exists() else ""
     L.extend(section for section in (kept_section(previous, h) for h in KEPT_SECTIONS) if section)
     L.append("## Export\n")
