@@ -18,11 +18,12 @@ import type { ScoredMention } from '../src/eval/metrics/mention-record.ts';
 import { openLinker, DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { ensureBenchIndex } from './bench-index.ts';
+import { MEDIC_KB_FLAGS, supplementsFlag } from './medic-kb.ts';
 
 const SHARED = join('..', 'shared', 'data');
 const { values } = parseArgs({
   options: {
-    kb: { type: 'string', default: join(SHARED, 'medic', 'CTD_diseases.tsv.gz') },
+    ...MEDIC_KB_FLAGS,
     train: { type: 'string', default: join(SHARED, 'ncbi-disease', 'NCBItrainset_corpus.txt') },
     dev: { type: 'string', default: join(SHARED, 'ncbi-disease', 'NCBIdevelopset_corpus.txt') },
     index: { type: 'string' },
@@ -37,7 +38,7 @@ const { values } = parseArgs({
     'nil-precision': { type: 'string', default: '0.5' },
   },
 });
-for (const file of [values.kb, values.train, values.dev]) {
+for (const file of [values.kb, ...supplementsFlag(values['kb-supplement']), values.train, values.dev]) {
   if (!existsSync(file)) {
     console.error(`bench:accuracy: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
@@ -87,7 +88,7 @@ const SWEEP: { system: string; config: Record<string, unknown> }[] = [
   ...[2, 3, 5].flatMap((candidates) => [0.02, 0.05, 0.1].map((margin) => ({ system: `rerank grid candidates ${candidates} margin ${margin}`, config: { rerank: { candidates, margin } } }))),
 ];
 
-const { indexDir } = ensureBenchIndex({ kb: values.kb, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
+const { indexDir } = ensureBenchIndex({ kb: values.kb, supplements: supplementsFlag(values['kb-supplement']), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
 const view = kbOntologyView(await loadIndexKb(indexDir));
 const train = await loadPubTatorCorpus(values.train);
 const tune: GoldCorpus = { ...train, notes: selectSplit(train.notes, (n) => n.noteId, 'tune'), gold: new Map() };

@@ -1,10 +1,12 @@
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { modelChecksum, readModelManifest } from '../src/encode/manifest.ts';
 
 export interface BenchIndexRequest {
   kb: string;
+  /** `--kb-supplement` files (part of the cache directory's name). */
+  supplements?: readonly string[];
   modelDir: string;
   /** Reuse this directory instead of the cache. */
   indexDir?: string;
@@ -22,11 +24,14 @@ export interface BenchIndexRequest {
 export function ensureBenchIndex(request: BenchIndexRequest): { indexDir: string; buildSeconds: number | null } {
   const model = readModelManifest(request.modelDir);
   const suffix = request.precision ? `--${request.precision}` : '';
-  const indexDir = request.indexDir ?? join('.cache', 'cuilink', 'bench', `medic--${model.id}-${modelChecksum(request.modelDir).slice(0, 12)}${suffix}`);
+  const supplements = request.supplements ?? [];
+  const kbName = ['medic', ...supplements.map((path) => basename(path).replace(/\.(txt|tsv)?(\.gz)?$/, ''))].join('+');
+  const indexDir = request.indexDir ?? join('.cache', 'cuilink', 'bench', `${kbName}--${model.id}-${modelChecksum(request.modelDir).slice(0, 12)}${suffix}`);
   if (!request.rebuild && existsSync(join(indexDir, 'manifest.json'))) return { indexDir, buildSeconds: null };
   request.log(`building ${indexDir} …`);
   const t0 = performance.now();
   const args = ['bin/cuilink.js', 'index', 'build', '--kb', request.kb, '--model', request.modelDir, '--out', indexDir, '--force', '--no-progress', '--provider', request.provider ?? 'cpu'];
+  for (const path of supplements) args.push('--kb-supplement', path);
   if (request.precision) args.push('--precision', request.precision);
   const build = spawnSync(process.execPath, args, { stdio: 'inherit' });
   if (build.status !== 0) process.exit(build.status ?? 1);

@@ -13,17 +13,18 @@ import type { CrossEncoder } from '../src/encode/cross-encoder.ts';
 import { openLinker } from '../src/link/open-linker.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { ensureBenchIndex } from './bench-index.ts';
+import { MEDIC_KB_FLAGS, supplementsFlag } from './medic-kb.ts';
 
 const { values } = parseArgs({
   options: {
-    kb: { type: 'string', default: join('..', 'shared', 'data', 'medic', 'CTD_diseases.tsv.gz') },
+    ...MEDIC_KB_FLAGS,
     index: { type: 'string' },
     queries: { type: 'string', default: '24000' },
     seed: { type: 'string', default: '20261125' },
     out: { type: 'string', default: join('models', 'work', 'distill', 'pairs.jsonl') },
   },
 });
-const { indexDir } = ensureBenchIndex({ kb: values.kb, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
+const { indexDir } = ensureBenchIndex({ kb: values.kb, supplements: supplementsFlag(values['kb-supplement']), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
 let state = Number(values.seed);
 /** A 31-bit LCG: the generator the shipped student's file was drawn with, so that it reproduces. */
 const rand = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;

@@ -7,6 +7,7 @@
 // activations per batch; the linker batches each note's mentions on their own, so int8 results do
 // not depend on how the stage's micro-batches or eval's 32-note batches group the notes.
 import { ensureBenchIndex } from './bench-index.ts';
+import { MEDIC_KB_FLAGS, supplementsFlag } from './medic-kb.ts';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +30,7 @@ import { ensureTopics } from '../src/stream/topics.ts';
 const SHARED = join('..', 'shared', 'data');
 const { values } = parseArgs({
   options: {
-    kb: { type: 'string', default: join(SHARED, 'medic', 'CTD_diseases.tsv.gz') },
+    ...MEDIC_KB_FLAGS,
     corpus: { type: 'string', default: join(SHARED, 'ncbi-disease', 'NCBIdevelopset_corpus.txt') },
     model: { type: 'string', default: DEFAULT_MODEL_DIR },
     index: { type: 'string' },
@@ -37,7 +38,7 @@ const { values } = parseArgs({
     out: { type: 'string', default: join('bench', 'results', 'evaluator-bar.json') },
   },
 });
-for (const file of [values.kb, values.corpus]) {
+for (const file of [values.kb, ...supplementsFlag(values['kb-supplement']), values.corpus]) {
   if (!existsSync(file)) {
     console.error(`bench:evaluator: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
@@ -45,7 +46,7 @@ for (const file of [values.kb, values.corpus]) {
 }
 
 // The same cached MEDIC index as bench:link.
-const { indexDir } = ensureBenchIndex({ kb: values.kb, modelDir: values.model, indexDir: values.index, log: console.log });
+const { indexDir } = ensureBenchIndex({ kb: values.kb, supplements: supplementsFlag(values['kb-supplement']), modelDir: values.model, indexDir: values.index, log: console.log });
 
 const precisions = values.precision.split(',').map((p) => p.trim()) as Precision[];
 for (const p of precisions) {

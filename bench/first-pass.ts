@@ -177,7 +177,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const { parseArgs } = await import('node:util');
   const { join } = await import('node:path');
   const { kbOntologyView, loadIndexKb } = await import('../src/eval/kb-ontology-view.ts');
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '1' }, threads: { type: 'string' }, notes: { type: 'string' }, index: { type: 'string', default: join('.cache', 'cuilink', 'bench', 'medic--cuilink-biencoder-minilm-base-untrained-b7485ac38070') } } });
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '1' }, threads: { type: 'string' }, notes: { type: 'string' }, index: { type: 'string', default: join('.cache', 'cuilink', 'bench', 'medic+medic_06Jul2012--cuilink-biencoder-minilm-base-untrained-b7485ac38070') } } });
   const data = join('..', 'shared', 'data', 'ncbi-disease');
   const train = await loadPubTatorCorpus(join(data, 'NCBItrainset_corpus.txt'));
   const dev = await loadPubTatorCorpus(join(data, 'NCBIdevelopset_corpus.txt'));

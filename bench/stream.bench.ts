@@ -20,6 +20,7 @@ import { Partitioners, type Kafka } from 'kafkajs';
 import { loadPubTatorCorpus } from '../src/eval/gold.ts';
 import { openLinker } from '../src/link/open-linker.ts';
 import { ensureBenchIndex } from './bench-index.ts';
+import { MEDIC_KB_FLAGS, supplementsFlag } from './medic-kb.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { readModelManifest } from '../src/encode/manifest.ts';
 import type { LinkingCore, NoteInput } from '../src/link/types.ts';
@@ -36,7 +37,7 @@ const SHARED = join('..', 'shared', 'data');
 const { values } = parseArgs({
   options: {
     corpus: { type: 'string', default: ['NCBItrainset_corpus.txt', 'NCBIdevelopset_corpus.txt'].map((f) => join(SHARED, 'ncbi-disease', f)).join(',') },
-    kb: { type: 'string', default: join(SHARED, 'medic', 'CTD_diseases.tsv.gz') },
+    ...MEDIC_KB_FLAGS,
     index: { type: 'string' },
     repeat: { type: 'string', default: '1' },
     rounds: { type: 'string', default: '3' },
@@ -50,14 +51,14 @@ const { values } = parseArgs({
   },
 });
 const corpusFiles = values.corpus.split(',');
-for (const file of [...corpusFiles, values.kb]) {
+for (const file of [...corpusFiles, values.kb, ...supplementsFlag(values['kb-supplement'])]) {
   if (!existsSync(file)) {
     console.error(`bench:stream: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
   }
 }
 const model = readModelManifest(DEFAULT_MODEL_DIR);
-const { indexDir } = ensureBenchIndex({ kb: values.kb, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, log: console.log });
+const { indexDir } = ensureBenchIndex({ kb: values.kb, supplements: supplementsFlag(values['kb-supplement']), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, log: console.log });
 const repeat = Number(values.repeat);
 const rounds = Number(values.rounds);
 const optionalInt = (value: string | undefined) => (value === undefined ? undefined : Number(value));

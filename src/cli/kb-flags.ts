@@ -6,6 +6,7 @@ import { ALL_SYNONYM_SCOPES } from '../kb/synonym-scope.ts';
 /** The KB-loading flags shared by `kb export` and `index build`. */
 export const KB_FLAG_OPTIONS = {
   kb: { type: 'string', multiple: true },
+  'kb-supplement': { type: 'string', multiple: true },
   'kb-format': { type: 'string' },
   'all-synonyms': { type: 'boolean', default: false },
   'umls-lang': { type: 'string' },
@@ -15,6 +16,8 @@ export const KB_FLAG_OPTIONS = {
 } as const;
 
 export const KB_FLAGS_HELP = `  --kb FILE             KB file (repeatable)
+  --kb-supplement FILE  older release read after the KB: only its concepts whose ids (and alt
+                        ids) the KB does not know are added, e.g. ids retired since (repeatable)
   --kb-format NAME      force the input format (${KB_FORMATS.join('|')})
   --all-synonyms        OBO: keep NARROW and BROAD synonyms too (default EXACT, RELATED)
   --umls-lang L,L       UMLS languages (default ENG; 'all' for every language)
@@ -31,6 +34,7 @@ export const KB_FORMATS_HELP = `Input formats (detected from name and content, o
 
 interface KbFlagValues {
   kb?: string[];
+  'kb-supplement'?: string[];
   'kb-format'?: string;
   'all-synonyms'?: boolean;
   'umls-lang'?: string;
@@ -57,6 +61,7 @@ export function kbLoadRequest(values: KbFlagValues, required = true): { paths: s
     paths,
     options: {
       format: kbFormat as KbFormat | undefined,
+      supplements: values['kb-supplement'] ?? [],
       synonymScopes: values['all-synonyms'] ? ALL_SYNONYM_SCOPES : undefined,
       umls: {
         languages: lang === undefined ? undefined : lang.some((l) => l.toLowerCase() === 'all') ? [] : lang,

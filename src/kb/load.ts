@@ -19,7 +19,13 @@ export interface KbLoadOptions {
   synonymScopes?: readonly SynonymScope[];
   /** UMLS filters (languages, SABs, TUIs, suppression). */
   umls?: UmlsOptions;
-  /** Called after each file with its concept count (progress for the CLI). */
+  /**
+   * Files of an older (or other) release read after the KB: a concept of theirs is added only when
+   * neither its id nor any alt id is known by then, so ids a later release retired stay linkable
+   * (gold labels made against the older release) and nothing the KB already has changes.
+   */
+  supplements?: readonly string[];
+  /** Called after each file with its concept count (progress for the CLI); for a supplement, the concepts added. */
   onFile?: (path: string, format: KbFormat, concepts: number) => void;
 }
 
@@ -33,7 +39,8 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
   if (options.format !== undefined && !KB_FORMATS.includes(options.format)) {
     throw new InputError(`unknown KB format '${String(options.format)}' (one of ${KB_FORMATS.join(', ')})`, 'BAD_FLAGS');
   }
-  for (const path of paths) {
+  const supplements = options.supplements ?? [];
+  for (const path of [...paths, ...supplements]) {
     if (!existsSync(path)) throw new InputError(`cannot read ${path}: no such file`, 'INPUT_NOT_FOUND');
   }
   const store = new ConceptStore();
@@ -47,6 +54,16 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
       count++;
     }
     options.onFile?.(path, format, count);
+  }
+  for (const path of supplements) {
+    const format = options.format ?? (await detectKbFormat(path));
+    // Judged against the store before this file: two lines of one supplement may share an id.
+    const retired = [];
+    for await (const concept of readConcepts(path, format, options)) {
+      if (!store.has(concept.id) && !concept.altIds.some((alt) => store.has(alt))) retired.push(concept);
+    }
+    for (const concept of retired) store.add(concept);
+    options.onFile?.(path, format, retired.length);
   }
   return store;
 }

@@ -41,12 +41,14 @@ export async function buildIndexFromKb(options: BuildIndexFromKbOptions): Promis
   const log = options.log ?? (() => {});
   // Checked before the KB and the model load (~20 s for MEDIC); buildIndex checks again before writing.
   if (existsSync(options.outDir) && !options.overwrite) throw new InputError(`${options.outDir} already exists (pass --force to replace it)`, 'INDEX_EXISTS');
-  const store = await loadKb(options.kbPaths, { ...options.kbOptions, onFile: (path, format, n) => log(`loaded ${n} concepts from ${path} (${format})`) });
+  const supplements = new Set(options.kbOptions?.supplements ?? []);
+  const onFile = (path: string, format: string, n: number) => log(supplements.has(path) ? `added ${n} concepts whose ids the KB lacks from ${path} (${format}, supplement)` : `loaded ${n} concepts from ${path} (${format})`);
+  const store = await loadKb(options.kbPaths, { ...options.kbOptions, onFile });
   const encoder = await BiEncoder.open(options.modelDir, { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, precision: options.precision });
   try {
     const manifest = await buildIndex({
       concepts: store.sorted(),
-      kbSources: options.kbPaths,
+      kbSources: [...options.kbPaths, ...[...supplements].map((path) => `${path} (supplement)`)],
       kbChecksum: store.checksum(),
       encoder,
       model: { path: recordedModelPath(options.modelDir), sha256: encoder.modelSha256, precision: encoder.precision },

@@ -40,3 +40,15 @@ test('cuilink kb export: UMLS filters to stdout; bad input exits 2 with a one-li
   assert.equal(help.status, 0);
   assert.match(help.stdout, /--umls-sab/);
 });
+
+test('cuilink kb export --kb-supplement: the retired concept of an older release is exported, nothing else of it', () => {
+  const run = cuilink(['kb', 'export', '--kb', fixture('ctd-tiny.tsv'), '--kb-supplement', fixture('biosyn-older-release.txt')]);
+  assert.equal(run.status, 0, run.stderr);
+  const ids = run.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+  assert.equal(ids.length, 6);
+  assert.ok(ids.includes('OMIM:613825'));
+  assert.ok(!ids.includes('MESH:C565165'));
+  const missing = cuilink(['kb', 'export', '--kb', fixture('ctd-tiny.tsv'), '--kb-supplement', '/nonexistent/old.txt']);
+  assert.equal(missing.status, 2);
+  assert.equal(missing.stderr.trim(), 'cuilink kb export: cannot read /nonexistent/old.txt: no such file');
+});

@@ -74,3 +74,17 @@ test('loadKb: ParseError from any loader names file and line', async () => {
     tmp.cleanup();
   }
 });
+
+test('loadKb: a supplement adds only the concepts whose ids and alt ids the KB does not know', async () => {
+  const seen: string[] = [];
+  const store = await loadKb([fixture('ctd-tiny.tsv')], { supplements: [fixture('biosyn-older-release.txt')], onFile: (p, f, n) => seen.push(`${f}:${n}`) });
+  assert.deepEqual(seen, ['ctd:5', 'biosyn:1'], 'the supplement reports the concepts it added');
+  assert.equal(store.size, 5 + 1);
+  const retired = store.get('OMIM:613825');
+  assert.ok(retired, 'an id the KB lacks is added');
+  assert.equal(retired.name, 'COMPLEMENT COMPONENT 9 DEFICIENCY');
+  assert.deepEqual(retired.synonyms, ['C9D', 'C9 DEFICIENCY'], 'two lines of one supplement with the same id are one concept');
+  assert.ok(!store.get('MESH:D003920')!.synonyms.includes('Sugar Diabetes'), 'a concept the KB has keeps its own names');
+  assert.equal(store.get('MESH:C565165'), undefined, 'a concept whose alt id (OMIM:125853) the KB knows is left out');
+  await assert.rejects(loadKb([fixture('ctd-tiny.tsv')], { supplements: ['/nonexistent/old.txt'] }), (e: unknown) => e instanceof InputError && e.message === 'cannot read /nonexistent/old.txt: no such file');
+});
