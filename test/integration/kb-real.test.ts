@@ -37,6 +37,20 @@ test('MEDIC 2012 BioSyn dictionary: 11,915 concepts, 76,237 names, 14,943 ids', 
   assert.equal([...store].reduce((n, c) => n + 1 + c.altIds.length, 0), 14_943);
 });
 
+test('MEDIC 2017 + the 2012 release as a supplement: the 76 retired concepts NCBI-disease gold uses, nothing else', { skip }, async () => {
+  const added: number[] = [];
+  const store = await loadKb([`${DATA}/medic/CTD_diseases.tsv.gz`], { supplements: [`${DATA}/medic/medic_06Jul2012.txt.gz`], onFile: (_p, _f, n) => added.push(n) });
+  assert.deepEqual(added, [11_865, 76]);
+  assert.equal(store.size, 11_865 + 76);
+  assert.equal(store.get('OMIM:613825')?.name, 'COMPLEMENT COMPONENT 9 DEFICIENCY', 'retired since 2012 (gold of "C9 deficiency")');
+  assert.equal(store.get('MESH:C538554')?.name, 'diminished GALC activity');
+  assert.equal(store.get('OMIM:202400')?.id, 'MESH:D000347');
+  assert.equal(store.get('MESH:C531603'), undefined, '2012 lists C531603 as an alt id of OMIM:202400, which 2017 keeps as an alt id of Afibrinogenemia: not added');
+  const d003924 = store.get('MESH:D003924')!;
+  const fresh = await loadKb([`${DATA}/medic/CTD_diseases.tsv.gz`]);
+  assert.deepEqual(d003924.synonyms, fresh.get('MESH:D003924')!.synonyms, 'a concept 2017 has keeps its own names');
+});
+
 test('DOID 2024-01-31: 11,501 live terms, UMLS xrefs normalized', { skip }, async () => {
   const store = await loadKb([`${DATA}/doid/doid.obo.gz`]);
   assert.equal(store.size, 11_501);
