@@ -5,6 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InputError } from '../../../src/kb/errors.ts';
 import { buildIndexFromKb } from '../../../src/link/build-index-from-kb.ts';
+import { DEFAULT_MODEL_DIR } from '../../../src/link/default-index.ts';
+import { LinkIndex } from '../../../src/retrieve/link-index.ts';
+import { normalizeName } from '../../../src/text/normalize.ts';
 
 test('index build --out EXISTING fails before loading the KB or the model', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'cuilink-exists-'));
@@ -14,6 +17,30 @@ test('index build --out EXISTING fails before loading the KB or the model', asyn
       buildIndexFromKb({ kbPaths: [join(dir, 'no-such-kb.obo')], modelDir: join(dir, 'no-such-model'), outDir: dir, progress: false }),
       (e: unknown) => e instanceof InputError && e.code === 'INDEX_EXISTS' && /already exists \(pass --force to replace it\)/.test(e.message),
     );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('index build with a KB supplement: the retired concept is indexed and the manifest names the supplement', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-supplement-'));
+  try {
+    const lines: string[] = [];
+    const fixtures = join('test', 'fixtures', 'kb');
+    const manifest = await buildIndexFromKb({
+      kbPaths: [join(fixtures, 'ctd-tiny.tsv')],
+      kbOptions: { supplements: [join(fixtures, 'biosyn-older-release.txt')] },
+      modelDir: DEFAULT_MODEL_DIR,
+      provider: 'cpu',
+      outDir: join(dir, 'idx'),
+      progress: false,
+      log: (line) => lines.push(line),
+    });
+    assert.equal(manifest.kb.concepts, 5 + 1);
+    assert.deepEqual(manifest.kb.sources, ['ctd-tiny.tsv', 'biosyn-older-release.txt (supplement)']);
+    assert.ok(lines.includes(`added 1 concepts whose ids the KB lacks from ${join(fixtures, 'biosyn-older-release.txt')} (biosyn, supplement)`), lines.join('\n'));
+    const index = await LinkIndex.open(join(dir, 'idx'), normalizeName);
+    assert.equal(index.concepts[index.exact.lookup('C9 DEFICIENCY')[0]!]!.id, 'OMIM:613825', 'its names are in the exact table');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
