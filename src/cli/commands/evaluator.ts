@@ -22,6 +22,7 @@ are committed). Runs until SIGTERM or SIGINT.
 Options:
   --index DIR            the KB is this index's concepts (what the stage links against)
   --kb FILE              or load the KB from files (repeatable; formats as in 'cuilink kb export')
+  --kb-supplement FILE   with --kb: an older release whose retired concepts are added (as in 'cuilink kb export')
   --linked-topic T       LinkedNote topic (default cuilink.linked)
   --gold-topic T         GoldMention topic (default cuilink.gold)
   --group ID             consumer group (default cuilink-evaluator)
