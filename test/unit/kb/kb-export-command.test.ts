@@ -52,3 +52,9 @@ test('cuilink kb export --kb-supplement: the retired concept of an older release
   assert.equal(missing.status, 2);
   assert.equal(missing.stderr.trim(), 'cuilink kb export: cannot read /nonexistent/old.txt: no such file');
 });
+
+test('cuilink evaluator: --kb-supplement with --index is a flag error (the index already holds its KB)', () => {
+  const run = cuilink(['evaluator', '--index', '/nonexistent/idx', '--kb-supplement', fixture('biosyn-older-release.txt')]);
+  assert.equal(run.status, 2);
+  assert.equal(run.stderr.trim(), 'cuilink evaluator: --kb-supplement goes with --kb: an index already holds its KB');
+});
