@@ -18,7 +18,7 @@ import type { ScoredMention } from '../src/eval/metrics/mention-record.ts';
 import { openLinker, DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { ensureBenchIndex } from './bench-index.ts';
-import { MEDIC_KB_FLAGS, supplementsFlag } from './medic-kb.ts';
+import { MEDIC_KB_FLAGS, medicKb } from './medic-kb.ts';
 
 const SHARED = join('..', 'shared', 'data');
 const { values } = parseArgs({
@@ -38,7 +38,7 @@ const { values } = parseArgs({
     'nil-precision': { type: 'string', default: '0.5' },
   },
 });
-for (const file of [values.kb, ...supplementsFlag(values['kb-supplement']), values.train, values.dev]) {
+for (const file of [...medicKb(values).files, values.train, values.dev]) {
   if (!existsSync(file)) {
     console.error(`bench:accuracy: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
@@ -47,7 +47,7 @@ for (const file of [values.kb, ...supplementsFlag(values['kb-supplement']), valu
 
 /** The linker before issue 14: no query fixes, no hierarchy preference, the old rerank block. */
 const OLD_DEFAULT = {
-  query: { loose: false, headNouns: [], unqualified: false, inheritance: false, composite: false, abbreviationsInside: false },
+  query: { loose: false, headNouns: [], unqualified: false, inheritance: false, composite: false, abbreviationsInside: false, xrefNames: false },
   hierarchy: { penalty: 0 },
   rerank: { policy: 'ambiguous', candidates: 5, margin: 0.05, weight: 0.1 },
 };
@@ -60,6 +60,7 @@ const ABLATIONS: { system: string; config: Record<string, unknown> }[] = [
   { system: '- unqualified-name lookup', config: { query: { unqualified: false } } },
   { system: '- inheritance modes as "hereditary"', config: { query: { inheritance: false } } },
   { system: '- composite readings', config: { query: { composite: false } } },
+  { system: '- names from other vocabularies (xref names)', config: { query: { xrefNames: false } } },
   { system: '- abbreviations inside/nested/initials/mentions', config: { query: { abbreviationsInside: false } } },
   { system: '- hierarchy preference', config: { hierarchy: { penalty: 0 } } },
   { system: '- sparse fusion', config: { query: { sparseWeight: 0 } } },
@@ -88,7 +89,7 @@ const SWEEP: { system: string; config: Record<string, unknown> }[] = [
   ...[2, 3, 5].flatMap((candidates) => [0.02, 0.05, 0.1].map((margin) => ({ system: `rerank grid candidates ${candidates} margin ${margin}`, config: { rerank: { candidates, margin } } }))),
 ];
 
-const { indexDir } = ensureBenchIndex({ kb: values.kb, supplements: supplementsFlag(values['kb-supplement']), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
+const { indexDir } = ensureBenchIndex({ ...medicKb(values), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
 const view = kbOntologyView(await loadIndexKb(indexDir));
 const train = await loadPubTatorCorpus(values.train);
 const tune: GoldCorpus = { ...train, notes: selectSplit(train.notes, (n) => n.noteId, 'tune'), gold: new Map() };

@@ -7,6 +7,8 @@ export interface BenchIndexRequest {
   kb: string;
   /** `--kb-supplement` files (part of the cache directory's name). */
   supplements?: readonly string[];
+  /** `--xref-names` files (part of the cache directory's name). */
+  xrefNames?: readonly string[];
   modelDir: string;
   /** Reuse this directory instead of the cache. */
   indexDir?: string;
@@ -25,13 +27,16 @@ export function ensureBenchIndex(request: BenchIndexRequest): { indexDir: string
   const model = readModelManifest(request.modelDir);
   const suffix = request.precision ? `--${request.precision}` : '';
   const supplements = request.supplements ?? [];
-  const kbName = ['medic', ...supplements.map((path) => basename(path).replace(/\.(txt|tsv)?(\.gz)?$/, ''))].join('+');
+  const xrefNames = request.xrefNames ?? [];
+  const stem = (path: string) => basename(path).replace(/\.(txt|tsv|obo|json)?(\.gz)?$/, '');
+  const kbName = ['medic', ...supplements.map(stem), ...xrefNames.map((path) => `xref-${stem(path)}`)].join('+');
   const indexDir = request.indexDir ?? join('.cache', 'cuilink', 'bench', `${kbName}--${model.id}-${modelChecksum(request.modelDir).slice(0, 12)}${suffix}`);
   if (!request.rebuild && existsSync(join(indexDir, 'manifest.json'))) return { indexDir, buildSeconds: null };
   request.log(`building ${indexDir} …`);
   const t0 = performance.now();
   const args = ['bin/cuilink.js', 'index', 'build', '--kb', request.kb, '--model', request.modelDir, '--out', indexDir, '--force', '--no-progress', '--provider', request.provider ?? 'cpu'];
   for (const path of supplements) args.push('--kb-supplement', path);
+  for (const path of xrefNames) args.push('--xref-names', path);
   if (request.precision) args.push('--precision', request.precision);
   const build = spawnSync(process.execPath, args, { stdio: 'inherit' });
   if (build.status !== 0) process.exit(build.status ?? 1);

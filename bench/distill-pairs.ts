@@ -13,20 +13,21 @@ import type { CrossEncoder } from '../src/encode/cross-encoder.ts';
 import { openLinker } from '../src/link/open-linker.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { ensureBenchIndex } from './bench-index.ts';
-import { MEDIC_KB_FLAGS, supplementsFlag } from './medic-kb.ts';
+import { MEDIC_KB_FLAGS, medicKb } from './medic-kb.ts';
 
 const { values } = parseArgs({
   options: {
     ...MEDIC_KB_FLAGS,
-    // The shipped student's pairs were drawn from MEDIC 2017 alone: kept, so that they reproduce.
+    // The shipped student's pairs were drawn from MEDIC 2017 alone (no supplement, no xref names): kept, so that they reproduce.
     'kb-supplement': { type: 'string', default: 'none' },
+    'xref-names': { type: 'string', default: 'none' },
     index: { type: 'string' },
     queries: { type: 'string', default: '24000' },
     seed: { type: 'string', default: '20261125' },
     out: { type: 'string', default: join('models', 'work', 'distill', 'pairs.jsonl') },
   },
 });
-const { indexDir } = ensureBenchIndex({ kb: values.kb, supplements: supplementsFlag(values['kb-supplement']), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
+const { indexDir } = ensureBenchIndex({ ...medicKb(values), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
 let state = Number(values.seed);
 /** A 31-bit LCG: the generator the shipped student's file was drawn with, so that it reproduces. */
 const rand = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;

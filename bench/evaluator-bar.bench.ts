@@ -7,7 +7,7 @@
 // activations per batch; the linker batches each note's mentions on their own, so int8 results do
 // not depend on how the stage's micro-batches or eval's 32-note batches group the notes.
 import { ensureBenchIndex } from './bench-index.ts';
-import { MEDIC_KB_FLAGS, supplementsFlag } from './medic-kb.ts';
+import { MEDIC_KB_FLAGS, medicKb } from './medic-kb.ts';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,7 +38,7 @@ const { values } = parseArgs({
     out: { type: 'string', default: join('bench', 'results', 'evaluator-bar.json') },
   },
 });
-for (const file of [values.kb, ...supplementsFlag(values['kb-supplement']), values.corpus]) {
+for (const file of [...medicKb(values).files, values.corpus]) {
   if (!existsSync(file)) {
     console.error(`bench:evaluator: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
@@ -46,7 +46,7 @@ for (const file of [values.kb, ...supplementsFlag(values['kb-supplement']), valu
 }
 
 // The same cached MEDIC index as bench:link.
-const { indexDir } = ensureBenchIndex({ kb: values.kb, supplements: supplementsFlag(values['kb-supplement']), modelDir: values.model, indexDir: values.index, log: console.log });
+const { indexDir } = ensureBenchIndex({ ...medicKb(values), modelDir: values.model, indexDir: values.index, log: console.log });
 
 const precisions = values.precision.split(',').map((p) => p.trim()) as Precision[];
 for (const p of precisions) {

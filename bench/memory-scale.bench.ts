@@ -21,12 +21,12 @@ import { activateMemoryVersion } from '../src/retrieve/memory-root.ts';
 import type { NewMemoryRecord } from '../src/retrieve/memory-record.ts';
 import { normalizeName } from '../src/text/normalize.ts';
 import { ensureBenchIndex } from './bench-index.ts';
-import { MEDIC_KB, MEDIC_SUPPLEMENT } from './medic-kb.ts';
+import { MEDIC_KB, MEDIC_SUPPLEMENT, MEDIC_XREF_NAMES } from './medic-kb.ts';
 
 const SHARED = join('..', 'shared', 'data');
 const { values } = parseArgs({ options: { size: { type: 'string', default: '100000' }, rounds: { type: 'string', default: '3' }, reranker: { type: 'string', default: 'none' }, out: { type: 'string', default: join('bench', 'results', 'memory-scale.json') } } });
 const size = Number(values.size);
-const { indexDir } = ensureBenchIndex({ kb: MEDIC_KB, supplements: [MEDIC_SUPPLEMENT], modelDir: DEFAULT_MODEL_DIR, log: console.log });
+const { indexDir } = ensureBenchIndex({ kb: MEDIC_KB, supplements: [MEDIC_SUPPLEMENT], xrefNames: MEDIC_XREF_NAMES, modelDir: DEFAULT_MODEL_DIR, log: console.log });
 const index = await LinkIndex.open(indexDir, normalizeName);
 const records: NewMemoryRecord[] = [];
 const vectors: Float32Array[] = [];

@@ -20,7 +20,7 @@ import { Partitioners, type Kafka } from 'kafkajs';
 import { loadPubTatorCorpus } from '../src/eval/gold.ts';
 import { openLinker } from '../src/link/open-linker.ts';
 import { ensureBenchIndex } from './bench-index.ts';
-import { MEDIC_KB_FLAGS, supplementsFlag } from './medic-kb.ts';
+import { MEDIC_KB_FLAGS, medicKb } from './medic-kb.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { readModelManifest } from '../src/encode/manifest.ts';
 import type { LinkingCore, NoteInput } from '../src/link/types.ts';
@@ -51,14 +51,14 @@ const { values } = parseArgs({
   },
 });
 const corpusFiles = values.corpus.split(',');
-for (const file of [...corpusFiles, values.kb, ...supplementsFlag(values['kb-supplement'])]) {
+for (const file of [...corpusFiles, ...medicKb(values).files]) {
   if (!existsSync(file)) {
     console.error(`bench:stream: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
   }
 }
 const model = readModelManifest(DEFAULT_MODEL_DIR);
-const { indexDir } = ensureBenchIndex({ kb: values.kb, supplements: supplementsFlag(values['kb-supplement']), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, log: console.log });
+const { indexDir } = ensureBenchIndex({ ...medicKb(values), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, log: console.log });
 const repeat = Number(values.repeat);
 const rounds = Number(values.rounds);
 const optionalInt = (value: string | undefined) => (value === undefined ? undefined : Number(value));

@@ -7,6 +7,7 @@ import { ALL_SYNONYM_SCOPES } from '../kb/synonym-scope.ts';
 export const KB_FLAG_OPTIONS = {
   kb: { type: 'string', multiple: true },
   'kb-supplement': { type: 'string', multiple: true },
+  'xref-names': { type: 'string', multiple: true },
   'kb-format': { type: 'string' },
   'all-synonyms': { type: 'boolean', default: false },
   'umls-lang': { type: 'string' },
@@ -18,6 +19,9 @@ export const KB_FLAG_OPTIONS = {
 export const KB_FLAGS_HELP = `  --kb FILE             KB file (repeatable)
   --kb-supplement FILE  older release read after the KB: only its concepts whose ids (and alt
                         ids) the KB does not know are added, e.g. ids retired since (repeatable)
+  --xref-names FILE     another vocabulary read for its names only: a concept of it whose id or
+                        cross-references lead to exactly one KB concept gives that concept its
+                        names, looked up only when no KB name matches a mention (repeatable)
   --kb-format NAME      force the input format (${KB_FORMATS.join('|')})
   --all-synonyms        OBO: keep NARROW and BROAD synonyms too (default EXACT, RELATED)
   --umls-lang L,L       UMLS languages (default ENG; 'all' for every language)
@@ -35,6 +39,7 @@ export const KB_FORMATS_HELP = `Input formats (detected from name and content, o
 interface KbFlagValues {
   kb?: string[];
   'kb-supplement'?: string[];
+  'xref-names'?: string[];
   'kb-format'?: string;
   'all-synonyms'?: boolean;
   'umls-lang'?: string;
@@ -62,6 +67,7 @@ export function kbLoadRequest(values: KbFlagValues, required = true): { paths: s
     options: {
       format: kbFormat as KbFormat | undefined,
       supplements: values['kb-supplement'] ?? [],
+      xrefNameSources: values['xref-names'] ?? [],
       synonymScopes: values['all-synonyms'] ? ALL_SYNONYM_SCOPES : undefined,
       umls: {
         languages: lang === undefined ? undefined : lang.some((l) => l.toLowerCase() === 'all') ? [] : lang,

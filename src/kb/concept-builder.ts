@@ -41,6 +41,7 @@ export function mergeConcept(into: Concept, from: Concept): void {
   for (const p of from.parents) if (p !== into.id) addUnique(into.parents, p);
   for (const x of from.xrefs) addUnique(into.xrefs, x);
   for (const a of from.altIds) if (a !== into.id) addUnique(into.altIds, a);
+  for (const n of from.xrefNames ?? []) addUnique((into.xrefNames ??= []), n);
   if (into.definition === undefined && from.definition !== undefined) into.definition = from.definition;
 }
 

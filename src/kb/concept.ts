@@ -18,6 +18,11 @@ export interface Concept {
   xrefs: string[];
   /** Other ids that denote this same concept in this KB (CTD AltDiseaseIDs, OBO alt_id): a gold id equal to one is a hit. */
   altIds: string[];
+  /**
+   * Names other vocabularies give this concept through their cross-references (`--xref-names`):
+   * looked up only when no KB name matches a mention, never encoded, never a KB synonym.
+   */
+  xrefNames?: string[];
   /** Optional definition text. */
   definition?: string;
 }

@@ -4,13 +4,15 @@ import { normalizeId } from './ids.ts';
 /**
  * One concept as one JSONL line (docs/kb-jsonl.md). Field order is fixed and every list is
  * written even when empty, so the output is canonical (the store checksum hashes exactly this)
- * and the Python reader needs no defaults.
+ * and the Python reader needs no defaults; `xrefNames` only when there are some, so a KB without
+ * them hashes as it always did.
  */
 export function conceptToJsonLine(c: Concept): string {
   const base =
     `{"id":${JSON.stringify(c.id)},"name":${JSON.stringify(c.name)},"synonyms":${JSON.stringify(c.synonyms)},` +
     `"semanticTypes":${JSON.stringify(c.semanticTypes)},"parents":${JSON.stringify(c.parents)},` +
-    `"xrefs":${JSON.stringify(c.xrefs)},"altIds":${JSON.stringify(c.altIds)}`;
+    `"xrefs":${JSON.stringify(c.xrefs)},"altIds":${JSON.stringify(c.altIds)}` +
+    (c.xrefNames !== undefined && c.xrefNames.length > 0 ? `,"xrefNames":${JSON.stringify(c.xrefNames)}` : '');
   return c.definition === undefined ? `${base}}` : `${base},"definition":${JSON.stringify(c.definition)}}`;
 }
 
@@ -31,7 +33,7 @@ export function conceptFromJsonLine(text: string): Concept | string {
   if (typeof o.name !== 'string' || o.name.length === 0) return 'missing or empty "name"';
   if (o.definition !== undefined && o.definition !== null && typeof o.definition !== 'string') return '"definition" must be a string';
   const lists: Record<string, string[]> = {};
-  for (const field of ['synonyms', 'semanticTypes', 'parents', 'xrefs', 'altIds']) {
+  for (const field of ['synonyms', 'semanticTypes', 'parents', 'xrefs', 'altIds', 'xrefNames']) {
     const list = o[field];
     if (list === undefined || list === null) {
       lists[field] = [];
@@ -51,6 +53,8 @@ export function conceptFromJsonLine(text: string): Concept | string {
     xrefs: dedupe(lists.xrefs!.map(normalizeId)),
     altIds: dedupe(lists.altIds!.map(normalizeId), id),
   };
+  const xrefNames = dedupe(lists.xrefNames!);
+  if (xrefNames.length > 0) concept.xrefNames = xrefNames;
   if (typeof o.definition === 'string' && o.definition.length > 0) concept.definition = o.definition;
   return concept;
 }

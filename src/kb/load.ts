@@ -25,7 +25,14 @@ export interface KbLoadOptions {
    * (gold labels made against the older release) and nothing the KB already has changes.
    */
   supplements?: readonly string[];
-  /** Called after each file with its concept count (progress for the CLI); for a supplement, the concepts added. */
+  /**
+   * Other vocabularies read last for their names only: a concept of theirs whose id and
+   * cross-references (xrefs, alt ids) lead to exactly one KB concept gives that concept its names
+   * as `xrefNames` (DOID's "nephropathy" → MeSH Kidney Diseases); names the concept already has are
+   * skipped. Nothing else of theirs is kept: no concept, parent or synonym is added.
+   */
+  xrefNameSources?: readonly string[];
+  /** Called after each file with its concept count (progress for the CLI); for a supplement, the concepts added; for an xref-name source, the KB concepts given names. */
   onFile?: (path: string, format: KbFormat, concepts: number) => void;
 }
 
@@ -40,7 +47,8 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
     throw new InputError(`unknown KB format '${String(options.format)}' (one of ${KB_FORMATS.join(', ')})`, 'BAD_FLAGS');
   }
   const supplements = options.supplements ?? [];
-  for (const path of [...paths, ...supplements]) {
+  const xrefNameSources = options.xrefNameSources ?? [];
+  for (const path of [...paths, ...supplements, ...xrefNameSources]) {
     if (!existsSync(path)) throw new InputError(`cannot read ${path}: no such file`, 'INPUT_NOT_FOUND');
   }
   const store = new ConceptStore();
@@ -65,7 +73,35 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
     for (const concept of retired) store.add(concept);
     options.onFile?.(path, format, retired.length);
   }
+  for (const path of xrefNameSources) {
+    const format = options.format ?? (await detectKbFormat(path));
+    const named = new Set<string>();
+    for await (const source of readConcepts(path, format, options)) {
+      const target = soleTarget(store, source);
+      if (target === undefined) continue;
+      const own = new Set([target.name, ...target.synonyms].map((n) => n.toLowerCase()));
+      for (const name of [source.name, ...source.synonyms]) {
+        if (own.has(name.toLowerCase())) continue;
+        target.xrefNames ??= [];
+        if (!target.xrefNames.includes(name)) target.xrefNames.push(name);
+        named.add(target.id);
+      }
+    }
+    options.onFile?.(path, format, named.size);
+  }
   return store;
+}
+
+/** The one KB concept a concept of another vocabulary denotes (by its id, alt ids or xrefs); undefined when none or several. */
+function soleTarget(store: ConceptStore, source: Concept): Concept | undefined {
+  let target: Concept | undefined;
+  for (const id of [source.id, ...source.altIds, ...source.xrefs]) {
+    const found = store.get(id);
+    if (found === undefined || found === target) continue;
+    if (target !== undefined) return undefined;
+    target = found;
+  }
+  return target;
 }
 
 /** The concepts of one file in a given format, as they come (not merged). */

@@ -42,13 +42,21 @@ export async function buildIndexFromKb(options: BuildIndexFromKbOptions): Promis
   // Checked before the KB and the model load (~20 s for MEDIC); buildIndex checks again before writing.
   if (existsSync(options.outDir) && !options.overwrite) throw new InputError(`${options.outDir} already exists (pass --force to replace it)`, 'INDEX_EXISTS');
   const supplements = new Set(options.kbOptions?.supplements ?? []);
-  const onFile = (path: string, format: string, n: number) => log(supplements.has(path) ? `added ${n} concepts whose ids the KB lacks from ${path} (${format}, supplement)` : `loaded ${n} concepts from ${path} (${format})`);
+  const xrefNameSources = new Set(options.kbOptions?.xrefNameSources ?? []);
+  const onFile = (path: string, format: string, n: number) =>
+    log(
+      supplements.has(path)
+        ? `added ${n} concepts whose ids the KB lacks from ${path} (${format}, supplement)`
+        : xrefNameSources.has(path)
+          ? `gave ${n} concepts names from ${path} through its cross-references (${format}, xref names)`
+          : `loaded ${n} concepts from ${path} (${format})`,
+    );
   const store = await loadKb(options.kbPaths, { ...options.kbOptions, onFile });
   const encoder = await BiEncoder.open(options.modelDir, { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads: options.threads, precision: options.precision });
   try {
     const manifest = await buildIndex({
       concepts: store.sorted(),
-      kbSources: [...options.kbPaths, ...[...supplements].map((path) => `${path} (supplement)`)],
+      kbSources: [...options.kbPaths, ...[...supplements].map((path) => `${path} (supplement)`), ...[...xrefNameSources].map((path) => `${path} (xref names)`)],
       kbChecksum: store.checksum(),
       encoder,
       model: { path: recordedModelPath(options.modelDir), sha256: encoder.modelSha256, precision: encoder.precision },

@@ -128,6 +128,8 @@ export const linkConfigSchema = z
         abbreviationInventory: z.boolean().default(false),
         /** Expand short forms inside a mention and inside long forms, and accept long forms by word initials. */
         abbreviationsInside: z.boolean().default(true),
+        /** Names other vocabularies give the KB's concepts (index build --xref-names), looked up when no KB name matches. */
+        xrefNames: z.boolean().default(true),
       })
       .default({}),
     /** Ties between exact matches: preferred name over synonym, ancestor over descendant (src/link/hierarchy-preference.ts). */

@@ -12,6 +12,7 @@ import { nextContender } from './rerank-pruning.ts';
 import type { MemoryEvidence } from './memory-evidence.ts';
 import type { HierarchyPreference } from './hierarchy-preference.ts';
 import type { LooseMatchTable } from '../retrieve/loose-match-table.ts';
+import type { XrefNameTable } from '../retrieve/xref-name-table.ts';
 import type { SparseFusion } from '../retrieve/sparse-fusion.ts';
 import { expandMention, longFormsAmongMentions, looksLikeShortForm } from '../text/abbreviation-expansion.ts';
 import type { AbbreviationInventory } from '../text/abbreviation-inventory.ts';
@@ -34,6 +35,8 @@ export interface LinkerParts {
   findAbbreviations: AbbreviationFinder;
   /** Second-chance name table (config.query.loose). */
   loose?: LooseMatchTable;
+  /** Names other vocabularies give the KB's concepts (config.query.xrefNames). */
+  xrefNames?: XrefNameTable;
   /** Ontology tie-breaking among exact matches (config.hierarchy). */
   hierarchy?: HierarchyPreference;
   /** Hybrid dense + sparse scoring of the candidates (config.query.sparseWeight). */
@@ -228,7 +231,7 @@ export class Linker implements LinkingCore {
       work.forEach((w, i) => {
         const allow = this.allowFor(w.mention.label);
         const { sparse } = this.parts;
-        const retrieved = retriever.retrieve(w.exactTexts, vectors[i]!, { k: sparse ? config.query.sparsePool * config.retrieveK : config.retrieveK, allow, loose: this.parts.loose, headNouns: config.query.headNouns, unqualified: config.query.unqualified, inheritance: config.query.inheritance, readings: w.readings, senses: w.senses });
+        const retrieved = retriever.retrieve(w.exactTexts, vectors[i]!, { k: sparse ? config.query.sparsePool * config.retrieveK : config.retrieveK, allow, loose: this.parts.loose, xrefNames: this.parts.xrefNames, headNouns: config.query.headNouns, unqualified: config.query.unqualified, inheritance: config.query.inheritance, readings: w.readings, senses: w.senses });
         const hits = sparse ? sparse.fuse(w.exactTexts, retrieved).slice(0, config.retrieveK) : retrieved;
         const preferred = this.parts.hierarchy ? this.parts.hierarchy.apply(w.exactTexts, hits) : { hits, scores: hits.map((h) => h.score) };
         w.hits = preferred.hits;

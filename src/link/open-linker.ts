@@ -13,6 +13,7 @@ import { normalizeName } from '../text/normalize.ts';
 import { CandidateRetriever } from '../retrieve/candidate-retriever.ts';
 import { LinkIndex } from '../retrieve/link-index.ts';
 import { LooseMatchTable } from '../retrieve/loose-match-table.ts';
+import { XrefNameTable } from '../retrieve/xref-name-table.ts';
 import { SparseFusion } from '../retrieve/sparse-fusion.ts';
 import { looseKey, unqualifiedKey } from '../text/loose-key.ts';
 import { AbbreviationInventory } from '../text/abbreviation-inventory.ts';
@@ -142,6 +143,7 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     rerankQuery: (text, mention, override) => buildQuery(text, mention, cross!.manifest.query, override),
     findAbbreviations,
     loose: config.query.loose ? new LooseMatchTable(index.concepts, looseKey, unqualifiedKey) : undefined,
+    xrefNames: config.query.xrefNames ? xrefNameTable(index) : undefined,
     inventory: config.query.abbreviationInventory ? AbbreviationInventory.load(DEFAULT_ABBREVIATION_INVENTORY) : undefined,
     sparse: config.query.sparseWeight > 0 ? new SparseFusion(index.concepts, normalizeName, config.query.sparseWeight) : undefined,
     hierarchy: config.hierarchy.penalty > 0 ? new HierarchyPreference(index.concepts, (id) => index.indexOf(id), normalizeName, config.hierarchy) : undefined,
@@ -164,4 +166,10 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
       await cross?.close();
     },
   });
+}
+
+/** The index's names from other vocabularies, or undefined when it has none. */
+function xrefNameTable(index: LinkIndex): XrefNameTable | undefined {
+  const table = new XrefNameTable(index.concepts, (name) => index.exact.lookup(name).length > 0, normalizeName, looseKey);
+  return table.empty ? undefined : table;
 }

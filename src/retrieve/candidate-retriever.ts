@@ -1,5 +1,6 @@
 import type { LinkIndex } from './link-index.ts';
 import type { LooseMatchTable } from './loose-match-table.ts';
+import type { XrefNameTable } from './xref-name-table.ts';
 import { hereditaryReading } from '../text/loose-key.ts';
 
 export interface ConceptHit {
@@ -22,6 +23,13 @@ export interface RetrieveOptions {
    */
   loose?: LooseMatchTable;
   headNouns?: readonly string[];
+  /**
+   * Names other vocabularies give the KB's concepts (XrefNameTable): consulted only when no KB
+   * name matches, strictly or under the loose key, before the head-noun and qualifier chances
+   * (tune split: the same links as consulting them before the loose key; after every loose
+   * chance, one learn-part mention fewer).
+   */
+  xrefNames?: XrefNameTable;
   /**
    * Third chance, after the loose key and head nouns: a name that differs only by qualifier words
    * (LooseMatchTable.lookupUnqualified: "breast-ovarian cancer" → "Hereditary Breast and Ovarian
@@ -116,10 +124,11 @@ export class CandidateRetriever {
       }
     };
     addExact(queryTexts, (t) => this.index.exact.lookup(t), 0);
-    const { loose, headNouns, readings } = options;
+    const { loose, xrefNames, headNouns, readings } = options;
+    if (best.size === 0 && loose) addExact(queryTexts, (t) => loose.lookup(t), 0);
+    if (best.size === 0 && xrefNames) addExact(queryTexts, (t) => xrefNames.lookup(t), 0);
     if (best.size === 0 && loose) {
-      addExact(queryTexts, (t) => loose.lookup(t), 0);
-      if (best.size === 0 && headNouns) addExact(queryTexts.flatMap((q) => headNouns.map((h) => `${q} ${h}`)), (t) => loose.lookup(t), 0);
+      if (headNouns) addExact(queryTexts.flatMap((q) => headNouns.map((h) => `${q} ${h}`)), (t) => loose.lookup(t), 0);
       if (best.size === 0 && options.inheritance) addExact(queryTexts.flatMap((q) => hereditaryReading(q) ?? []), (t) => loose.lookup(t), 0);
       if (best.size === 0 && options.unqualified && !queryTexts.some((q) => DISJUNCTION.test(q))) addExact(queryTexts, (t) => loose.lookupUnqualified(t), 0);
     }

@@ -19,9 +19,9 @@ export class LooseMatchTable {
       for (const name of [concept.name, ...concept.synonyms]) {
         const k = key(name);
         if (k.length === 0) continue;
-        add(this.table, k, conceptIndex);
+        addOwner(this.table, k, conceptIndex);
         const bare = unqualifiedKey?.(name);
-        if (bare !== undefined && bare.length > 0 && bare !== k) add(this.unqualified, bare, conceptIndex);
+        if (bare !== undefined && bare.length > 0 && bare !== k) addOwner(this.unqualified, bare, conceptIndex);
       }
     });
   }
@@ -41,7 +41,8 @@ export class LooseMatchTable {
   }
 }
 
-function add(table: Map<string, number[]>, key: string, conceptIndex: number): void {
+/** Adds a concept to a key's owners (each concept once; names arrive grouped by concept). */
+export function addOwner(table: Map<string, number[]>, key: string, conceptIndex: number): void {
   const owners = table.get(key);
   if (owners === undefined) table.set(key, [conceptIndex]);
   else if (owners[owners.length - 1] !== conceptIndex) owners.push(conceptIndex);

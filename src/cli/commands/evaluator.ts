@@ -73,7 +73,9 @@ export const evaluator: Command = {
     });
     const measure = values['learn-fraction'] === undefined ? undefined : { learnFraction: parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0.5, { min: 0, max: 1 }), seed: parseNumberFlag(values['split-seed'], 'split-seed', MEMORY_SPLIT_SEED, { integer: true }) };
     if ((values.index === undefined) === ((values.kb ?? []).length === 0)) throw new InputError('give the KB with exactly one of --index DIR or --kb FILE', 'BAD_FLAGS');
-    if (values.index !== undefined && (values['kb-supplement'] ?? []).length > 0) throw new InputError('--kb-supplement goes with --kb: an index already holds its KB', 'BAD_FLAGS');
+    for (const flag of ['kb-supplement', 'xref-names'] as const) {
+      if (values.index !== undefined && (values[flag] ?? []).length > 0) throw new InputError(`--${flag} goes with --kb: an index already holds its KB`, 'BAD_FLAGS');
+    }
     const lastN = parseNumberFlag(values['window-count'], 'window-count', 1000, { min: 1, integer: true });
     const lastMs = parseNumberFlag(values['window-minutes'], 'window-minutes', 60, { min: 0 }) * 60_000;
     const ttlMs = parseNumberFlag(values['ttl-minutes'], 'ttl-minutes', 30, { min: 0 }) * 60_000;

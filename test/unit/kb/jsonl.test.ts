@@ -21,6 +21,11 @@ test('JSONL line format is canonical and round-trips', () => {
   const line = conceptToJsonLine(c);
   assert.equal(line, '{"id":"X:1","name":"n \\"q\\"","synonyms":["a"],"semanticTypes":[],"parents":["X:0"],"xrefs":[],"altIds":["X:2"],"definition":"d"}');
   assert.deepEqual(conceptFromJsonLine(line), c);
+  const named = { ...c, xrefNames: ['nephropathy'] };
+  const namedLine = conceptToJsonLine(named);
+  assert.equal(namedLine, line.replace(',"definition"', ',"xrefNames":["nephropathy"],"definition"'), 'xrefNames only when there are some');
+  assert.deepEqual(conceptFromJsonLine(namedLine), named);
+  assert.equal(conceptToJsonLine({ ...c, xrefNames: [] }), line);
 });
 
 test('JSONL: malformed lines name file and line', async () => {

@@ -58,3 +58,17 @@ test('cuilink evaluator: --kb-supplement with --index is a flag error (the index
   assert.equal(run.status, 2);
   assert.equal(run.stderr.trim(), 'cuilink evaluator: --kb-supplement goes with --kb: an index already holds its KB');
 });
+
+test('cuilink kb export --xref-names: names of another vocabulary ride along as xrefNames, none of its concepts', () => {
+  const run = cuilink(['kb', 'export', '--kb', fixture('ctd-tiny.tsv'), '--xref-names', fixture('xref-names-other.obo')]);
+  assert.equal(run.status, 0, run.stderr);
+  const concepts = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { id: string; synonyms: string[]; xrefNames?: string[] });
+  assert.equal(concepts.length, 5);
+  const endocrine = concepts.find((c) => c.id === 'MESH:D044882')!;
+  assert.deepEqual(endocrine.xrefNames, ['endocrine gland disease', 'endocrinopathy']);
+  assert.ok(!endocrine.synonyms.includes('endocrinopathy'));
+  assert.equal(concepts.find((c) => c.id === 'OMIM:613097')!.xrefNames, undefined);
+  const bad = cuilink(['evaluator', '--index', '/nonexistent/idx', '--xref-names', fixture('xref-names-other.obo')]);
+  assert.equal(bad.status, 2);
+  assert.equal(bad.stderr.trim(), 'cuilink evaluator: --xref-names goes with --kb: an index already holds its KB');
+});

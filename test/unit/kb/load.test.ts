@@ -88,3 +88,17 @@ test('loadKb: a supplement adds only the concepts whose ids and alt ids the KB d
   assert.equal(store.get('MESH:C565165'), undefined, 'a concept whose alt id (OMIM:125853) the KB knows is left out');
   await assert.rejects(loadKb([fixture('ctd-tiny.tsv')], { supplements: ['/nonexistent/old.txt'] }), (e: unknown) => e instanceof InputError && e.message === 'cannot read /nonexistent/old.txt: no such file');
 });
+
+test('loadKb: an xref-name source gives names only to the one KB concept its id or xrefs lead to', async () => {
+  const seen: string[] = [];
+  const store = await loadKb([fixture('ctd-tiny.tsv')], { xrefNameSources: [fixture('xref-names-other.obo')], onFile: (p, f, n) => seen.push(`${f}:${n}`) });
+  assert.deepEqual(seen, ['ctd:5', 'obo:3'], 'the source reports the KB concepts it gave names');
+  assert.equal(store.size, 5, 'no concept of the source is added');
+  assert.deepEqual(store.get('MESH:D003920')!.xrefNames, ['sugar diabetes'], "by the source's own id, a KB alt id (DO:DOID:9351); a name the concept has is skipped");
+  assert.deepEqual(store.get('MESH:D044882')!.xrefNames, ['endocrine gland disease', 'endocrinopathy'], 'by an xref');
+  assert.deepEqual(store.get('MESH:D003924')!.xrefNames, ['T2DM', 'maturity-onset diabetes'], "by an xref that is a KB alt id; 'type 2 diabetes' is a synonym already (case aside)");
+  assert.equal(store.get('OMIM:613097')!.xrefNames, undefined, 'a source concept that leads to two KB concepts gives nothing');
+  assert.ok(!store.get('MESH:D003920')!.synonyms.includes('sugar diabetes'), 'xref names are not synonyms');
+  assert.equal(store.get('DOID:300'), undefined);
+  await assert.rejects(loadKb([fixture('ctd-tiny.tsv')], { xrefNameSources: ['/nonexistent/doid.obo'] }), (e: unknown) => e instanceof InputError && e.message === 'cannot read /nonexistent/doid.obo: no such file');
+});
