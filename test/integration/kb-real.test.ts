@@ -51,6 +51,17 @@ test('MEDIC 2017 + the 2012 release as a supplement: the 76 retired concepts NCB
   assert.deepEqual(d003924.synonyms, fresh.get('MESH:D003924')!.synonyms, 'a concept 2017 has keeps its own names');
 });
 
+test('MEDIC 2017 with DOID and HPO as xref-name sources: names MEDIC lacks, on the one concept each term leads to', { skip }, async () => {
+  const named: number[] = [];
+  const store = await loadKb([`${DATA}/medic/CTD_diseases.tsv.gz`], { xrefNameSources: [`${DATA}/doid/doid.obo.gz`, `${DATA}/hpo/hp.json.gz`], onFile: (_p, _f, n) => named.push(n) });
+  assert.equal(store.size, 11_865, 'no concept added');
+  assert.equal(named[0], 11_865);
+  assert.ok(named[1]! > 3_000 && named[2]! > 1_000, `concepts given names: ${named.join(', ')}`);
+  assert.ok(store.get('MESH:D007674')!.xrefNames!.includes('nephropathy'), "DOID's kidney disease, a MEDIC alt id of Kidney Diseases");
+  assert.ok(store.get('MESH:D009133')!.xrefNames!.includes('Muscle wasting'), "HPO's Skeletal muscle atrophy, by its MeSH xref");
+  assert.ok(![...store].some((c) => (c.xrefNames ?? []).some((n) => [c.name, ...c.synonyms].some((own) => own.toLowerCase() === n.toLowerCase()))), 'never a name the concept has');
+});
+
 test('DOID 2024-01-31: 11,501 live terms, UMLS xrefs normalized', { skip }, async () => {
   const store = await loadKb([`${DATA}/doid/doid.obo.gz`]);
   assert.equal(store.size, 11_501);

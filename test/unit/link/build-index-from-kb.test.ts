@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { InputError } from '../../../src/kb/errors.ts';
 import { buildIndexFromKb } from '../../../src/link/build-index-from-kb.ts';
 import { DEFAULT_MODEL_DIR } from '../../../src/link/default-index.ts';
+import { openLinker } from '../../../src/link/open-linker.ts';
 import { LinkIndex } from '../../../src/retrieve/link-index.ts';
 import { normalizeName } from '../../../src/text/normalize.ts';
 
@@ -41,6 +42,37 @@ test('index build with a KB supplement: the retired concept is indexed and the m
     assert.ok(lines.includes(`added 1 concepts whose ids the KB lacks from ${join(fixtures, 'biosyn-older-release.txt')} (biosyn, supplement)`), lines.join('\n'));
     const index = await LinkIndex.open(join(dir, 'idx'), normalizeName);
     assert.equal(index.concepts[index.exact.lookup('C9 DEFICIENCY')[0]!]!.id, 'OMIM:613825', 'its names are in the exact table');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('index build with xref names: the manifest names the source, the names are kept and never encoded, the linker finds them', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-xref-names-'));
+  try {
+    const lines: string[] = [];
+    const fixtures = join('test', 'fixtures', 'kb');
+    const build = (out: string, xrefNameSources: string[]) =>
+      buildIndexFromKb({ kbPaths: [join(fixtures, 'ctd-tiny.tsv')], kbOptions: { xrefNameSources }, modelDir: DEFAULT_MODEL_DIR, provider: 'cpu', outDir: join(dir, out), progress: false, log: (line) => lines.push(line) });
+    const manifest = await build('idx', [join(fixtures, 'xref-names-other.obo')]);
+    const plain = await build('plain', []);
+    assert.deepEqual(manifest.kb.sources, ['ctd-tiny.tsv', 'xref-names-other.obo (xref names)']);
+    assert.ok(lines.includes(`gave 3 concepts names from ${join(fixtures, 'xref-names-other.obo')} through its cross-references (obo, xref names)`), lines.join('\n'));
+    assert.equal(manifest.counts.names, plain.counts.names, 'no name vector added');
+    assert.notEqual(manifest.kb.checksum, plain.kb.checksum, 'the KB checksum sees them');
+    const linker = await openLinker({ indexDir: join(dir, 'idx'), rerankerDir: false, provider: 'cpu', log: () => {} });
+    const off = await openLinker({ indexDir: join(dir, 'idx'), rerankerDir: false, provider: 'cpu', log: () => {}, config: { query: { xrefNames: false } } });
+    try {
+      const note = { noteId: 'n1', text: 'An endocrinopathy.', mentions: [{ id: 'm1', start: 3, end: 17, text: 'endocrinopathy', label: 'Disease' }] };
+      const [on] = await linker.linkNotes([note]);
+      assert.equal(on!.mentions[0]!.conceptId, 'MESH:D044882');
+      assert.equal(on!.mentions[0]!.candidates[0]!.exact, true);
+      const [without] = await off.linkNotes([note]);
+      assert.equal(without!.mentions[0]!.candidates[0]!.exact, false, 'query.xrefNames false: dense only');
+    } finally {
+      await linker.close();
+      await off.close();
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
