@@ -27,7 +27,7 @@ export interface RetrieveOptions {
    * Names other vocabularies give the KB's concepts (XrefNameTable): consulted only when no KB
    * name matches, strictly or under the loose key, before the head-noun and qualifier chances
    * (tune split: the same links as consulting them before the loose key; after every loose
-   * chance, one learn-part mention fewer).
+   * chance, two learn-part mentions fewer).
    */
   xrefNames?: XrefNameTable;
   /**
