@@ -38,7 +38,8 @@ const { values } = parseArgs({
     'nil-precision': { type: 'string', default: '0.5' },
   },
 });
-for (const file of [...medicKb(values).files, values.train, values.dev]) {
+const medic = medicKb(values);
+for (const file of [...medic.files, values.train, values.dev]) {
   if (!existsSync(file)) {
     console.error(`bench:accuracy: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
@@ -89,7 +90,7 @@ const SWEEP: { system: string; config: Record<string, unknown> }[] = [
   ...[2, 3, 5].flatMap((candidates) => [0.02, 0.05, 0.1].map((margin) => ({ system: `rerank grid candidates ${candidates} margin ${margin}`, config: { rerank: { candidates, margin } } }))),
 ];
 
-const { indexDir } = ensureBenchIndex({ ...medicKb(values), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
+const { indexDir } = ensureBenchIndex({ ...medic, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
 const view = kbOntologyView(await loadIndexKb(indexDir));
 const train = await loadPubTatorCorpus(values.train);
 const tune: GoldCorpus = { ...train, notes: selectSplit(train.notes, (n) => n.noteId, 'tune'), gold: new Map() };

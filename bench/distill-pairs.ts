@@ -27,7 +27,8 @@ const { values } = parseArgs({
     out: { type: 'string', default: join('models', 'work', 'distill', 'pairs.jsonl') },
   },
 });
-const { indexDir } = ensureBenchIndex({ ...medicKb(values), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
+const medic = medicKb(values);
+const { indexDir } = ensureBenchIndex({ ...medic, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
 let state = Number(values.seed);
 /** A 31-bit LCG: the generator the shipped student's file was drawn with, so that it reproduces. */
 const rand = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;

@@ -38,7 +38,8 @@ const { values } = parseArgs({
     out: { type: 'string', default: join('bench', 'results', 'evaluator-bar.json') },
   },
 });
-for (const file of [...medicKb(values).files, values.corpus]) {
+const medic = medicKb(values);
+for (const file of [...medic.files, values.corpus]) {
   if (!existsSync(file)) {
     console.error(`bench:evaluator: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
@@ -46,7 +47,7 @@ for (const file of [...medicKb(values).files, values.corpus]) {
 }
 
 // The same cached MEDIC index as bench:link.
-const { indexDir } = ensureBenchIndex({ ...medicKb(values), modelDir: values.model, indexDir: values.index, log: console.log });
+const { indexDir } = ensureBenchIndex({ ...medic, modelDir: values.model, indexDir: values.index, log: console.log });
 
 const precisions = values.precision.split(',').map((p) => p.trim()) as Precision[];
 for (const p of precisions) {

@@ -41,7 +41,8 @@ const { values } = parseArgs({
     'first-pass': { type: 'boolean', default: true },
   },
 });
-for (const file of [...medicKb(values).files, values.corpus]) {
+const medic = medicKb(values);
+for (const file of [...medic.files, values.corpus]) {
   if (!existsSync(file)) {
     console.error(`bench:link: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
@@ -52,7 +53,7 @@ const provider = parseProviderChoice(values.provider);
 const precision = values.precision as 'int8' | 'fp16' | 'fp32' | undefined;
 const outFile = values.out ?? join('bench', 'results', provider === 'cpu' ? 'link.json' : 'link-gpu.json');
 const model = readModelManifest(values.model);
-const { indexDir, buildSeconds } = ensureBenchIndex({ ...medicKb(values), modelDir: values.model, indexDir: values.index, rebuild: values.rebuild, provider, precision, log: console.log });
+const { indexDir, buildSeconds } = ensureBenchIndex({ ...medic, modelDir: values.model, indexDir: values.index, rebuild: values.rebuild, provider, precision, log: console.log });
 const indexManifest = readIndexManifest(indexDir);
 const corpus = await loadPubTatorCorpus(values.corpus);
 const view = kbOntologyView(await loadIndexKb(indexDir));
@@ -116,7 +117,7 @@ if (firstPass) {
 mkdirSync(join(outFile, '..'), { recursive: true });
 writeFileSync(outFile, `${JSON.stringify({
   benchmark: 'bench:link', provider, precision: precision ?? 'default', date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
-  kb: values.kb, kbSupplements: medicKb(values).supplements, kbXrefNames: medicKb(values).xrefNames, corpus: values.corpus, model: model.id, reranker: rerankerPresent ? recordedModelPath(values.reranker) : null,
+  kb: values.kb, kbSupplements: medic.supplements, kbXrefNames: medic.xrefNames, corpus: values.corpus, model: model.id, reranker: rerankerPresent ? recordedModelPath(values.reranker) : null,
   index: { dir: indexDir, concepts: indexManifest.counts.concepts, names: indexManifest.counts.names, buildSeconds: buildSeconds ?? indexManifest.timings.totalSeconds, buildCached: buildSeconds === null, hnsw: indexManifest.hnsw, recallAt10VsExact: recallAt10 },
   peakRssBytesWhileLinking: peakLinkRss, rssAfter,
   systems: rows.map((r) => ({ system: r.system, n: r.result.mentions, mentionsPerSecond: r.result.mentionsPerSecond, acc1: r.result.metrics.overall.acc1, acc5: r.result.metrics.overall.acc5, mrr: r.result.metrics.overall.mrr })),

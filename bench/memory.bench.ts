@@ -31,7 +31,8 @@ const { values } = parseArgs({
     out: { type: 'string', default: join('bench', 'results', 'memory.json') },
   },
 });
-for (const file of [...medicKb(values).files, values['corpus-train'], values['corpus-dev']]) {
+const medic = medicKb(values);
+for (const file of [...medic.files, values['corpus-train'], values['corpus-dev']]) {
   if (!existsSync(file)) {
     console.error(`bench:memory: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
@@ -47,7 +48,7 @@ const cli = (args: string[]): string => {
   return run.stdout;
 };
 
-const { indexDir } = ensureBenchIndex({ ...medicKb(values), modelDir: DEFAULT_MODEL_DIR, log: console.log });
+const { indexDir } = ensureBenchIndex({ ...medic, modelDir: DEFAULT_MODEL_DIR, log: console.log });
 const work = mkdtempSync(join(tmpdir(), 'cuilink-bench-memory-'));
 const rerankerPresent = values.reranker !== 'none' && existsSync(join(values.reranker, 'manifest.json'));
 try {
@@ -99,7 +100,7 @@ try {
   mkdirSync(join(values.out, '..'), { recursive: true });
   writeFileSync(values.out, `${JSON.stringify({
     benchmark: 'bench:memory', date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
-    kb: values.kb, kbSupplements: medicKb(values).supplements, kbXrefNames: medicKb(values).xrefNames, train: values['corpus-train'], dev: values['corpus-dev'], index: indexDir, reranker: rerankerPresent ? values.reranker : null,
+    kb: values.kb, kbSupplements: medic.supplements, kbXrefNames: medic.xrefNames, train: values['corpus-train'], dev: values['corpus-dev'], index: indexDir, reranker: rerankerPresent ? values.reranker : null,
     settingsChosenOn: 'NCBI-disease train tuning split (src/eval/tuning-split.ts, seed 20261123): memory from the learn part, scored on the 100 tune documents, reranker off; dev reported once with the memory from all of train',
     memoryParams: chosen, memoryParamsAreDefaults: JSON.stringify(chosen) === JSON.stringify(defaults), tuning: { acc1: tuning.acc1, steps: tuning.steps, searched: values.tune },
     memoryAdd: addOut, rows, bar,

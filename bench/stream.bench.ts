@@ -51,14 +51,15 @@ const { values } = parseArgs({
   },
 });
 const corpusFiles = values.corpus.split(',');
-for (const file of [...corpusFiles, ...medicKb(values).files]) {
+const medic = medicKb(values);
+for (const file of [...corpusFiles, ...medic.files]) {
   if (!existsSync(file)) {
     console.error(`bench:stream: ${file} not found (the benchmark needs ../shared/data)`);
     process.exit(2);
   }
 }
 const model = readModelManifest(DEFAULT_MODEL_DIR);
-const { indexDir } = ensureBenchIndex({ ...medicKb(values), modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, log: console.log });
+const { indexDir } = ensureBenchIndex({ ...medic, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, log: console.log });
 const repeat = Number(values.repeat);
 const rounds = Number(values.rounds);
 const optionalInt = (value: string | undefined) => (value === undefined ? undefined : Number(value));
