@@ -21,13 +21,13 @@ export class LexicalLinkingCore implements LinkingCore {
       mentions: note.mentions.map((m) => {
         const ranked = this.baseline.rank(m.text, 5).map((ci, i) => {
           const c = this.concepts[ci]!;
-          return { conceptId: c.id, name: c.name, semanticTypes: c.semanticTypes, score: 1 - i / 10, retrievalScore: 1 - i / 10, exact: false };
+          return { conceptId: c.id, name: c.name, semanticTypes: c.semanticTypes, score: 1 - i / 10, retrievalScore: 1 - i / 10, exact: false, via: 'lexical-baseline' };
         });
         const best = ranked[0];
         return {
           mentionId: m.id, start: m.start, end: m.end, label: m.label,
           conceptId: best?.conceptId ?? null, conceptName: best?.name ?? null, semanticTypes: best?.semanticTypes ?? [],
-          score: best?.score ?? 0, nil: best === undefined, reranked: false, candidates: ranked,
+          score: best?.score ?? 0, confidence: null, via: best === undefined ? null : 'lexical-baseline', nil: best === undefined, reranked: false, candidates: ranked,
         };
       }),
     }));

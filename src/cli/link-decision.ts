@@ -1,26 +1,13 @@
 import type { LinkedMention } from '../link/types.ts';
 
-/** How the linker ranked a mention's concept, read off the LinkedMention fields it already carries. */
-export type RankPath = 'exact' | 'reranked' | 'dense';
-
 /**
- * The path that put the chosen concept first: `reranked` when the cross-encoder rescored the list
- * (which happens only when retrieval left it ambiguous), else `exact` when the chosen candidate
- * came from the exact normalized-name table, else `dense` (the bi-encoder's HNSW score alone).
- */
-export function rankPath(mention: LinkedMention): RankPath {
-  if (mention.reranked) return 'reranked';
-  const chosen = mention.candidates.find((c) => c.conceptId === mention.conceptId) ?? mention.candidates[0];
-  return chosen?.exact === true ? 'exact' : 'dense';
-}
-
-/**
- * One word (or two) for the demo and `cuilink link` readers: `NIL` when no candidate cleared the
- * threshold, `abbreviation (<path>)` for an in-note short form linked through its long form,
- * else the rank path.
+ * One phrase for the demo and `cuilink link` readers, read off the LinkedMention fields: `NIL`
+ * when there is no link (with the confidence that sent it there), else the stage that chose the
+ * concept (`via`: exact, abbreviation, loose, xref, …, dense, memory), with `, reranked` when the
+ * cross-encoder rescored the list.
  */
 export function describeDecision(mention: LinkedMention): string {
-  if (mention.nil || mention.conceptId === null) return 'NIL';
-  if (mention.expandedFrom) return `abbreviation (${rankPath(mention)})`;
-  return rankPath(mention);
+  if (mention.nil || mention.conceptId === null) return mention.confidence === null ? 'NIL' : `NIL (confidence ${mention.confidence.toFixed(2)})`;
+  const via = mention.via ?? 'unknown';
+  return mention.reranked ? `${via}, reranked` : via;
 }

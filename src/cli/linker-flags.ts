@@ -11,14 +11,17 @@ export const LINKER_FLAG_OPTIONS = {
   reranker: { type: 'string' },
   'link-config': { type: 'string' },
   memory: { type: 'string' },
+  calibration: { type: 'string' },
 } as const;
 
 export const LINKER_FLAGS_HELP = `  --model DIR           bi-encoder directory (default: the one the index was built with)
   --reranker DIR|none   cross-encoder directory (default models/default/crossencoder when present)
   --link-config FILE    JSON link options: topK, retrieveK, efSearch, rerank {policy, candidates,
-                        margin, weight}, nil {threshold}, typeFilter {label: [types]}, abbreviations,
+                        margin, weight}, nil {threshold, confidence}, typeFilter {label: [types]}, abbreviations,
                         memory {minSupport, majority, kbVotes, neighbors, denseThreshold, …}
   --memory ROOT|DIR     labelled-mention memory (cuilink memory add); a root's CURRENT is polled
+  --calibration FILE|none  confidence calibration (cuilink calibrate); default models/default/calibration.json
+                        when it was fit for the loaded models (else confidence is null, and said so)
 ${ENCODER_FLAGS_HELP}`;
 
 interface LinkerFlagValues {
@@ -27,6 +30,7 @@ interface LinkerFlagValues {
   reranker?: string;
   'link-config'?: string;
   memory?: string;
+  calibration?: string;
   provider?: string;
   'device-id'?: string;
   threads?: string;
@@ -53,6 +57,7 @@ export function linkerRequest(values: LinkerFlagValues): Omit<OpenLinkerOptions,
     modelDir: values.model,
     rerankerDir: values.reranker === undefined ? undefined : values.reranker === 'none' ? false : values.reranker,
     memoryDir: values.memory,
+    calibration: values.calibration === undefined ? undefined : values.calibration === 'none' ? false : values.calibration,
     config: values['link-config'] === undefined ? undefined : readJsonFile(values['link-config'], 'link-config'),
     ...encoderRequest(values),
   };

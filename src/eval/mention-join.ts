@@ -27,7 +27,9 @@ export function joinMention(gold: GoldMention, linked: LinkedMention, view: Onto
     goldIds: gold.ids,
     predicted: predictedConcepts(linked),
     nil: linked.nil,
-    topScore: linked.score,
+    // The calibrated probability when there is one: what the reliability bins and ECE judge.
+    topScore: linked.confidence ?? linked.score,
+    via: linked.via ?? null,
     label: gold.label,
     semanticTypes: [...types].sort(),
   };

@@ -6,6 +6,8 @@ import type { ScoredMention } from './metrics/mention-record.ts';
 import { computeMetrics, type MetricsReport } from './metrics/metrics-accumulator.ts';
 import type { OntologyView } from './metrics/ontology-view.ts';
 import { scoreRecord } from './metrics/score-mention.ts';
+import { selectSplit, type SplitPart } from './tuning-split.ts';
+import type { ConfidencePoint } from './confidence/selective-metrics.ts';
 
 export interface OfflineEvalOptions {
   /** Notes per linkNotes call. */
@@ -18,6 +20,8 @@ export interface OfflineEvalResult {
   metrics: MetricsReport;
   /** One per gold mention, in corpus order: what `--predictions` writes and `compare` reads. */
   scored: ScoredMention[];
+  /** The linker's output for each scored mention, same order (a stand-in without candidates where it gave none). */
+  linked: LinkedMention[];
   notes: number;
   mentions: number;
   /** Gold mentions the linker returned nothing for (scored as NIL with no candidates). */
@@ -32,10 +36,27 @@ const NO_PREDICTION: Omit<LinkedMention, 'mentionId' | 'start' | 'end' | 'label'
   conceptName: null,
   semanticTypes: [],
   score: 0,
+  confidence: null,
+  via: null,
   nil: true,
   reranked: false,
   candidates: [],
 };
+
+/** Keeps one part of the fixed tuning split of a corpus (notes and their gold), in place. */
+export function keepSplitPart(corpus: GoldCorpus, part: SplitPart, seed: number): void {
+  corpus.notes = selectSplit(corpus.notes, (n) => n.noteId, part, { seed });
+  const kept = new Set(corpus.notes.map((n) => n.noteId));
+  for (const [key, g] of corpus.gold) if (!kept.has(g.noteId)) corpus.gold.delete(key);
+}
+
+/** (confidence, top-1 right) of every linked mention that has a confidence: what selective metrics read. */
+export function confidencePoints(result: Pick<OfflineEvalResult, 'scored' | 'linked'>): ConfidencePoint[] {
+  return result.scored.flatMap((s, i) => {
+    const confidence = result.linked[i]!.confidence;
+    return confidence === null || result.linked[i]!.candidates.length === 0 ? [] : [{ confidence, correct: s.scores.hit1 }];
+  });
+}
 
 /** Links every note of the corpus through the core, in batches, and scores each gold mention. */
 export async function evaluateCorpus(core: LinkingCore, corpus: GoldCorpus, view: OntologyView, options: OfflineEvalOptions = {}): Promise<OfflineEvalResult> {
@@ -53,6 +74,7 @@ export async function evaluateCorpus(core: LinkingCore, corpus: GoldCorpus, view
     options.onProgress?.(done, corpus.gold.size);
   }
   const scored: ScoredMention[] = [];
+  const linkedInOrder: LinkedMention[] = [];
   let missing = 0;
   for (const [key, gold] of corpus.gold) {
     let prediction = linked.get(key);
@@ -61,10 +83,12 @@ export async function evaluateCorpus(core: LinkingCore, corpus: GoldCorpus, view
       prediction = { ...NO_PREDICTION, mentionId: gold.mentionId, start: gold.start, end: gold.end, label: gold.label };
     }
     scored.push(scoreRecord(joinMention(gold, prediction, view), view));
+    linkedInOrder.push(prediction);
   }
   return {
     metrics: computeMetrics(scored),
     scored,
+    linked: linkedInOrder,
     notes: corpus.notes.length,
     mentions: scored.length,
     missingPredictions: missing,

@@ -50,11 +50,11 @@ export class HierarchyPreference {
     return false;
   }
 
-  /** Reorders the leading block of exact hits; returns the hits and their (penalized) scores. */
+  /** Reorders the leading block of name-lookup hits; returns the hits and their (penalized) scores. */
   apply(mentionTexts: readonly string[], hits: ConceptHit[]): { hits: ConceptHit[]; scores: number[] } {
     const { penalty, preferredName, ancestor } = this.options;
     let n = 0;
-    while (n < hits.length && hits[n]!.exact) n++;
+    while (n < hits.length && hits[n]!.lexical) n++;
     if (n < 2 || penalty <= 0 || (!preferredName && !ancestor)) return { hits, scores: hits.map((h) => h.score) };
     const keys = new Set(mentionTexts.map((t) => this.normalize(t)));
     const head = hits.slice(0, n).map((hit, order) => {

@@ -14,6 +14,9 @@ import { InputError } from '../kb/errors.ts';
  * manifest metrics.chosenRerank); a swapped reranker (`--reranker DIR`) is calibrated differently:
  * give its settings in a link config.
  */
+/** The shipped NIL threshold on confidence (docs/confidence.md says how it was chosen). */
+export const DEFAULT_NIL_CONFIDENCE = 0.3;
+
 export const linkConfigSchema = z
   .object({
     /** Candidates returned per mention. */
@@ -45,12 +48,19 @@ export const linkConfigSchema = z
          */
         prune: z.boolean().default(true),
       })
+      .strict()
       .default({}),
     nil: z
       .object({
         /** Mentions whose best final score is below this are NIL (candidates kept). */
         threshold: z.number().min(-1).max(1).default(0),
+        /**
+         * Mentions whose calibrated confidence is below this are NIL (candidates kept); only with a
+         * calibration. Chosen on the tune split by the rule of docs/confidence.md.
+         */
+        confidence: z.number().min(0).max(1).default(DEFAULT_NIL_CONFIDENCE),
       })
+      .strict()
       .default({}),
     /** NER label → allowed semantic types; labels not listed are not filtered. */
     typeFilter: z.record(z.string(), z.array(z.string()).min(1)).default({}),
@@ -80,6 +90,7 @@ export const linkConfigSchema = z
         /** Tie-break weight of the frequency prior (log labels of the concept, scaled to [0, 1]). */
         prior: z.number().min(0).default(0.01),
       })
+      .strict()
       .default({}),
     /** Resolve `SF` mentions through `long form (SF)` definitions found in the same note. */
     abbreviations: z.boolean().default(true),
@@ -131,6 +142,7 @@ export const linkConfigSchema = z
         /** Names other vocabularies give the KB's concepts (index build --xref-names), looked up when no KB name matches. */
         xrefNames: z.boolean().default(true),
       })
+      .strict()
       .default({}),
     /** Ties between exact matches: preferred name over synonym, ancestor over descendant (src/link/hierarchy-preference.ts). */
     hierarchy: z
@@ -140,6 +152,7 @@ export const linkConfigSchema = z
         /** Score taken off an exact match per unmet preference (0 turns it off). */
         penalty: z.number().min(0).max(0.5).default(0.02),
       })
+      .strict()
       .default({}),
   })
   .strict();

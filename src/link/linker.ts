@@ -1,6 +1,6 @@
 import { trace, type Span } from '@opentelemetry/api';
 import type { Concept } from '../kb/concept.ts';
-import type { CandidateRetriever, ConceptHit } from '../retrieve/candidate-retriever.ts';
+import type { CandidateRetriever, ConceptHit, NameLookup } from '../retrieve/candidate-retriever.ts';
 import type { ExactNameVectors } from '../retrieve/exact-name-vectors.ts';
 import type { LinkIndex } from '../retrieve/link-index.ts';
 import type { NameEncoder } from '../retrieve/name-encoder.ts';
@@ -9,6 +9,9 @@ import type { LinkConfig } from './link-config.ts';
 import type { LinkCacheStats } from './link-cache.ts';
 import type { LinkMemo } from './link-memo.ts';
 import { nextContender } from './rerank-pruning.ts';
+import { nameLookups, phraseLookups } from './linking-stages.ts';
+import { confidenceFeatures } from './confidence-features.ts';
+import type { ConfidenceCalibrator } from './confidence-calibrator.ts';
 import type { MemoryEvidence } from './memory-evidence.ts';
 import type { HierarchyPreference } from './hierarchy-preference.ts';
 import type { LooseMatchTable } from '../retrieve/loose-match-table.ts';
@@ -33,7 +36,7 @@ export interface LinkerParts {
   biEncoderQuery: QueryBuilder;
   rerankQuery: QueryBuilder;
   findAbbreviations: AbbreviationFinder;
-  /** Second-chance name table (config.query.loose). */
+  /** The loose-key table behind the loose, head-noun, inheritance and unqualified lookups (each has its own switch). */
   loose?: LooseMatchTable;
   /** Names other vocabularies give the KB's concepts (config.query.xrefNames). */
   xrefNames?: XrefNameTable;
@@ -41,10 +44,16 @@ export interface LinkerParts {
   hierarchy?: HierarchyPreference;
   /** Hybrid dense + sparse scoring of the candidates (config.query.sparseWeight). */
   sparse?: SparseFusion;
+  /** Concept ids never returned (held-out-concept evaluation); applied like a type filter. */
+  exclude?: ReadonlySet<string>;
+  /** Turns a link's features into the probability that it is right (LinkedMention.confidence). */
+  calibrator?: ConfidenceCalibrator;
   /** Clinical short-form senses (config.query.abbreviationInventory). */
   inventory?: AbbreviationInventory;
   config: LinkConfig;
   versions: { linkerVersion: string; modelVersion: string; indexVersion: string };
+  /** Manifest checksums of the loaded models (what a calibration is fit for). */
+  modelChecksums?: { biEncoder: string; crossEncoder: string | null };
   /**
    * What a model batch may mix (default `note`). `note`: models that read context; a mention must
    * not depend on other notes. `mention`: context-free models with dynamic int8 quantization, which
@@ -95,6 +104,8 @@ const tracer = trace.getTracer('cuilink.link');
 export class Linker implements LinkingCore {
   private readonly parts: LinkerParts;
   private readonly allowByLabel = new Map<string, Uint8Array>();
+  private readonly stageCounts = new Map<string, number>();
+  private stages: { lookups: NameLookup[]; phrases: ((text: string) => readonly number[])[] } | undefined;
   private closed: Promise<void> | undefined;
 
   constructor(parts: LinkerParts) {
@@ -112,6 +123,15 @@ export class Linker implements LinkingCore {
 
   get config(): LinkConfig {
     return this.parts.config;
+  }
+
+  get modelChecksums(): { biEncoder: string; crossEncoder: string | null } | undefined {
+    return this.parts.modelChecksums;
+  }
+
+  /** Where the confidence calibration came from; undefined when links carry no confidence. */
+  get calibrationPath(): string | undefined {
+    return this.parts.calibrator?.path;
   }
 
   async linkNotes(notes: NoteInput[]): Promise<LinkedNote[]> {
@@ -231,7 +251,8 @@ export class Linker implements LinkingCore {
       work.forEach((w, i) => {
         const allow = this.allowFor(w.mention.label);
         const { sparse } = this.parts;
-        const retrieved = retriever.retrieve(w.exactTexts, vectors[i]!, { k: sparse ? config.query.sparsePool * config.retrieveK : config.retrieveK, allow, loose: this.parts.loose, xrefNames: this.parts.xrefNames, headNouns: config.query.headNouns, unqualified: config.query.unqualified, inheritance: config.query.inheritance, readings: w.readings, senses: w.senses });
+        const { lookups, phrases } = this.lookupStages();
+        const retrieved = retriever.retrieve(w.exactTexts, vectors[i]!, { k: sparse ? config.query.sparsePool * config.retrieveK : config.retrieveK, allow, lookups, expanded: w.expandedFrom !== null, readings: w.readings, readingLookups: phrases, senses: w.senses, senseLookups: phrases });
         const hits = sparse ? sparse.fuse(w.exactTexts, retrieved).slice(0, config.retrieveK) : retrieved;
         const preferred = this.parts.hierarchy ? this.parts.hierarchy.apply(w.exactTexts, hits) : { hits, scores: hits.map((h) => h.score) };
         w.hits = preferred.hits;
@@ -260,8 +281,8 @@ export class Linker implements LinkingCore {
     if (policy === 'never' || w.hits.length < 2 || w.memoryDecided) return false;
     if (policy === 'always') return true;
     const [first, second] = w.hits as [ConceptHit, ConceptHit];
-    if (first.exact && !second.exact) return false;
-    return first.score - second.score < margin || (first.exact && second.exact);
+    if (first.lexical && !second.lexical) return false;
+    return first.score - second.score < margin || (first.lexical && second.lexical);
   }
 
   private async rerank(notes: NoteInput[], work: MentionWork[]): Promise<void> {
@@ -307,7 +328,7 @@ export class Linker implements LinkingCore {
     chosen.forEach((w, i) => {
       const p = probabilities[i]!;
       // w.scores, not hit.score: the retrieval score after sparse fusion and the hierarchy preference.
-      const scored = scoredOf[i]!.map((j, k) => ({ hit: heads[i]![j]!, score: weight * p[k]! + (1 - weight) * w.scores[j]! }));
+      const scored = scoredOf[i]!.map((j, k) => ({ hit: { ...heads[i]![j]!, rerankProbability: p[k]! }, score: weight * p[k]! + (1 - weight) * w.scores[j]! }));
       scored.sort((a, b) => b.score - a.score || a.hit.conceptIndex - b.hit.conceptIndex);
       const kept = new Set(scoredOf[i]);
       const rest = w.hits.flatMap((hit, j) => (kept.has(j) ? [] : [{ hit, score: w.scores[j]! }]));
@@ -320,52 +341,81 @@ export class Linker implements LinkingCore {
   }
 
   private assemble(notes: NoteInput[], work: MentionWork[], memoryVersion: string | null): LinkedNote[] {
-    const { config, index, versions } = this.parts;
+    const { config, index, versions, calibrator } = this.parts;
     const linkedAt = Date.now();
     const out: LinkedNote[] = notes.map((note) => ({ noteId: note.noteId, mentions: [], ...versions, memoryVersion, linkedAt }));
+    const weight = config.rerank.weight;
     for (const w of work) {
       const candidates: Candidate[] = w.hits.slice(0, config.topK).map((hit, i) => {
         const concept: Concept = index.concepts[hit.conceptIndex]!;
-        return { conceptId: concept.id, name: concept.name, semanticTypes: concept.semanticTypes, score: w.scores[i]!, retrievalScore: hit.score, exact: hit.exact };
+        // A looser name match ranks in the lookup tier (score 1 there); what it reports is its real similarity.
+        const mixed = hit.rerankProbability === undefined ? 0 : weight;
+        const honest = hit.lexical && !hit.exact ? (1 - mixed) * (1 - hit.similarity) : 0;
+        return { conceptId: concept.id, name: concept.name, semanticTypes: concept.semanticTypes, score: w.scores[i]! - honest, retrievalScore: hit.lexical ? hit.similarity : hit.score, exact: hit.exact, via: hit.via };
       });
       // A concept outside the KB that the memory decided (memory-evidence.ts, outsideKb) leads the list.
       if (w.memoryConcept) candidates.splice(0, candidates.length, w.memoryConcept, ...candidates.slice(0, config.topK - 1));
       const best = candidates[0];
-      const nil = best === undefined || best.score < config.nil.threshold;
       const linked: LinkedMention = {
         mentionId: w.mention.id,
         start: w.mention.start,
         end: w.mention.end,
         label: w.mention.label,
-        conceptId: nil ? null : best.conceptId,
-        conceptName: nil ? null : best.name,
-        semanticTypes: nil ? [] : best.semanticTypes,
+        conceptId: best?.conceptId ?? null,
+        conceptName: best?.name ?? null,
+        semanticTypes: best?.semanticTypes ?? [],
         score: best?.score ?? 0,
-        nil,
+        confidence: null,
+        via: best === undefined ? null : w.memoryDecided ? 'memory' : best.via,
+        nil: best === undefined,
         reranked: w.reranked,
         candidates,
         expandedFrom: w.expandedFrom,
         memoryDecided: w.memoryDecided,
         memorySupport: w.memorySupport,
       };
+      if (best !== undefined && calibrator) linked.confidence = calibrator.probability(confidenceFeatures(linked, w.mention.text));
+      if (best !== undefined && (best.score < config.nil.threshold || (linked.confidence !== null && linked.confidence < config.nil.confidence))) {
+        linked.nil = true;
+        linked.conceptId = null;
+        linked.conceptName = null;
+        linked.semanticTypes = [];
+      }
+      const stage = linked.nil ? 'nil' : linked.via!;
+      this.stageCounts.set(stage, (this.stageCounts.get(stage) ?? 0) + 1);
       out[w.noteIndex]!.mentions.push(linked);
     }
     return out;
   }
 
+  /** Links made so far by the stage that chose them (`via`), NIL ones under `nil`: a per-stage counter. */
+  linksByStage(): ReadonlyMap<string, number> {
+    return this.stageCounts;
+  }
+
+  /** The name-lookup cascade after the exact table, in LINKING_STAGES order, built once. */
+  private lookupStages(): { lookups: NameLookup[]; phrases: ((text: string) => readonly number[])[] } {
+    const { index, loose, xrefNames, config } = this.parts;
+    const tables = { exact: index.exact, loose, xrefNames };
+    this.stages ??= { lookups: nameLookups(tables, config.query), phrases: phraseLookups(tables, config.query.loose) };
+    return this.stages;
+  }
+
   /** Concepts whose semantic types the config allows for an NER label (undefined: no filter). */
   private allowFor(label: string): ((conceptIndex: number) => boolean) | undefined {
     const allowed = this.parts.config.typeFilter[label];
-    if (!allowed) return undefined;
+    const exclude = this.parts.exclude;
+    if (!allowed && (exclude === undefined || exclude.size === 0)) return undefined;
     let mask = this.allowByLabel.get(label);
     if (!mask) {
-      const types = new Set(allowed);
-      mask = Uint8Array.from(this.parts.index.concepts, (c) => (c.semanticTypes.some((t) => types.has(t)) ? 1 : 0));
+      const types = allowed ? new Set(allowed) : undefined;
+      mask = Uint8Array.from(this.parts.index.concepts, (c) => ((!types || c.semanticTypes.some((t) => types.has(t))) && !exclude?.has(c.id) ? 1 : 0));
       this.allowByLabel.set(label, mask);
     }
     const m = mask;
     return (conceptIndex) => m[conceptIndex] === 1;
   }
+
 }
 
 /** For a mention's own pipeline: its stages are covered by the call's overlapping stage spans. */

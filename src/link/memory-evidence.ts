@@ -92,6 +92,7 @@ export class MemoryEvidence {
     }
     if (total === 0) return;
     const kb = new Set<number>();
+    // Only a true exact KB name testifies for the ontology: a looser rule's match is a guess, not the KB's word.
     for (const hit of w.hits) if (hit.exact) kb.add(hit.conceptIndex);
     total += kb.size * config.kbVotes;
     w.votes = { byConcept, kb, total };
@@ -117,16 +118,17 @@ export class MemoryEvidence {
     if (foreignBest !== undefined) {
       if (support < config.minSupport || bestVotes / total <= config.majority) return;
       // Named by its id: a label's mention text is note text and never goes into the output.
-      w.memoryConcept = { conceptId: foreignBest, name: foreignBest, semanticTypes: [], score: 1, retrievalScore: 1, exact: false };
+      w.memoryConcept = { conceptId: foreignBest, name: foreignBest, semanticTypes: [], score: bestVotes / total, retrievalScore: 0, exact: false, via: 'memory' };
       w.memoryDecided = true;
       return;
     }
     if (support < config.minSupport || bestVotes / total <= config.majority) return;
     const at = w.hits.findIndex((h) => h.conceptIndex === best);
     const [hit] = w.hits.splice(at, 1);
-    w.scores.splice(at, 1);
+    const [score] = w.scores.splice(at, 1);
+    // First by the memory's decision; it keeps its own score (a vote share is no similarity).
     w.hits.unshift(hit!);
-    w.scores.unshift(1);
+    w.scores.unshift(score!);
     w.memoryDecided = true;
   }
 
@@ -152,9 +154,9 @@ export class MemoryEvidence {
     for (const ci of byConcept.keys()) {
       if (present.has(ci)) continue;
       const score = (prototypeSim.get(ci) ?? this.config.denseThreshold) * PROTOTYPE_DISCOUNT;
-      let at = w.hits.findIndex((h, i) => !h.exact && w.scores[i]! < score);
+      let at = w.hits.findIndex((h, i) => !h.lexical && w.scores[i]! < score);
       if (at < 0) at = w.hits.length;
-      w.hits.splice(at, 0, { conceptIndex: ci, score, exact: false });
+      w.hits.splice(at, 0, { conceptIndex: ci, score, similarity: score, via: 'memory', exact: false, lexical: false });
       w.scores.splice(at, 0, score);
     }
   }

@@ -22,6 +22,8 @@ import { resolveIndexDir } from '../retrieve/index-versions.ts';
 import { ExactNameVectors } from '../retrieve/exact-name-vectors.ts';
 import { Reranker } from '../rerank/reranker.ts';
 import { LinkCache } from './link-cache.ts';
+import { ConfidenceCalibrator } from './confidence-calibrator.ts';
+import { needsLooseTable } from './linking-stages.ts';
 import { parseLinkConfig } from './link-config.ts';
 import { isContextFree, LinkMemo } from './link-memo.ts';
 import { Linker, type AbbreviationFinder } from './linker.ts';
@@ -55,10 +57,20 @@ export interface OpenLinkerOptions {
   memoryPollMs?: number;
   /** Reports a memory version that could not be loaded (the old one keeps serving). */
   onMemoryError?: (error: Error) => void;
+  /**
+   * The confidence calibration (cuilink calibrate): a file, `false` for none, or absent for the
+   * shipped models/default/calibration.json when it was fit for the loaded models. A file given
+   * here that was fit for other models is an error.
+   */
+  calibration?: string | false;
+  /** Concepts (ids) the linker must never return: held-out-concept NIL evaluation (eval --hold-out). */
+  excludeConcepts?: ReadonlySet<string>;
 }
 
 /** The shipped cross-encoder, found from the package root (not the working directory). */
 export const DEFAULT_RERANKER_DIR = join(PACKAGE_ROOT, 'models', 'default', 'crossencoder');
+/** The shipped confidence calibration, fit on the tune split for the shipped models. */
+export const DEFAULT_CALIBRATION = join(PACKAGE_ROOT, 'models', 'default', 'calibration.json');
 /** The shipped clinical abbreviation senses (config.query.abbreviationInventory). */
 export const DEFAULT_ABBREVIATION_INVENTORY = join(PACKAGE_ROOT, 'models', 'default', 'abbreviations', 'clinical-senses.tsv');
 
@@ -113,6 +125,14 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   if (rerankerDir === false) log(options.rerankerDir === false ? 'reranker: none (turned off)' : `reranker: none (${DEFAULT_RERANKER_DIR} has no manifest.json)`);
   else if (config.rerank.policy === 'never') log('reranker: none (rerank.policy is never)');
   const cross = withCross ? await CrossEncoder.open(rerankerDir, encoderOptions) : undefined;
+  let calibrator: ConfidenceCalibrator | undefined;
+  try {
+    calibrator = openCalibration(options.calibration, { biEncoder: encoder.modelSha256, crossEncoder: cross?.modelSha256 ?? null }, log);
+  } catch (error) {
+    await encoder.close();
+    await cross?.close();
+    throw error;
+  }
   let memory: MemoryWatcher | undefined;
   try {
     memory = options.memoryDir === undefined ? undefined : MemoryWatcher.open({ path: options.memoryDir, index, config: config.memory, normalize: normalizeName, modelSha256: encoder.modelSha256, pollMs: options.memoryPollMs, onError: options.onMemoryError });
@@ -132,6 +152,8 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const modelKeyParts = {
     biEncoder: `${encoder.modelSha256}:${encoder.precision}:${encoder.provider}`,
     crossEncoder: cross ? `${cross.modelSha256}:${cross.precision}:${cross.provider}` : '',
+    calibration: calibrator?.sha256 ?? '',
+    excluded: options.excludeConcepts ? [...options.excludeConcepts].sort().join(',') : '',
   };
   const cache = options.cache ?? new LinkCache({ maxEntries: cacheLimits.maxEntries, maxBytes: cacheLimits.maxBytes });
   return new Linker({
@@ -142,11 +164,14 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     biEncoderQuery: (text, mention, override) => buildQuery(text, mention, encoder.manifest.query, override),
     rerankQuery: (text, mention, override) => buildQuery(text, mention, cross!.manifest.query, override),
     findAbbreviations,
-    loose: config.query.loose ? new LooseMatchTable(index.concepts, looseKey, unqualifiedKey) : undefined,
+    loose: needsLooseTable(config.query) ? new LooseMatchTable(index.concepts, looseKey, unqualifiedKey) : undefined,
     xrefNames: config.query.xrefNames ? xrefNameTable(index) : undefined,
     inventory: config.query.abbreviationInventory ? AbbreviationInventory.load(DEFAULT_ABBREVIATION_INVENTORY) : undefined,
     sparse: config.query.sparseWeight > 0 ? new SparseFusion(index.concepts, normalizeName, config.query.sparseWeight) : undefined,
     hierarchy: config.hierarchy.penalty > 0 ? new HierarchyPreference(index.concepts, (id) => index.indexOf(id), normalizeName, config.hierarchy) : undefined,
+    calibrator,
+    modelChecksums: { biEncoder: encoder.modelSha256, crossEncoder: cross?.modelSha256 ?? null },
+    exclude: options.excludeConcepts,
     config,
     // Dynamic int8 quantization scales activations per batch: context-free int8 models link each
     // mention alone; fp16/fp32 rows do not interact, so their mentions share batches across notes.
@@ -166,6 +191,24 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
       await cross?.close();
     },
   });
+}
+
+/**
+ * The calibration to use: an explicit file must fit the loaded models (else an error); the
+ * shipped default is used only when it does, and the log says when it is not.
+ */
+function openCalibration(choice: string | false | undefined, models: { biEncoder: string; crossEncoder: string | null }, log: (line: string) => void): ConfidenceCalibrator | undefined {
+  if (choice === false) return undefined;
+  if (choice === undefined && !existsSync(DEFAULT_CALIBRATION)) {
+    log(`confidence: none (${DEFAULT_CALIBRATION} is missing)`);
+    return undefined;
+  }
+  const calibrator = ConfidenceCalibrator.load(choice ?? DEFAULT_CALIBRATION);
+  const mismatch = calibrator.mismatch(models);
+  if (mismatch === undefined) return calibrator;
+  if (choice !== undefined) throw new InputError(`calibration ${choice} does not fit the loaded models: ${mismatch}; fit one with cuilink calibrate or pass --calibration none`, 'CALIBRATION_MISMATCH');
+  log(`confidence: none (the shipped calibration does not fit these models: ${mismatch}; fit one with cuilink calibrate)`);
+  return undefined;
 }
 
 /** The index's names from other vocabularies, or undefined when it has none. */

@@ -31,12 +31,18 @@ export interface Candidate {
   conceptId: string;
   name: string;
   semanticTypes: string[];
-  /** Final score used for ranking (reranker score when reranked, retrieval score otherwise). */
+  /**
+   * The candidate's final score: w·cross-encoder + (1 − w)·retrievalScore when reranked, else its
+   * retrieval score (plus the hierarchy and memory adjustments). 1 only for an exact name match.
+   * Candidates are ordered by stage tier first (name lookups before dense hits), then score.
+   */
   score: number;
-  /** Bi-encoder / lexical retrieval score. */
+  /** Similarity of the mention to the candidate's nearest name: 1 for an exact name, the bi-encoder cosine otherwise (fused with the trigram score for dense hits). */
   retrievalScore: number;
-  /** True when the candidate came from the exact normalized-string table. */
+  /** True only when the mention's own text is a KB name of the concept (after normalization). */
   exact: boolean;
+  /** The stage that produced the candidate (src/link/linking-stages.ts): exact, abbreviation, loose, xref, head-noun, inheritance, unqualified, composite, dense, inventory, memory. */
+  via: string;
 }
 
 export interface LinkedMention {
@@ -48,7 +54,12 @@ export interface LinkedMention {
   conceptId: string | null;
   conceptName: string | null;
   semanticTypes: string[];
+  /** Score of the best candidate (Candidate.score). */
   score: number;
+  /** The calibrated probability that the best candidate is right; null when the linker runs without a calibration. */
+  confidence: number | null;
+  /** The stage that chose the best candidate: its candidate's `via`, or `memory` when the memory decided. */
+  via: string | null;
   nil: boolean;
   reranked: boolean;
   /** Top-k candidates, best first (kept also when nil). */
@@ -81,5 +92,7 @@ export interface LinkedNote {
 export interface LinkingCore {
   linkNotes(notes: NoteInput[]): Promise<LinkedNote[]>;
   readonly versions: { linkerVersion: string; modelVersion: string; indexVersion: string; memoryVersion?: string | null };
+  /** The link options in force (a linker's; a test double may have none). */
+  readonly config?: { nil: { confidence: number } };
   close(): Promise<void>;
 }

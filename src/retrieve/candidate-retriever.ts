@@ -1,13 +1,38 @@
 import type { LinkIndex } from './link-index.ts';
-import type { LooseMatchTable } from './loose-match-table.ts';
-import type { XrefNameTable } from './xref-name-table.ts';
-import { hereditaryReading } from '../text/loose-key.ts';
+
+/**
+ * The stage that put a candidate on a mention's list (its provenance, `via` in the output). The
+ * name lookups come first, in the order src/link/linking-stages.ts declares; `exact` alone means
+ * the mention's own text is a name of the concept (after normalizeName).
+ */
+export type CandidateSource = 'exact' | 'abbreviation' | 'loose' | 'xref' | 'head-noun' | 'inheritance' | 'unqualified' | 'composite' | 'inventory' | 'memory' | 'dense';
 
 export interface ConceptHit {
   conceptIndex: number;
-  /** Cosine similarity of the best-matching name; 1 for exact matches. */
+  /**
+   * Ranking score within the list: 1 for a name-lookup hit (the lookup tier outranks every dense
+   * hit), the cosine similarity (after sparse fusion) for the others. Never an output field as is.
+   */
   score: number;
+  /** Cosine similarity of the mention's vector to the concept's nearest name vector (1 for an exact name). */
+  similarity: number;
+  via: CandidateSource;
+  /** True only for `exact`: the mention's own text is a KB name of the concept. */
   exact: boolean;
+  /** Found by a name lookup (exact or looser): ranks before every dense hit. */
+  lexical: boolean;
+  /** The cross-encoder's probability for the pair, when it scored it. */
+  rerankProbability?: number;
+}
+
+/**
+ * One name-lookup stage of the cascade (built in order by src/link/linking-stages.ts): the texts
+ * it looks up for the mention's query texts, and how. The first stage with a hit ends the cascade.
+ */
+export interface NameLookup {
+  via: CandidateSource;
+  texts?: (queryTexts: readonly string[]) => readonly string[];
+  lookup: (text: string) => readonly number[];
 }
 
 export interface RetrieveOptions {
@@ -18,43 +43,27 @@ export interface RetrieveOptions {
   /** Keep only concepts for which this returns true (semantic-type filter). */
   allow?: (conceptIndex: number) => boolean;
   /**
-   * Second-chance name table (looser key): consulted only when no query text has a strict exact
-   * match, then with `headNouns` appended too ("von Hippel-Lindau" + " disease").
+   * The name lookups after the exact table, in cascade order; each is consulted only while no
+   * earlier one matched (src/link/linking-stages.ts).
    */
-  loose?: LooseMatchTable;
-  headNouns?: readonly string[];
+  lookups?: readonly NameLookup[];
+  /** `queryTexts[0]` is an in-note abbreviation's long form, not the mention's own text: its exact hits are `abbreviation`. */
+  expanded?: boolean;
   /**
-   * Names other vocabularies give the KB's concepts (XrefNameTable): consulted only when no KB
-   * name matches, strictly or under the loose key, before the head-noun and qualifier chances
-   * (tune split: the same links as consulting them before the loose key; after every loose
-   * chance, two learn-part mentions fewer).
-   */
-  xrefNames?: XrefNameTable;
-  /**
-   * Third chance, after the loose key and head nouns: a name that differs only by qualifier words
-   * (LooseMatchTable.lookupUnqualified: "breast-ovarian cancer" → "Hereditary Breast and Ovarian
-   * Cancer Syndrome"). Never for a disjunction ("breast or ovarian cancer" names two diseases).
-   */
-  unqualified?: boolean;
-  /**
-   * Before the unqualified names: the mention with its mode of inheritance read as "hereditary",
-   * loose lookup only ("autosomal recessive disorder" → "Hereditary Diseases"). KB names keep
-   * theirs, so "hereditary deafness" never becomes "Deafness, Autosomal Recessive".
-   */
-  inheritance?: boolean;
-  /**
-   * Distributed readings of a composite mention: their name matches join the exact block, after
-   * the mention's own, only when the whole mention has none (a combined concept wins).
+   * Distributed readings of a composite mention and how to look each up: their name matches join
+   * the lexical block, after the mention's own, only when the whole mention has none (a combined
+   * concept wins).
    */
   readings?: readonly string[];
+  readingLookups?: readonly ((text: string) => readonly number[])[];
   /**
-   * Senses of an undefined short form from an abbreviation inventory: concepts named by them join
-   * the dense candidates at the best dense similarity, a tie the reranker breaks.
+   * Senses of an undefined short form from an abbreviation inventory and their name lookups:
+   * concepts named by them join the dense candidates at the best dense similarity, a tie the
+   * reranker breaks.
    */
   senses?: readonly string[];
+  senseLookups?: readonly ((text: string) => readonly number[])[];
 }
-
-const DISJUNCTION = /\bor\b/i;
 
 /**
  * Roots that stand for a whole ontology: no parent of their own, and at least half of the KB's
@@ -103,6 +112,7 @@ export function ontologyRoots(concepts: readonly { id: string; parents: readonly
 export class CandidateRetriever {
   private readonly index: LinkIndex;
   private readonly roots: Set<number>;
+  private firstLabel: Int32Array | undefined;
 
   constructor(index: LinkIndex) {
     this.index = index;
@@ -112,30 +122,28 @@ export class CandidateRetriever {
   retrieve(queryTexts: readonly string[], vector: Float32Array, options: RetrieveOptions): ConceptHit[] {
     const { k, allow } = options;
     const best = new Map<number, ConceptHit>();
-    /** Exact tier of each exact hit: the mention's own matches before its readings'. */
+    /** Lexical tier of each name hit: the mention's own matches before its readings'. */
     const tier = new Map<number, number>();
-    const addExact = (texts: readonly string[], lookup: (t: string) => readonly number[], t: number) => {
-      for (const text of texts) {
+    const addNamed = (texts: readonly string[], lookup: (t: string) => readonly number[], t: number, via: (textIndex: number) => CandidateSource) => {
+      texts.forEach((text, textIndex) => {
         for (const conceptIndex of lookup(text)) {
           if (this.roots.has(conceptIndex) || (allow && !allow(conceptIndex)) || best.has(conceptIndex)) continue;
-          best.set(conceptIndex, { conceptIndex, score: 1, exact: true });
+          const source = via(textIndex);
+          const exact = source === 'exact';
+          best.set(conceptIndex, { conceptIndex, score: 1, similarity: exact ? 1 : NaN, via: source, exact, lexical: true });
           tier.set(conceptIndex, t);
         }
-      }
+      });
     };
-    addExact(queryTexts, (t) => this.index.exact.lookup(t), 0);
-    const { loose, xrefNames, headNouns, readings } = options;
-    if (best.size === 0 && loose) addExact(queryTexts, (t) => loose.lookup(t), 0);
-    if (best.size === 0 && xrefNames) addExact(queryTexts, (t) => xrefNames.lookup(t), 0);
-    if (best.size === 0 && loose) {
-      if (headNouns) addExact(queryTexts.flatMap((q) => headNouns.map((h) => `${q} ${h}`)), (t) => loose.lookup(t), 0);
-      if (best.size === 0 && options.inheritance) addExact(queryTexts.flatMap((q) => hereditaryReading(q) ?? []), (t) => loose.lookup(t), 0);
-      if (best.size === 0 && options.unqualified && !queryTexts.some((q) => DISJUNCTION.test(q))) addExact(queryTexts, (t) => loose.lookupUnqualified(t), 0);
+    addNamed(queryTexts, (t) => this.index.exact.lookup(t), 0, (i) => (options.expanded && i === 0 ? 'abbreviation' : 'exact'));
+    for (const stage of options.lookups ?? []) {
+      if (best.size > 0) break;
+      addNamed(stage.texts ? stage.texts(queryTexts) : queryTexts, stage.lookup, 0, () => stage.via);
     }
-    if (best.size === 0 && readings && readings.length > 0) {
+    const { readings, readingLookups } = options;
+    if (best.size === 0 && readings && readingLookups) {
       readings.forEach((r, i) => {
-        addExact([r], (t) => this.index.exact.lookup(t), 1 + i);
-        if (loose) addExact([r], (t) => loose.lookup(t), 1 + i);
+        for (const lookup of readingLookups) addNamed([r], lookup, 1 + i, () => 'composite');
       });
     }
     const fetch = Math.max(k * (options.namesPerConcept ?? 4), 32);
@@ -150,21 +158,56 @@ export class CandidateRetriever {
       if (previous === undefined || similarity > previous) dense.set(conceptIndex, similarity);
     }
     for (const [conceptIndex, similarity] of dense) {
-      if (!best.has(conceptIndex)) best.set(conceptIndex, { conceptIndex, score: similarity, exact: false });
+      if (!best.has(conceptIndex)) best.set(conceptIndex, { conceptIndex, score: similarity, similarity, via: 'dense', exact: false, lexical: false });
     }
-    if (options.senses && options.senses.length > 0 && ![...best.values()].some((h) => h.exact)) {
+    if (options.senses && options.senses.length > 0 && ![...best.values()].some((h) => h.lexical)) {
       const top = Math.max(0, ...dense.values());
       for (const sense of options.senses) {
-        const owners = [...this.index.exact.lookup(sense), ...(loose ? loose.lookup(sense) : [])];
+        const owners = (options.senseLookups ?? []).flatMap((lookup) => lookup(sense));
         for (const conceptIndex of owners) {
           if ((allow && !allow(conceptIndex)) || (dense.get(conceptIndex) ?? 0) >= top) continue;
-          best.set(conceptIndex, { conceptIndex, score: top, exact: false });
+          best.set(conceptIndex, { conceptIndex, score: top, similarity: NaN, via: 'inventory', exact: false, lexical: false });
           dense.set(conceptIndex, top);
         }
       }
     }
     const hits = [...best.values()];
-    hits.sort((a, b) => Number(b.exact) - Number(a.exact) || (tier.get(a.conceptIndex) ?? 0) - (tier.get(b.conceptIndex) ?? 0) || (dense.get(b.conceptIndex) ?? b.score) - (dense.get(a.conceptIndex) ?? a.score) || a.conceptIndex - b.conceptIndex);
-    return hits.slice(0, k);
+    hits.sort((a, b) => Number(b.lexical) - Number(a.lexical) || (tier.get(a.conceptIndex) ?? 0) - (tier.get(b.conceptIndex) ?? 0) || (dense.get(b.conceptIndex) ?? b.score) - (dense.get(a.conceptIndex) ?? a.score) || a.conceptIndex - b.conceptIndex);
+    const out = hits.slice(0, k);
+    // A looser match's real similarity: its nearest name's cosine (dense search may not have reached it).
+    for (const hit of out) if (Number.isNaN(hit.similarity)) hit.similarity = dense.get(hit.conceptIndex) ?? this.nearestNameSimilarity(vector, hit.conceptIndex);
+    return out;
+  }
+
+  /** Cosine similarity of a vector to the nearest of a concept's name vectors. */
+  nearestNameSimilarity(vector: Float32Array, conceptIndex: number): number {
+    let queryNorm = 0;
+    for (let i = 0; i < vector.length; i++) queryNorm += vector[i]! * vector[i]!;
+    let best = -1;
+    for (const label of this.labelsOf(conceptIndex)) {
+      const v = this.index.hnsw.vector(label);
+      let dot = 0;
+      let norm = 0;
+      for (let i = 0; i < v.length; i++) {
+        dot += v[i]! * vector[i]!;
+        norm += v[i]! * v[i]!;
+      }
+      if (norm > 0 && queryNorm > 0) best = Math.max(best, dot / Math.sqrt(norm * queryNorm));
+    }
+    return best;
+  }
+
+  /** Vector labels of a concept's names (the name table keeps each concept's names together). */
+  private labelsOf(conceptIndex: number): number[] {
+    if (this.firstLabel === undefined) {
+      const owners = this.index.names.conceptIndexOf;
+      const first = new Int32Array(this.index.concepts.length + 1).fill(-1);
+      for (let label = owners.length - 1; label >= 0; label--) first[owners[label]!] = label;
+      this.firstLabel = first;
+    }
+    const out: number[] = [];
+    const owners = this.index.names.conceptIndexOf;
+    for (let label = this.firstLabel[conceptIndex]!; label >= 0 && label < owners.length && owners[label] === conceptIndex; label++) out.push(label);
+    return out;
   }
 }

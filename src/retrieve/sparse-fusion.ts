@@ -105,8 +105,8 @@ export class SparseFusion {
   /** The hits with fused scores, exact block first, the rest re-sorted (ties on concept order). */
   fuse(queryTexts: readonly string[], hits: readonly ConceptHit[]): ConceptHit[] {
     if (this.weight <= 0) return [...hits];
-    const exact = hits.filter((h) => h.exact);
-    const others = hits.filter((h) => !h.exact);
+    const exact = hits.filter((h) => h.lexical);
+    const others = hits.filter((h) => !h.lexical);
     const sparse = new Float64Array(others.length);
     // One query at a time, spread into a dense array by gram id: array reads in the inner loop, not map lookups.
     this.scratch ??= new Float64Array(this.idf.length);

@@ -58,7 +58,7 @@ async function evaluatorFamilies(): Promise<string[]> {
   const evaluator = new SidecarEvaluator(fixtureOntology, { joiner: { ttlMs: 60_000, maxPending: 10 }, windows: { lastN: 10, lastMs: 60_000 }, alerts: { floor: 0.7, minSamples: 1 } }, () => {}, undefined, 0);
   // One joined sample, so that every per-window series exists (an empty window has no acc@1 yet).
   evaluator.addGold({ noteId: 'n1', mentionId: '0-3', ids: ['FIX:A'], label: 'Disease', start: 0, end: 3 }, 0);
-  evaluator.addLinkedNote({ noteId: 'n1', mentions: [{ mentionId: '0-3', start: 0, end: 3, label: 'Disease', conceptId: 'FIX:A', conceptName: 'A', semanticTypes: [], score: 0.9, nil: false, reranked: false, candidates: [{ conceptId: 'FIX:A', name: 'A', semanticTypes: [], score: 0.9, retrievalScore: 0.9, exact: false }] }], linkerVersion: 'l', modelVersion: 'm', indexVersion: 'i', linkedAt: 0 }, 0);
+  evaluator.addLinkedNote({ noteId: 'n1', mentions: [{ mentionId: '0-3', start: 0, end: 3, label: 'Disease', conceptId: 'FIX:A', conceptName: 'A', semanticTypes: [], score: 0.9, confidence: 0.9, via: 'dense', nil: false, reranked: false, candidates: [{ conceptId: 'FIX:A', name: 'A', semanticTypes: [], score: 0.9, retrievalScore: 0.9, exact: false, via: 'dense' }] }], linkerVersion: 'l', modelVersion: 'm', indexVersion: 'i', linkedAt: 0 }, 0);
   const metrics = new EvaluatorMetrics(() => evaluator.report(0));
   try {
     return familiesOf(await metrics.text());

@@ -12,7 +12,13 @@ import { evaluateCorpus } from '../../eval/offline-eval.ts';
 import { writePredictions } from '../../eval/prediction-file.ts';
 import { formatMetricsTable } from '../../eval/report-format.ts';
 import { BuildProgress } from '../../retrieve/build-progress.ts';
-import { TUNING_SPLIT_SEED, TUNING_SPLIT_SIZE, parseSplitPart, selectSplit } from '../../eval/tuning-split.ts';
+import { TUNING_SPLIT_SEED, TUNING_SPLIT_SIZE, parseSplitPart } from '../../eval/tuning-split.ts';
+import { confidencePoints, keepSplitPart } from '../../eval/offline-eval.ts';
+import { summarizeConfidence } from '../../eval/confidence/selective-metrics.ts';
+import { formatConfidence } from '../../eval/confidence/confidence-format.ts';
+import { reliabilitySvg } from '../../eval/confidence/reliability-svg.ts';
+import { formatStageTable, stageBreakdown } from '../../eval/confidence/stage-breakdown.ts';
+import { HOLD_OUT_SEED, formatHoldOut, holdOutConcepts, holdOutReport, type HoldOutReport } from '../../eval/confidence/held-out-concepts.ts';
 import type { OpenLinkerOptions } from '../../link/open-linker.ts';
 import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest } from '../linker-flags.ts';
 
@@ -43,6 +49,12 @@ Options:
                          holds note text, so keep it off shared storage for real notes
   --batch N              notes per linking call (default 32)
   --semantic-types       also print the per-semantic-type table
+  --reliability FILE.svg write the reliability diagram of the links' confidence
+  --hold-out F           NIL without hand labels: remove from the KB the gold concepts of a seeded
+                         share F of the mentions (e.g. 0.1); every mention whose gold is removed
+                         must come out NIL. Prints NIL precision/recall/F1 at the link config's
+                         nil.confidence and at other thresholds, and what the rest lose
+  --hold-out-seed N      seed of that draw (default ${HOLD_OUT_SEED})
 ${LINKER_FLAGS_HELP}
   -h, --help             this text`;
 
@@ -91,6 +103,9 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         errors: { type: 'string' },
         batch: { type: 'string' },
         'semantic-types': { type: 'boolean', default: false },
+        reliability: { type: 'string' },
+        'hold-out': { type: 'string' },
+        'hold-out-seed': { type: 'string' },
       });
       const indexDir = requireString(values.index, 'index');
       const corpusFile = requireString(values.corpus, 'corpus');
@@ -100,16 +115,15 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       const splitSeed = parseNumberFlag(values['split-seed'], 'split-seed', TUNING_SPLIT_SEED, { integer: true });
       // Cheap checks first: a bad corpus or index fails before the model loads.
       const corpus = await loadPubTatorCorpus(corpusFile, { types });
-      if (split !== undefined) {
-        corpus.notes = selectSplit(corpus.notes, (n) => n.noteId, split, { seed: splitSeed });
-        const kept = new Set(corpus.notes.map((n) => n.noteId));
-        for (const [key, g] of corpus.gold) if (!kept.has(g.noteId)) corpus.gold.delete(key);
-      }
+      if (split !== undefined) keepSplitPart(corpus, split, splitSeed);
+      const holdOutFraction = values['hold-out'] === undefined ? undefined : parseNumberFlag(values['hold-out'], 'hold-out', 0.1, { min: 0, max: 1 });
+      const holdOutSeed = parseNumberFlag(values['hold-out-seed'], 'hold-out-seed', HOLD_OUT_SEED, { integer: true });
       if (corpus.gold.size === 0) throw new InputError(`${corpusFile}: no annotated mentions${types ? ` of types /${values.types}/${await typesOf(corpusFile)}` : ''}`, 'BAD_CORPUS');
       const store = await loadIndexKb(indexDir);
       const hierarchy = Hierarchy.fromStore(store);
       const view = kbOntologyView(store, hierarchy);
-      const core = await openCore({ ...linkerRequest(values), indexDir });
+      const heldOut = holdOutFraction === undefined ? undefined : holdOutConcepts(corpus, store, holdOutFraction, holdOutSeed);
+      const core = await openCore({ ...linkerRequest(values), indexDir, excludeConcepts: heldOut?.concepts });
       let result;
       // Redrawn on a terminal; a plain line every 5 s under a log collector, so a long run is never silent.
       let progress: BuildProgress | undefined;
@@ -138,7 +152,27 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         console.log('');
         console.log(formatMetricsTable(result.metrics, 'bySemanticType'));
       }
-      if (values.out !== undefined) writeJson(values.out, report);
+      const points = confidencePoints(result);
+      const confidence = points.length > 0 ? summarizeConfidence(points) : undefined;
+      const byStage = stageBreakdown(result);
+      console.log('');
+      console.log(formatStageTable(byStage));
+      if (confidence) console.log(formatConfidence(confidence, 'all linked mentions'));
+      else console.log('confidence: none (the linker ran without a calibration)');
+      let holdOut: HoldOutReport | undefined;
+      if (heldOut) {
+        holdOut = holdOutReport(result, heldOut, core.config?.nil.confidence ?? 0);
+        console.log(formatHoldOut(holdOut));
+      }
+      if (values.reliability !== undefined) {
+        if (!confidence) throw new InputError('--reliability: the links have no confidence (no calibration)', 'BAD_FLAGS');
+        try {
+          writeFileSync(values.reliability, reliabilitySvg(confidence.reliability, `${corpusFile.split('/').at(-1)}${split ? ` (${split})` : ''}: ECE ${confidence.ece?.toFixed(3)}, AUROC ${confidence.auroc?.toFixed(3)}`));
+        } catch (error) {
+          throw new InputError(`cannot write ${values.reliability}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
+        }
+      }
+      if (values.out !== undefined) writeJson(values.out, { ...report, confidence: confidence ?? null, byStage, holdOut: holdOut ?? null });
       if (values.errors !== undefined) {
         const misses = collectMisses(corpus.notes, result.scored, store, hierarchy);
         try {

@@ -6,6 +6,7 @@ import { indexActivate } from './index-activate.ts';
 import { link } from './link.ts';
 import { makeEvalCommand } from './eval.ts';
 import { compare } from './compare.ts';
+import { calibrate } from './calibrate.ts';
 import { evaluator } from './evaluator.ts';
 import { goldSample } from './gold-sample.ts';
 import { run } from './run.ts';
@@ -15,4 +16,4 @@ import { memoryUpdater } from './memory-updater.ts';
 import { openLinker } from '../../link/open-linker.ts';
 
 /** Every command, in the order `cuilink --help` lists them. Add yours here. */
-export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), compare, evaluator, goldSample, run, demo, memoryAdd, memoryInfo, memoryExport, memoryRemove, memoryUpdater];
+export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), calibrate, compare, evaluator, goldSample, run, demo, memoryAdd, memoryInfo, memoryExport, memoryRemove, memoryUpdater];

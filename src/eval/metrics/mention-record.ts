@@ -11,8 +11,10 @@ export interface MentionRecord {
   predicted: readonly string[];
   /** The linker declared the mention NIL. */
   nil: boolean;
-  /** Score of the best candidate: the confidence that calibration bins. */
+  /** The link's calibrated confidence (its score without a calibration): what calibration bins. */
   topScore: number;
+  /** The stage that chose the top-1 (LinkedMention.via); absent in files written before it existed. */
+  via?: string | null;
   /** NER label of the mention. */
   label: string;
   /** Semantic types of the gold concept(s) in the KB; empty when the gold is not in the KB. */

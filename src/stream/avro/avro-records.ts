@@ -34,6 +34,8 @@ export interface LinkedMentionRecord {
   conceptName: string | null;
   semanticTypes: string[];
   score: number;
+  confidence: number | null;
+  via: string | null;
   nil: boolean;
   reranked: boolean;
   candidates: CandidateRecord[];

@@ -18,9 +18,9 @@ export function fakeLinker(table: Record<string, string[]>, versions = { linkerV
         linkedAt: 0,
         mentions: note.mentions.map((m) => {
           const ids = table[m.text.toLowerCase()] ?? [];
-          const candidates = ids.map((conceptId, i) => ({ conceptId, name: conceptId, semanticTypes: [], score: 0.9 - i / 10, retrievalScore: 0.9 - i / 10, exact: false }));
+          const candidates = ids.map((conceptId, i) => ({ conceptId, name: conceptId, semanticTypes: [], score: 0.9 - i / 10, retrievalScore: 0.9 - i / 10, exact: false, via: 'dense' }));
           const best = candidates[0];
-          return { mentionId: m.id, start: m.start, end: m.end, label: m.label, conceptId: best?.conceptId ?? null, conceptName: best?.name ?? null, semanticTypes: [], score: best?.score ?? 0, nil: best === undefined, reranked: false, candidates };
+          return { mentionId: m.id, start: m.start, end: m.end, label: m.label, conceptId: best?.conceptId ?? null, conceptName: best?.name ?? null, semanticTypes: [], score: best?.score ?? 0, confidence: null, via: best === undefined ? null : 'dense', nil: best === undefined, reranked: false, candidates };
         }),
       }));
     },

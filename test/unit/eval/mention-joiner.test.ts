@@ -6,7 +6,7 @@ import { MentionJoiner, type Prediction } from '../../../src/eval/sidecar/mentio
 const gold = (note: string, mention: string): GoldMention => ({ noteId: note, mentionId: mention, ids: ['MESH:D000001'], label: 'Disease', start: 0, end: 3 });
 const prediction = (note: string, mention: string): Prediction => ({
   noteId: note,
-  mention: { mentionId: mention, start: 0, end: 3, label: 'Disease', conceptId: 'MESH:D000001', conceptName: 'x', semanticTypes: [], score: 0.9, nil: false, reranked: false, candidates: [] },
+  mention: { mentionId: mention, start: 0, end: 3, label: 'Disease', conceptId: 'MESH:D000001', conceptName: 'x', semanticTypes: [], score: 0.9, confidence: null, via: null, nil: false, reranked: false, candidates: [] },
 });
 
 test('joins by (note id, mention id) whichever side arrives first', () => {

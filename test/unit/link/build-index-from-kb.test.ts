@@ -66,9 +66,9 @@ test('index build with xref names: the manifest names the source, the names are 
       const note = { noteId: 'n1', text: 'An endocrinopathy.', mentions: [{ id: 'm1', start: 3, end: 17, text: 'endocrinopathy', label: 'Disease' }] };
       const [on] = await linker.linkNotes([note]);
       assert.equal(on!.mentions[0]!.conceptId, 'MESH:D044882');
-      assert.equal(on!.mentions[0]!.candidates[0]!.exact, true);
+      assert.deepEqual([on!.mentions[0]!.candidates[0]!.via, on!.mentions[0]!.candidates[0]!.exact, on!.mentions[0]!.via], ['xref', false, 'xref'], 'found by the xref table, and says so: not exact');
       const [without] = await off.linkNotes([note]);
-      assert.equal(without!.mentions[0]!.candidates[0]!.exact, false, 'query.xrefNames false: dense only');
+      assert.equal(without!.mentions[0]!.candidates[0]!.via, 'dense', 'query.xrefNames false: dense only');
     } finally {
       await linker.close();
       await off.close();

@@ -93,7 +93,7 @@ function note(noteId: string, mentions: string[]): NoteInput {
 const strip = (notes: { linkedAt: number }[]) => notes.map((n) => ({ ...n, linkedAt: 0 }));
 
 test('LinkCache evicts the least recently used entry by count and by bytes, and counts', () => {
-  const value = { hits: [{ conceptIndex: 1, score: 0.5, exact: false }], scores: [0.5], reranked: false };
+  const value = { hits: [{ conceptIndex: 1, score: 0.5, similarity: 0.5, via: 'dense' as const, exact: false, lexical: false }], scores: [0.5], reranked: false };
   const byCount = new LinkCache({ maxEntries: 2, maxBytes: 1e9 });
   byCount.set('a', value);
   byCount.set('b', value);

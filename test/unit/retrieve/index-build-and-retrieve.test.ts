@@ -8,6 +8,7 @@ import { LinkIndex } from '../../../src/retrieve/link-index.ts';
 import { CandidateRetriever } from '../../../src/retrieve/candidate-retriever.ts';
 import { NameTable } from '../../../src/retrieve/name-table.ts';
 import { ExactMatchTable } from '../../../src/retrieve/exact-match-table.ts';
+import { nameLookups, phraseLookups } from '../../../src/link/linking-stages.ts';
 import { LooseMatchTable } from '../../../src/retrieve/loose-match-table.ts';
 import { looseKey, unqualifiedKey } from '../../../src/text/loose-key.ts';
 import { FIXTURE_CONCEPTS } from '../../fixtures/link-concepts.ts';
@@ -65,6 +66,7 @@ test('index build writes a complete versioned directory that opens and retrieves
     const exactHits = retriever.retrieve(['Heart Attack'], encoder.vector('Heart Attack'), { k: 3 });
     assert.equal(index.concepts[exactHits[0]!.conceptIndex]!.id, 'MESH:D009203');
     assert.equal(exactHits[0]!.exact, true);
+    assert.deepEqual([exactHits[0]!.via, exactHits[0]!.similarity], ['exact', 1]);
     assert.equal(exactHits[0]!.score, 1);
     assert.equal(new Set(exactHits.map((h) => h.conceptIndex)).size, exactHits.length, 'one hit per concept');
 
@@ -82,24 +84,32 @@ test('index build writes a complete versioned directory that opens and retrieves
     // Second chances: the loose key, eponym head nouns, composite readings, inventory senses.
     const loose = new LooseMatchTable(index.concepts, looseKey);
     const idOf = (hits: { conceptIndex: number }[]) => index.concepts[hits[0]!.conceptIndex]!.id;
-    const inverted = retriever.retrieve(['type II diabetes'], encoder.vector('type II diabetes'), { k: 3, loose });
+    const cascade = (o: { loose: LooseMatchTable; unqualified?: boolean; inheritance?: boolean; readings?: string[]; senses?: string[] }) => ({
+      lookups: nameLookups({ exact: index.exact, loose: o.loose }, { loose: true, xrefNames: false, headNouns: [], inheritance: o.inheritance ?? false, unqualified: o.unqualified ?? false }),
+      readings: o.readings,
+      readingLookups: phraseLookups({ exact: index.exact, loose: o.loose }, true),
+      senses: o.senses,
+      senseLookups: phraseLookups({ exact: index.exact, loose: o.loose }, true),
+    });
+    const inverted = retriever.retrieve(['type II diabetes'], encoder.vector('type II diabetes'), { k: 3, ...cascade({ loose }) });
     assert.equal(idOf(inverted), 'MESH:D003924');
-    assert.equal(inverted[0]!.exact, true);
+    assert.deepEqual([inverted[0]!.via, inverted[0]!.exact, inverted[0]!.lexical], ['loose', false, true], 'a loose match ranks as a name match but is not exact');
+    assert.ok(inverted[0]!.similarity < 1 && inverted[0]!.similarity > 0, 'its similarity is the real cosine, not 1');
     assert.equal(retriever.retrieve(['type II diabetes'], encoder.vector('type II diabetes'), { k: 3 })[0]!.exact, false, 'strict table alone has no match');
-    const readings = retriever.retrieve(['colorectal and lung cancer'], encoder.vector('colorectal and lung cancer'), { k: 3, loose, readings: ['colorectal cancer', 'lung cancer'] });
+    const readings = retriever.retrieve(['colorectal and lung cancer'], encoder.vector('colorectal and lung cancer'), { k: 3, ...cascade({ loose, readings: ['colorectal cancer', 'lung cancer'] }) });
     assert.equal(idOf(readings), 'MESH:D015179');
-    assert.equal(readings[0]!.exact, true);
+    assert.deepEqual([readings[0]!.via, readings[0]!.exact, readings[0]!.lexical], ['composite', false, true]);
     // Third chance: a name that differs only by qualifier words, never for a disjunction.
     const qualified = new LooseMatchTable(
       index.concepts.map((c) => (c.id === 'MESH:D015179' ? { ...c, synonyms: [...c.synonyms, 'Hereditary Colorectal and Lung Cancer Syndrome'] } : c)),
       looseKey,
       unqualifiedKey,
     );
-    const combined = retriever.retrieve(['colorectal-lung cancer'], encoder.vector('colorectal-lung cancer'), { k: 3, loose: qualified, unqualified: true });
+    const combined = retriever.retrieve(['colorectal-lung cancer'], encoder.vector('colorectal-lung cancer'), { k: 3, ...cascade({ loose: qualified, unqualified: true }) });
     assert.equal(idOf(combined), 'MESH:D015179');
-    assert.equal(combined[0]!.exact, true);
-    assert.ok(!retriever.retrieve(['colorectal-lung cancer'], encoder.vector('colorectal-lung cancer'), { k: 3, loose: qualified })[0]!.exact, 'off unless asked');
-    assert.ok(!retriever.retrieve(['colorectal or lung cancer'], encoder.vector('colorectal or lung cancer'), { k: 3, loose: qualified, unqualified: true })[0]!.exact, 'not for "X or Y"');
+    assert.deepEqual([combined[0]!.via, combined[0]!.exact], ['unqualified', false]);
+    assert.ok(!retriever.retrieve(['colorectal-lung cancer'], encoder.vector('colorectal-lung cancer'), { k: 3, ...cascade({ loose: qualified }) })[0]!.lexical, 'off unless asked');
+    assert.ok(!retriever.retrieve(['colorectal or lung cancer'], encoder.vector('colorectal or lung cancer'), { k: 3, ...cascade({ loose: qualified, unqualified: true }) })[0]!.lexical, 'not for "X or Y"');
     assert.deepEqual(loose.lookupUnqualified('colorectal lung cancer'), [], 'a table without an unqualified key has none');
     // A mode of inheritance reads as "hereditary" on the mention's side only.
     const inherited = new LooseMatchTable(
@@ -109,15 +119,15 @@ test('index build writes a complete versioned directory that opens and retrieves
       looseKey,
     );
     const adh = 'autosomal dominant hypercholesterolemia';
-    const hereditary = retriever.retrieve([adh], encoder.vector(adh), { k: 3, loose: inherited, inheritance: true });
+    const hereditary = retriever.retrieve([adh], encoder.vector(adh), { k: 3, ...cascade({ loose: inherited, inheritance: true }) });
     assert.equal(idOf(hereditary), 'MESH:D006937');
-    assert.equal(hereditary[0]!.exact, true);
-    assert.ok(!retriever.retrieve([adh], encoder.vector(adh), { k: 3, loose: inherited })[0]!.exact, 'off unless asked');
-    const hereditaryAsthma = retriever.retrieve(['hereditary asthma'], encoder.vector('hereditary asthma'), { k: 3, loose: inherited, inheritance: true });
-    assert.ok(!hereditaryAsthma.some((h) => h.exact), 'a KB name keeps its mode: "hereditary asthma" is not "Asthma, Autosomal Recessive"');
-    const senses = retriever.retrieve(['HTN'], encoder.vector('HTN'), { k: 5, loose, senses: ['high blood pressure'] });
+    assert.deepEqual([hereditary[0]!.via, hereditary[0]!.exact], ['inheritance', false]);
+    assert.ok(!retriever.retrieve([adh], encoder.vector(adh), { k: 3, ...cascade({ loose: inherited }) })[0]!.lexical, 'off unless asked');
+    const hereditaryAsthma = retriever.retrieve(['hereditary asthma'], encoder.vector('hereditary asthma'), { k: 3, ...cascade({ loose: inherited, inheritance: true }) });
+    assert.ok(!hereditaryAsthma.some((h) => h.lexical), 'a KB name keeps its mode: "hereditary asthma" is not "Asthma, Autosomal Recessive"');
+    const senses = retriever.retrieve(['HTN'], encoder.vector('HTN'), { k: 5, ...cascade({ loose, senses: ['high blood pressure'] }) });
     const htn = senses.find((h) => index.concepts[h.conceptIndex]!.id === 'MESH:D006973');
-    assert.ok(htn && !htn.exact && htn.score === Math.max(...senses.map((h) => h.score)), 'a sense joins the candidates at the best dense score');
+    assert.ok(htn && htn.via === 'inventory' && !htn.exact && htn.score === Math.max(...senses.map((h) => h.score)), 'a sense joins the candidates at the best dense score');
 
     const again = retriever.retrieve(['hypertensive'], encoder.vector('hypertensive'), { k: 3 });
     assert.deepEqual(again, fuzzy, 'same query, same index, same answer');

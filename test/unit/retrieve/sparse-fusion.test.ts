@@ -8,12 +8,12 @@ import { normalizeName } from '../../../src/text/normalize.ts';
 const concept = (id: string, name: string, synonyms: string[] = []): Concept => ({ id, name, synonyms, parents: [], semanticTypes: [], xrefs: [], altIds: [] });
 const concepts = [concept('C:1', 'Cholesteryl Ester Transfer Protein Deficiency'), concept('C:2', 'Hyperalphalipoproteinemia 1', ['HALP1']), concept('C:3', 'Polyposis')];
 
-test('sparse fusion lifts the candidate that shares the spelling, keeps exact hits first', () => {
+test('sparse fusion lifts the candidate that shares the spelling, keeps name-lookup hits (exact or looser) first', () => {
   const fusion = new SparseFusion(concepts, normalizeName, 0.3);
   const hits = [
-    { conceptIndex: 2, score: 1, exact: true },
-    { conceptIndex: 0, score: 0.8, exact: false },
-    { conceptIndex: 1, score: 0.75, exact: false },
+    { conceptIndex: 2, score: 1, similarity: 0.9, via: 'loose' as const, exact: false, lexical: true },
+    { conceptIndex: 0, score: 0.8, similarity: 0.8, via: 'dense' as const, exact: false, lexical: false },
+    { conceptIndex: 1, score: 0.75, similarity: 0.75, via: 'dense' as const, exact: false, lexical: false },
   ];
   const fused = fusion.fuse(['hyperalphalipoproteinemic'], hits);
   assert.deepEqual(fused.map((h) => h.conceptIndex), [2, 1, 0]);

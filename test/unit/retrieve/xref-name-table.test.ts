@@ -7,6 +7,7 @@ import type { Concept } from '../../../src/kb/concept.ts';
 import { buildIndex } from '../../../src/retrieve/index-builder.ts';
 import { CandidateRetriever } from '../../../src/retrieve/candidate-retriever.ts';
 import { LinkIndex } from '../../../src/retrieve/link-index.ts';
+import { nameLookups } from '../../../src/link/linking-stages.ts';
 import { LooseMatchTable } from '../../../src/retrieve/loose-match-table.ts';
 import { XrefNameTable } from '../../../src/retrieve/xref-name-table.ts';
 import { normalizeName } from '../../../src/text/normalize.ts';
@@ -51,14 +52,15 @@ test('retrieval: xref names answer only when no KB name matches, strictly or und
     const loose = new LooseMatchTable(index.concepts, looseKey);
     const xrefNames = new XrefNameTable(index.concepts, (name) => index.exact.lookup(name).length > 0, normalizeName, looseKey);
     const top = (text: string, withXref = true) => {
-      const hits = retriever.retrieve([text], encoder.vector(text), { k: 3, loose, xrefNames: withXref ? xrefNames : undefined });
-      return { id: index.concepts[hits[0]!.conceptIndex]!.id, exact: hits[0]!.exact, exactCount: hits.filter((h) => h.exact).length };
+      const lookups = nameLookups({ exact: index.exact, loose, xrefNames }, { loose: true, xrefNames: withXref, headNouns: [], inheritance: false, unqualified: false });
+      const hits = retriever.retrieve([text], encoder.vector(text), { k: 3, lookups });
+      return { id: index.concepts[hits[0]!.conceptIndex]!.id, via: hits[0]!.via, named: hits.filter((h) => h.lexical).length };
     };
-    assert.deepEqual(top('nephropathy'), { id: 'MESH:D007674', exact: true, exactCount: 1 });
-    assert.equal(top('nephropathy', false).exact, false, 'without the table: dense only');
-    assert.deepEqual(top('muscle wasting'), { id: 'MESH:D009133', exact: true, exactCount: 1 });
-    assert.deepEqual(top('Renal failure, progressive'), { id: 'MESH:C537000', exact: true, exactCount: 1 }, 'a KB name wins; the xref name is never consulted');
-    assert.deepEqual(top('myopathy'), { id: 'MESH:D009135', exact: true, exactCount: 1 }, "the KB's loose key (Myopathies) comes before another vocabulary's name");
+    assert.deepEqual(top('nephropathy'), { id: 'MESH:D007674', via: 'xref', named: 1 });
+    assert.equal(top('nephropathy', false).via, 'dense', 'without the table: dense only');
+    assert.deepEqual(top('muscle wasting'), { id: 'MESH:D009133', via: 'xref', named: 1 });
+    assert.deepEqual(top('Renal failure, progressive'), { id: 'MESH:C537000', via: 'exact', named: 1 }, 'a KB name wins; the xref name is never consulted');
+    assert.deepEqual(top('myopathy'), { id: 'MESH:D009135', via: 'loose', named: 1 }, "the KB's loose key (Myopathies) comes before another vocabulary's name");
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

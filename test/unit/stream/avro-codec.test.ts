@@ -42,17 +42,19 @@ const linked: LinkedNote = {
       conceptName: 'Ataxia Telangiectasia',
       semanticTypes: ['T047'],
       score: 0.91,
+      confidence: 0.93,
+      via: 'memory',
       nil: false,
       reranked: true,
       candidates: [
-        { conceptId: 'MESH:D001260', name: 'Ataxia Telangiectasia', semanticTypes: ['T047'], score: 0.91, retrievalScore: 0.83, exact: true },
-        { conceptId: 'MESH:D001259', name: 'Ataxia', semanticTypes: [], score: 0.2, retrievalScore: 0.61, exact: false },
+        { conceptId: 'MESH:D001260', name: 'Ataxia Telangiectasia', semanticTypes: ['T047'], score: 0.91, retrievalScore: 0.83, exact: true, via: 'exact' },
+        { conceptId: 'MESH:D001259', name: 'Ataxia', semanticTypes: [], score: 0.2, retrievalScore: 0.61, exact: false, via: 'dense' },
       ],
       expandedFrom: null,
       memoryDecided: true,
       memorySupport: 3,
     },
-    { mentionId: '35-38', start: 35, end: 38, label: 'Disease', conceptId: null, conceptName: null, semanticTypes: [], score: 0.1, nil: true, reranked: false, candidates: [], expandedFrom: 'A-T', memoryDecided: false, memorySupport: 0 },
+    { mentionId: '35-38', start: 35, end: 38, label: 'Disease', conceptId: null, conceptName: null, semanticTypes: [], score: 0.1, confidence: null, via: null, nil: true, reranked: false, candidates: [], expandedFrom: 'A-T', memoryDecided: false, memorySupport: 0 },
   ],
   linkerVersion: 'cuilink-0.1.0',
   modelVersion: 'm1',
@@ -172,7 +174,23 @@ test('evolution: a LinkedNote written with the v1 schema (no memory fields) is r
   const decoded = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', bytes, { [SCHEMA_FINGERPRINT_HEADER]: v1.fingerprint }));
   assert.equal(decoded.memoryVersion, null);
   assert.deepEqual(decoded.mentions.map((m) => [m.memoryDecided, m.memorySupport]), [[false, 0], [false, 0]]);
-  assert.deepEqual(decoded, { ...linked, memoryVersion: null, mentions: linked.mentions.map((m) => ({ ...m, memoryDecided: false, memorySupport: 0 })) });
+  assert.deepEqual(decoded, { ...linked, memoryVersion: null, mentions: linked.mentions.map((m) => ({ ...m, confidence: null, via: null, memoryDecided: false, memorySupport: 0, candidates: m.candidates.map((c) => ({ ...c, via: 'unknown' })) })) });
+});
+
+test('evolution: a LinkedNote written with the v2 schema (no confidence, no via) is read with confidence null, via null and candidates via unknown', async () => {
+  const schemas = knownSchemas();
+  const v2 = schemas.all('LinkedNote').find((s) => /linked-note\.v2\.avsc$/.test(s.file));
+  assert.ok(v2 !== undefined, 'schemas/history holds LinkedNote v2');
+  const current = linkedNoteToAvro(linked);
+  const v2Record = { ...current, mentions: current.mentions.map(({ confidence: _c, via: _v, ...m }) => ({ ...m, candidates: m.candidates.map(({ via: _cv, ...c }) => c) })) };
+  const bytes = v2.type.toBuffer(v2Record);
+  assert.throws(() => schemas.current('LinkedNote').type.fromBuffer(bytes), 'the current schema is not v2 on the wire');
+  const decoded = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', bytes, { [SCHEMA_FINGERPRINT_HEADER]: v2.fingerprint }));
+  assert.deepEqual(decoded.mentions.map((m) => [m.confidence, m.via]), [[null, null], [null, null]]);
+  assert.deepEqual(decoded.mentions[0]!.candidates.map((c) => c.via), ['unknown', 'unknown']);
+  assert.equal(decoded.mentions[0]!.memoryDecided, true, 'v2 fields survive');
+  const roundTrip = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', (await new PlainAvroCodec().encode('LinkedNote', current)).value, { [SCHEMA_FINGERPRINT_HEADER]: schemas.current('LinkedNote').fingerprint }));
+  assert.deepEqual([roundTrip.mentions[0]!.confidence, roundTrip.mentions[0]!.via, roundTrip.mentions[0]!.candidates[0]!.via], [0.93, 'memory', 'exact'], 'v3 carries confidence and provenance');
 });
 
 test('bad input: empty value, garbage, truncated and trailing bytes are UNDECODABLE', async () => {

@@ -21,8 +21,8 @@ function linkedNote(mentions: number, candidates: number): LinkedNote {
   return {
     noteId: 'n-1',
     mentions: Array.from({ length: mentions }, (_, i) => ({
-      mentionId: `m${i}`, start: i * 10, end: i * 10 + 5, label: 'Phenotype', conceptId: 'HP:0001250', conceptName: 'Seizure', semanticTypes: ['Phenotypic abnormality'], score: 0.9, nil: false, reranked: false,
-      candidates: Array.from({ length: candidates }, (_, c) => ({ conceptId: `HP:${String(c).padStart(7, '0')}`, name: `Concept ${c}`, semanticTypes: ['Phenotypic abnormality'], score: 1 - c / 100, retrievalScore: 1 - c / 100, exact: c === 0 })),
+      mentionId: `m${i}`, start: i * 10, end: i * 10 + 5, label: 'Phenotype', conceptId: 'HP:0001250', conceptName: 'Seizure', semanticTypes: ['Phenotypic abnormality'], score: 0.9, confidence: 0.9, via: 'exact', nil: false, reranked: false,
+      candidates: Array.from({ length: candidates }, (_, c) => ({ conceptId: `HP:${String(c).padStart(7, '0')}`, name: `Concept ${c}`, semanticTypes: ['Phenotypic abnormality'], score: 1 - c / 100, retrievalScore: 1 - c / 100, exact: c === 0, via: c === 0 ? 'exact' : 'dense' })),
     })),
     linkerVersion: 'l', modelVersion: 'm', indexVersion: 'i', linkedAt: 1,
   };

@@ -1,0 +1,81 @@
+import type { CandidateSource, NameLookup } from '../retrieve/candidate-retriever.ts';
+import type { LooseMatchTable } from '../retrieve/loose-match-table.ts';
+import type { XrefNameTable } from '../retrieve/xref-name-table.ts';
+import type { ExactMatchTable } from '../retrieve/exact-match-table.ts';
+import { hereditaryReading } from '../text/loose-key.ts';
+import type { LinkConfig } from './link-config.ts';
+
+/**
+ * Every stage of linking, in the order it runs: the one place the cascade is declared. A stage
+ * that `produces` candidates names them (`via` on a candidate and on a link); the others reorder,
+ * filter or decide. `switch` is the link-config key that turns it off, and only it: no stage
+ * depends on another's switch. The name lookups (exact … unqualified) form a cascade: the first
+ * with a hit ends it; composite readings are looked up only when none of them matched.
+ *
+ * What each is worth on the tune split of NCBI-disease train is in
+ * bench/results/accuracy-ablation.json (one row per switch); each kept one moved more than the
+ * index-rebuild noise (4 mentions) or is kept for the reason written in docs/accuracy.md.
+ */
+export const LINKING_STAGES = [
+  { name: 'exact', produces: true, switch: null, what: "the mention's own text is a KB name (normalizeName)" },
+  { name: 'abbreviation', produces: true, switch: 'abbreviations', what: 'an in-note short form read as its long form, which is a KB name' },
+  { name: 'loose', produces: true, switch: 'query.loose', what: 'a KB name under the looser key (plurals, spelling, word order, numerals)' },
+  { name: 'xref', produces: true, switch: 'query.xrefNames', what: "another vocabulary's name for a KB concept (index build --xref-names)" },
+  { name: 'head-noun', produces: true, switch: 'query.headNouns', what: 'an eponym with "disease"/"syndrome" added, loose key' },
+  { name: 'inheritance', produces: true, switch: 'query.inheritance', what: 'a mode of inheritance read as "hereditary", loose key' },
+  { name: 'unqualified', produces: true, switch: 'query.unqualified', what: 'a KB name that differs only by qualifier words' },
+  { name: 'composite', produces: true, switch: 'query.composite', what: 'a distributed reading of a coordination ("breast and ovarian cancer")' },
+  { name: 'dense', produces: true, switch: null, what: 'nearest KB names of the bi-encoder vector (HNSW)' },
+  { name: 'inventory', produces: true, switch: 'query.abbreviationInventory', what: 'a sense of an undefined short form from the clinical inventory' },
+  { name: 'sparse', produces: false, switch: 'query.sparseWeight', what: 'dense scores fused with character-trigram TF-IDF' },
+  { name: 'hierarchy', produces: false, switch: 'hierarchy.penalty', what: 'ties between name matches: preferred name, ancestor' },
+  { name: 'memory', produces: true, switch: '--memory', what: 'labelled mentions vote; a majority decides the link' },
+  { name: 'rerank', produces: false, switch: 'rerank.policy', what: 'the cross-encoder reorders ambiguous lists' },
+  { name: 'type-filter', produces: false, switch: 'typeFilter', what: 'NER label → allowed semantic types (applied inside every lookup and search)' },
+  { name: 'confidence', produces: false, switch: '--calibration', what: 'the calibrated probability that the top-1 is right' },
+  { name: 'nil', produces: false, switch: 'nil.confidence', what: 'a link under the confidence threshold is NIL (candidates kept)' },
+] as const;
+
+export type LinkingStageName = (typeof LINKING_STAGES)[number]['name'];
+
+/** The `via` values, in cascade order (the candidate-producing stages). */
+export const CANDIDATE_SOURCES: readonly CandidateSource[] = LINKING_STAGES.filter((s) => s.produces).map((s) => s.name as CandidateSource);
+
+const DISJUNCTION = /\bor\b/i;
+
+export interface NameLookupTables {
+  exact: ExactMatchTable;
+  loose?: LooseMatchTable;
+  xrefNames?: XrefNameTable;
+}
+
+/**
+ * The name lookups after the exact table, in LINKING_STAGES order, each present only when its own
+ * switch is on (the loose table serves several of them; `query.loose: false` turns off the loose
+ * lookup alone).
+ */
+export function nameLookups(tables: NameLookupTables, query: Pick<LinkConfig['query'], 'loose' | 'xrefNames' | 'headNouns' | 'inheritance' | 'unqualified'>): NameLookup[] {
+  const { loose, xrefNames } = tables;
+  const out: NameLookup[] = [];
+  if (loose && query.loose) out.push({ via: 'loose', lookup: (t) => loose.lookup(t) });
+  if (xrefNames && query.xrefNames) out.push({ via: 'xref', lookup: (t) => xrefNames.lookup(t) });
+  if (loose && query.headNouns.length > 0) {
+    const heads = query.headNouns;
+    out.push({ via: 'head-noun', texts: (qs) => qs.flatMap((q) => heads.map((h) => `${q} ${h}`)), lookup: (t) => loose.lookup(t) });
+  }
+  if (loose && query.inheritance) out.push({ via: 'inheritance', texts: (qs) => qs.flatMap((q) => hereditaryReading(q) ?? []), lookup: (t) => loose.lookup(t) });
+  // Never for a disjunction: "breast or ovarian cancer" names two diseases.
+  if (loose && query.unqualified) out.push({ via: 'unqualified', texts: (qs) => (qs.some((q) => DISJUNCTION.test(q)) ? [] : qs), lookup: (t) => loose.lookupUnqualified(t) });
+  return out;
+}
+
+/** How a composite reading or an inventory sense is looked up: the exact table, then the loose key when on. */
+export function phraseLookups(tables: NameLookupTables, looseOn: boolean): ((text: string) => readonly number[])[] {
+  const { exact, loose } = tables;
+  return loose && looseOn ? [(t) => exact.lookup(t), (t) => loose.lookup(t)] : [(t) => exact.lookup(t)];
+}
+
+/** Whether any switch needs the loose-key table. */
+export function needsLooseTable(query: LinkConfig['query']): boolean {
+  return query.loose || query.headNouns.length > 0 || query.inheritance || query.unqualified;
+}
