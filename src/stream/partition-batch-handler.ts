@@ -25,6 +25,8 @@ interface BuiltRecords {
   deadOffsets: string[];
   /** Input offsets whose output or dead letter was cut to fit. */
   cut: string[];
+  /** The produced links by the stage that chose them (`via`; NIL ones under `nil`). */
+  byStage: Map<string, number>;
 }
 
 interface Entry {
@@ -150,6 +152,7 @@ export class PartitionBatchHandler {
         metrics.recordLag(batch.topic, batch.partition, batch.highWatermark, commit.offset);
         const ackedAt = Date.now();
         metrics.recordProduced(built.produced);
+        for (const [stage, n] of built.byStage) metrics.recordLinks(stage, n);
         for (const code of built.deadCodes) metrics.recordDeadLettered(code);
         for (const entry of group) {
           const createdAt = Number(entry.message.timestamp);
@@ -174,12 +177,16 @@ export class PartitionBatchHandler {
     const { output: outputTopic, deadLetter: deadTopic } = this.deps.config.topics;
     const output: Message[] = [];
     const deadLetters: Message[] = [];
-    const built: BuiltRecords = { topicMessages: [], produced: 0, deadCodes: [], deadOffsets: [], cut: [] };
+    const built: BuiltRecords = { topicMessages: [], produced: 0, deadCodes: [], deadOffsets: [], cut: [], byStage: new Map() };
     for (const entry of group) {
       const { message, dead, cut } = await this.make(entry, batch, traceHeaders);
       if (cut) built.cut.push(entry.message.offset);
       if (dead === undefined) {
         output.push(message);
+        if (entry.outcome?.kind === 'linked') for (const m of entry.outcome.linked.mentions) {
+          const stage = m.nil ? 'nil' : (m.via ?? 'unknown');
+          built.byStage.set(stage, (built.byStage.get(stage) ?? 0) + 1);
+        }
       } else {
         deadLetters.push(message);
         built.deadCodes.push(dead);

@@ -11,6 +11,8 @@ export interface StageCounts {
   batches: number;
   mentionsLinked: number;
   retries: number;
+  /** Produced mentions by the stage that chose their concept (`via`), NIL ones under `nil`. */
+  linksByStage: Record<string, number>;
 }
 
 /** Dead-letter codes the stage can emit: each one's counter series exists from start, at 0. */
@@ -27,11 +29,12 @@ export const RETRIED_OPERATIONS = ['decode', 'link', 'deliver'] as const;
  * low-cardinality codes and phase names only, never note content.
  */
 export class StageMetrics {
-  readonly counts: StageCounts = { consumed: 0, produced: 0, deadLettered: 0, deadLetteredByCode: {}, batches: 0, mentionsLinked: 0, retries: 0 };
+  readonly counts: StageCounts = { consumed: 0, produced: 0, deadLettered: 0, deadLetteredByCode: {}, batches: 0, mentionsLinked: 0, retries: 0, linksByStage: {} };
   private readonly consumed: Counter;
   private readonly produced: Counter;
   private readonly deadLettered: Counter;
   private readonly retries: Counter;
+  private readonly links: Counter;
   private readonly batchMentions: Histogram;
   private readonly phaseSeconds: Histogram;
   private readonly endToEndSeconds: Histogram;
@@ -41,6 +44,7 @@ export class StageMetrics {
     this.produced = meter.createCounter('cuilink.stream.produced', { description: 'LinkedNote records produced and acknowledged' });
     this.deadLettered = meter.createCounter('cuilink.stream.dead_lettered', { description: 'Input records sent to the dead-letter topic, by error code' });
     this.retries = meter.createCounter('cuilink.stream.retries', { description: 'Retried operations after retriable errors, by operation' });
+    this.links = meter.createCounter('cuilink.stream.links', { description: 'Mentions produced, by the linking stage that chose the concept (via; NIL ones as nil)' });
     this.batchMentions = meter.createHistogram('cuilink.stream.batch.mentions', {
       description: 'Mentions per linking batch',
       advice: { explicitBucketBoundaries: [1, 4, 16, 32, 64, 128, 256, 512, 1024] },
@@ -88,6 +92,12 @@ export class StageMetrics {
   recordProduced(n: number): void {
     this.counts.produced += n;
     this.produced.add(n);
+  }
+
+  /** `stage`: a LinkedMention's via (src/link/linking-stages.ts) or `nil`: a closed, low-cardinality set. */
+  recordLinks(stage: string, n: number): void {
+    this.counts.linksByStage[stage] = (this.counts.linksByStage[stage] ?? 0) + n;
+    this.links.add(n, { stage });
   }
 
   recordDeadLettered(code: string): void {

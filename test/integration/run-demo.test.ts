@@ -108,9 +108,10 @@ test('npm start = cuilink demo: local broker, samples linked with the default mo
     assert.equal(lines[at], `${note.noteId}  (${note.mentions.length} mentions)`, `note ${note.noteId}: every mention came back`);
     for (const [i, mention] of note.mentions.entries()) {
       const line = lines[at + 1 + i] ?? '';
-      const match = /^ {2}(.+?) +→ (?:(HP:\d{7}) {2}\S.*|NIL \(best: .*\)) {2}\((-?\d+\.\d{3}), (exact|dense|reranked|abbreviation \((?:exact|dense|reranked)\)|NIL)\)$/.exec(line);
-      assert.ok(match, `note ${note.noteId} mention ${mention.id}: '${line}' reads '<text> → <HP concept or NIL> (score, how decided)'`);
-      decisions.push(match[4]!);
+      const match = /^ {2}(.+?) +→ (?:(HP:\d{7}) {2}\S.*|NIL \(best: .*\)) {2}\(confidence (0\.\d\d|1\.00), score (-?\d+\.\d{3}), ([a-z-]+(?:, reranked)?|NIL)\)$/.exec(line);
+      assert.ok(match, `note ${note.noteId} mention ${mention.id}: '${line}' reads '<text> → <HP concept or NIL> (confidence, score, stage that chose it)'`);
+      decisions.push(match[5]!);
+      if (match[5] !== 'exact' && !match[5]!.startsWith('exact,')) assert.ok(Number(match[4]) < 1, `only an exact name match scores 1: '${line}'`);
       assert.equal(match[1], mention.text, `note ${note.noteId}: mentions printed in order with their text`);
       if (match[2]) linkedMentions++;
     }
@@ -118,7 +119,7 @@ test('npm start = cuilink demo: local broker, samples linked with the default mo
   // The samples are phenotypes in clinical wording: the default linker must resolve most of them to an HPO concept, not call them NIL.
   assert.ok(linkedMentions >= totalMentions * 0.75, `${linkedMentions} of ${totalMentions} sample mentions linked to an HPO concept`);
   // They are written to exercise every path (synonyms, lay terms, misspellings, in-note abbreviations), not just exact names.
-  const kinds = new Set(decisions.map((d) => d.replace(/^abbreviation .*/, 'abbreviation')));
+  const kinds = new Set(decisions.flatMap((d) => d.split(', ')));
   for (const kind of ['exact', 'dense', 'reranked', 'abbreviation']) assert.ok(kinds.has(kind), `some sample link is decided '${kind}' (got ${[...kinds].join(', ')})${tail}`);
   assert.ok(decisions.filter((d) => d === 'exact').length < totalMentions / 2, `most sample links are not exact-name matches${tail}`);
   assert.match(run.stdout, /^decided: \d+ \w+/m, 'a tally of how the links were decided');

@@ -117,7 +117,8 @@ function printDemo(notes: NoteInput[], result: DemoResult, runtime: StageRuntime
       const decision = describeDecision(m);
       decisions.set(decision, (decisions.get(decision) ?? 0) + 1);
       const concept = m.nil ? `NIL (best: ${m.candidates[0]?.conceptId ?? '-'} ${m.candidates[0]?.name ?? ''})` : `${m.conceptId}  ${m.conceptName}`;
-      console.log(`  ${mentionText(source, m.mentionId).padEnd(width)}  → ${concept}  (${m.score.toFixed(3)}, ${decision})`);
+      const confidence = m.confidence === null ? '' : `confidence ${m.confidence.toFixed(2)}, `;
+      console.log(`  ${mentionText(source, m.mentionId).padEnd(width)}  → ${concept}  (${confidence}score ${m.score.toFixed(3)}, ${m.nil ? 'NIL' : decision})`);
     }
   }
   const seconds = Math.max(1e-3, (result.lastReceivedAt - result.firstSentAt) / 1000);

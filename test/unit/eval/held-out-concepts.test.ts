@@ -1,0 +1,249 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { HOLD_OUT_SEED, holdOutConcepts, holdOutReport, type HeldOutConcepts } from '../../../src/eval/confidence/held-out-concepts.ts';
+import { mentionKey, type GoldCorpus, type GoldMention } from '../../../src/eval/gold.ts';
+import { emptyPubTatorStats } from '../../../src/eval/pubtator.ts';
+import type { ScoredMention } from '../../../src/eval/metrics/mention-record.ts';
+import { ConceptStore } from '../../../src/kb/concept-store.ts';
+import type { Concept } from '../../../src/kb/concept.ts';
+import type { Candidate, LinkedMention } from '../../../src/link/types.ts';
+
+const concept = (id: string, altIds: string[] = []): Concept => ({ id, name: `name of ${id}`, synonyms: [], semanticTypes: ['T047'], parents: [], xrefs: [], altIds });
+
+const A = 'MESH:D000001';
+const B = 'MESH:D000002';
+const C = 'MESH:D000003';
+const D = 'MESH:D000004';
+const E = 'MESH:D000005';
+const F = 'MESH:D000006';
+const G = 'MESH:D000007';
+const H = 'MESH:D000008';
+const NOT_IN_KB = 'MESH:D999999';
+
+const store = ConceptStore.from([concept(A), concept(B), concept(C), concept(D, ['MESH:C000444']), concept(E), concept(F), concept(G), concept(H), concept('MESH:D000099')]);
+
+/** Gold id lists, one per mention (raw, alt and missing ids included). */
+const GOLD_IDS: string[][] = [
+  ...Array.from({ length: 6 }, () => [A]),
+  ...Array.from({ length: 4 }, () => [B]),
+  ...Array.from({ length: 3 }, () => [C]),
+  [D],
+  ['MESH:C000444'], // D's alt id
+  [E],
+  ['D000005'], // E, raw
+  [A, B], // a composite
+  [A, F], // F is named only inside a composite
+  [C, NOT_IN_KB], // only C resolves
+  [NOT_IN_KB], // a gold NIL of the corpus
+  [G],
+  [G],
+  [H],
+];
+
+function corpusOf(golds: string[][]): GoldCorpus {
+  const gold = new Map<string, GoldMention>();
+  golds.forEach((ids, i) => {
+    const noteId = `note${Math.floor(i / 3)}`;
+    const mentionId = `${i * 10}-${i * 10 + 5}`;
+    gold.set(mentionKey(noteId, mentionId), { noteId, mentionId, ids, label: 'Disease', start: i * 10, end: i * 10 + 5 });
+  });
+  return { notes: [], gold, stats: emptyPubTatorStats() };
+}
+
+const corpus = corpusOf(GOLD_IDS);
+const resolvable = (ids: readonly string[]) => [...new Set(ids.flatMap((id) => store.resolveId(id) ?? []))];
+/** Mentions with a resolvable gold id, every one of which is in `removed`. */
+const stranded = (removed: ReadonlySet<string>) => GOLD_IDS.filter((ids) => resolvable(ids).length > 0 && resolvable(ids).every((id) => removed.has(id))).length;
+const goldConcepts = new Set(GOLD_IDS.flatMap(resolvable));
+const sorted = (s: Set<string>) => [...s].sort();
+
+test('fixture sanity: the gold resolves as intended', () => {
+  assert.equal(corpus.gold.size, GOLD_IDS.length);
+  assert.deepEqual(resolvable(['MESH:C000444']), [D]);
+  assert.deepEqual(resolvable(['D000005']), [E]);
+  assert.deepEqual(resolvable([NOT_IN_KB]), []);
+  assert.deepEqual(sorted(goldConcepts), [A, B, C, D, E, F, G, H]);
+});
+
+test('the stranded mentions never exceed round(fraction·N) and the draw is maximal', () => {
+  const n = GOLD_IDS.length;
+  for (const fraction of [0, 0.04, 0.1, 0.2, 0.25, 0.3, 0.5, 0.75]) {
+    for (let seed = 1; seed <= 25; seed++) {
+      const held = holdOutConcepts(corpus, store, fraction, seed);
+      const budget = Math.round(fraction * n);
+      const what = `fraction ${fraction}, seed ${seed}`;
+      assert.ok(held.drawn <= budget, `${what}: ${held.drawn} > ${budget}`);
+      assert.equal(held.drawn, stranded(held.concepts), `${what}: drawn counts the stranded mentions`);
+      for (const id of held.concepts) assert.ok(goldConcepts.has(id), `${what}: ${id} is no gold concept`);
+      // Greedy: any concept not taken would have pushed the stranded mentions over the budget.
+      for (const id of goldConcepts) {
+        if (held.concepts.has(id)) continue;
+        assert.ok(stranded(new Set([...held.concepts, id])) > budget, `${what}: ${id} still fit`);
+      }
+    }
+  }
+});
+
+test('fraction 1 removes every gold concept; the corpus gold NIL is never counted as drawn', () => {
+  const held = holdOutConcepts(corpus, store, 1, HOLD_OUT_SEED);
+  assert.deepEqual(sorted(held.concepts), sorted(goldConcepts));
+  assert.equal(held.drawn, GOLD_IDS.length - 1);
+  assert.ok(!held.concepts.has('MESH:D000099'), 'a concept no mention names is never removed');
+});
+
+test('fraction 0 strands nothing: only the concept named solely inside a composite goes', () => {
+  for (let seed = 1; seed <= 10; seed++) {
+    const held = holdOutConcepts(corpus, store, 0, seed);
+    assert.equal(held.drawn, 0);
+    assert.deepEqual(sorted(held.concepts), [F], `seed ${seed}`);
+  }
+});
+
+test('the same seed draws the same concepts; other seeds draw others', () => {
+  const a = holdOutConcepts(corpus, store, 0.3, 11);
+  const b = holdOutConcepts(corpusOf(GOLD_IDS), ConceptStore.from([...store]), 0.3, 11);
+  assert.deepEqual(sorted(a.concepts), sorted(b.concepts));
+  assert.equal(a.drawn, b.drawn);
+  const draws = new Set(Array.from({ length: 20 }, (_, seed) => sorted(holdOutConcepts(corpus, store, 0.3, seed + 100).concepts).join(',')));
+  assert.ok(draws.size >= 3, `only ${draws.size} distinct draws over 20 seeds`);
+});
+
+test('removed() is true exactly when no gold id is left in the KB', () => {
+  for (let seed = 1; seed <= 15; seed++) {
+    const held = holdOutConcepts(corpus, store, 0.3, seed);
+    for (const ids of GOLD_IDS) {
+      const left = resolvable(ids).filter((id) => !held.concepts.has(id));
+      assert.equal(held.removed(ids), left.length === 0, `seed ${seed}: ${ids.join('|')}`);
+    }
+  }
+  // A hand-made case: C held out, so [C, missing] is gone; [A, C] is not; alt and raw ids resolve.
+  const held = holdOutConcepts(corpusOf([[C], [D], [E], [A], [A], [A], [A], [A], [A], [A]]), store, 0.3, 5);
+  assert.equal(held.removed([NOT_IN_KB]), true, 'a gold NIL has nothing left in the KB');
+  for (const id of [C, D, E]) {
+    const alias = id === D ? 'MESH:C000444' : id === E ? 'D000005' : id;
+    assert.equal(held.removed([alias]), held.concepts.has(id), alias);
+    assert.equal(held.removed([alias, NOT_IN_KB]), held.concepts.has(id), `${alias} with a missing id`);
+    assert.equal(held.removed([alias, A]), held.concepts.has(id) && held.concepts.has(A), `${alias} with A`);
+  }
+  assert.ok(!held.concepts.has(A), 'A strands 7 of 10 mentions: over the budget of 3');
+  assert.deepEqual(sorted(held.concepts), [C, D, E]);
+});
+
+function scored(goldIds: string[], hit1: boolean): ScoredMention {
+  return {
+    noteId: 'n',
+    mentionId: 'm',
+    goldIds,
+    predicted: [],
+    nil: false,
+    topScore: 0,
+    label: 'Disease',
+    semanticTypes: [],
+    scores: { hit1, hit5: hit1, reciprocalRank: hit1 ? 1 : 0, similarity: 0, ndcg5: 0, goldNil: false, predictedNil: false, confidence: 0 },
+  };
+}
+
+function linked(confidence: number | null, candidates: number): LinkedMention {
+  const cands: Candidate[] = Array.from({ length: candidates }, (_, i) => ({ conceptId: `X:${i}`, name: `c${i}`, semanticTypes: [], score: 0.5, retrievalScore: 0.5, exact: false, via: 'dense' }));
+  return { mentionId: 'm', start: 0, end: 1, label: 'Disease', conceptId: cands[0]?.conceptId ?? null, conceptName: cands[0]?.name ?? null, semanticTypes: [], score: 0.5, confidence, via: candidates ? 'dense' : null, nil: candidates === 0, reranked: false, candidates: cands };
+}
+
+const heldA: HeldOutConcepts = { concepts: new Set([A]), drawn: 4, removed: (ids) => ids.every((id) => id === A) };
+
+/** Four held-out mentions (gold A) and six others (gold B). */
+const RESULT = (() => {
+  const rows: [string, boolean, number | null, number][] = [
+    // gold, hit1, confidence, candidates
+    [A, false, 0.1, 1],
+    [A, false, 0.25, 2],
+    [A, false, 0.6, 1],
+    [A, false, null, 0],
+    [B, true, 0.9, 3],
+    [B, true, 0.2, 1],
+    [B, false, 0.15, 2],
+    [B, true, 0.5, 1],
+    [B, true, null, 1], // no confidence: never NIL by threshold
+    [B, false, null, 0],
+  ];
+  return { scored: rows.map(([g, hit]) => scored([g], hit)), linked: rows.map(([, , c, k]) => linked(c, k)) };
+})();
+
+const close = (actual: number | null, expected: number, what: string) => {
+  assert.ok(actual !== null && Math.abs(actual - expected) < 1e-12, `${what}: ${actual} ≠ ${expected}`);
+};
+
+test('holdOutReport: NIL precision, recall, F1 and the others loss at a threshold (hand-computed)', () => {
+  const report = holdOutReport(RESULT, heldA, 0.3, 77);
+  assert.equal(report.seed, 77);
+  assert.equal(report.removedConcepts, 1);
+  assert.equal(report.drawnMentions, 4);
+  assert.equal(report.heldOutMentions, 4);
+  assert.equal(report.otherMentions, 6);
+  close(report.othersAcc1, 4 / 6, 'othersAcc1');
+  // NIL at 0.3: held-out 0.1, 0.25, no candidates; others 0.2, 0.15, no candidates → 3 of 6 right.
+  const at = report.atConfigured;
+  assert.equal(at.threshold, 0.3);
+  close(at.nilPrecision, 0.5, 'precision');
+  close(at.nilRecall, 0.75, 'recall');
+  close(at.nilF1, 0.6, 'F1');
+  // Others linked right: 0.9, 0.5, null-confidence = 3 of 6; at 0 also 0.2 → loss 1/6.
+  close(at.othersLinkedAcc1, 0.5, 'othersLinkedAcc1');
+  close(at.othersLoss, 1 / 6, 'othersLoss');
+  assert.equal(holdOutReport(RESULT, heldA, 0.3).seed, HOLD_OUT_SEED);
+});
+
+test('holdOutReport sweeps 0.05 … 0.95 and matches the configured row at the same threshold', () => {
+  const report = holdOutReport(RESULT, heldA, 0.3);
+  assert.deepEqual(report.sweep.map((r) => r.threshold), [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]);
+  assert.deepEqual(report.sweep[5], report.atConfigured);
+  // At 0.7: every held-out mention NIL (4 of 8 NIL), others right and linked: 0.9 and null → 2/6.
+  const high = report.sweep[13]!;
+  assert.equal(high.threshold, 0.7);
+  close(high.nilPrecision, 0.5, 'precision at 0.7');
+  close(high.nilRecall, 1, 'recall at 0.7');
+  close(high.nilF1, 2 / 3, 'F1 at 0.7');
+  close(high.othersLinkedAcc1, 2 / 6, 'linked at 0.7');
+  close(high.othersLoss, 2 / 6, 'loss at 0.7');
+  // Recall never falls and the loss never shrinks as the threshold rises.
+  for (let i = 1; i < report.sweep.length; i++) {
+    assert.ok(report.sweep[i]!.nilRecall! >= report.sweep[i - 1]!.nilRecall!);
+    assert.ok(report.sweep[i]!.othersLoss >= report.sweep[i - 1]!.othersLoss - 1e-15);
+  }
+});
+
+test('holdOutReport at threshold 0: only mentions without candidates are NIL; no loss', () => {
+  const at = holdOutReport(RESULT, heldA, 0).atConfigured;
+  close(at.nilPrecision, 0.5, 'precision');
+  close(at.nilRecall, 0.25, 'recall');
+  close(at.nilF1, 1 / 3, 'F1');
+  assert.equal(at.othersLoss, 0);
+  close(at.othersLinkedAcc1, 4 / 6, 'linked');
+});
+
+test('holdOutReport gives null precision with no NIL and null recall with nothing held out', () => {
+  const allLinked = { scored: RESULT.scored.slice(0, 3), linked: RESULT.linked.slice(0, 3) };
+  const none = holdOutReport(allLinked, heldA, 0).atConfigured;
+  assert.equal(none.nilPrecision, null);
+  assert.equal(none.nilRecall, 0);
+  assert.equal(none.nilF1, null);
+  const nothingHeld: HeldOutConcepts = { concepts: new Set(), drawn: 0, removed: () => false };
+  const report = holdOutReport(RESULT, nothingHeld, 0.3);
+  assert.equal(report.heldOutMentions, 0);
+  assert.equal(report.otherMentions, 10);
+  assert.equal(report.atConfigured.nilRecall, null);
+  assert.equal(report.atConfigured.nilPrecision, 0);
+  assert.equal(report.atConfigured.nilF1, null);
+});
+
+test('holdOutReport reads removed() of the real draw', () => {
+  const golds = [[A], [A], [B], [B], [B], [C], [C], [C], [C], [C]];
+  const held = holdOutConcepts(corpusOf(golds), store, 0.2, 3);
+  assert.deepEqual(sorted(held.concepts), [A], 'only A fits a budget of 2');
+  const result = { scored: golds.map((g) => scored(g, g[0] !== A)), linked: golds.map((g) => linked(g[0] === A ? 0.1 : 0.8, 1)) };
+  const at = holdOutReport(result, held, 0.5).atConfigured;
+  assert.equal(at.nilPrecision, 1);
+  assert.equal(at.nilRecall, 1);
+  assert.equal(at.nilF1, 1);
+  assert.equal(at.othersLoss, 0);
+  assert.equal(at.othersLinkedAcc1, 1);
+});

@@ -1,0 +1,263 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CALIBRATION_FORMAT, ConfidenceCalibrator } from '../../../src/link/confidence-calibrator.ts';
+import { CONFIDENCE_FEATURES, confidenceFeatures, type ConfidenceFeatureName } from '../../../src/link/confidence-features.ts';
+import type { Candidate, LinkedMention } from '../../../src/link/types.ts';
+import { InputError } from '../../../src/kb/errors.ts';
+
+const BI = 'a'.repeat(64);
+const CROSS = 'c'.repeat(64);
+const OTHER = '0123456789abcdef'.repeat(4);
+const n = CONFIDENCE_FEATURES.length;
+
+function calibration(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    format: CALIBRATION_FORMAT,
+    version: 'test-calibration',
+    features: [...CONFIDENCE_FEATURES],
+    mean: Array.from({ length: n }, (_, i) => i / 10),
+    scale: Array.from({ length: n }, (_, i) => 0.5 + i / 20),
+    weights: Array.from({ length: n }, (_, i) => (i % 3 === 0 ? 0.3 : i % 3 === 1 ? -0.2 : 0.05 * i)),
+    bias: -0.4,
+    models: { biEncoder: BI, crossEncoder: CROSS },
+    fit: { examples: 100 },
+    ...overrides,
+  };
+}
+
+function withDir<T>(fn: (dir: string) => T): T {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-calibration-'));
+  try {
+    return fn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function writeJson(dir: string, name: string, value: unknown): string {
+  const path = join(dir, name);
+  writeFileSync(path, JSON.stringify(value, null, 2));
+  return path;
+}
+
+const badCalibration = (error: unknown) => error instanceof InputError && error.code === 'BAD_CALIBRATION';
+
+test('a valid calibration file loads; its sha256 is that of its bytes', () => {
+  withDir((dir) => {
+    const path = writeJson(dir, 'calibration.json', calibration());
+    const bytes = Buffer.from(JSON.stringify(calibration(), null, 2));
+    const calibrator = ConfidenceCalibrator.load(path);
+    assert.equal(calibrator.sha256, createHash('sha256').update(bytes).digest('hex'));
+    assert.equal(calibrator.path, path);
+    assert.equal(calibrator.file.version, 'test-calibration');
+    assert.deepEqual(calibrator.file.features, [...CONFIDENCE_FEATURES]);
+    // Another byte layout of the same content: another checksum.
+    const compact = join(dir, 'compact.json');
+    writeFileSync(compact, JSON.stringify(calibration()));
+    assert.notEqual(ConfidenceCalibrator.load(compact).sha256, calibrator.sha256);
+  });
+});
+
+test('probability is the logistic of bias + Σ w·(x − mean)/scale', () => {
+  withDir((dir) => {
+    const file = calibration();
+    const calibrator = ConfidenceCalibrator.load(writeJson(dir, 'calibration.json', file));
+    const mean = file.mean as number[];
+    const scale = file.scale as number[];
+    const weights = file.weights as number[];
+    for (const features of [
+      Array.from({ length: n }, (_, i) => (i * 7) % 5 / 4),
+      Array.from({ length: n }, () => 0),
+      [...mean],
+    ]) {
+      let z = file.bias as number;
+      for (let i = 0; i < n; i++) z += (weights[i]! * (features[i]! - mean[i]!)) / scale[i]!;
+      const expected = 1 / (1 + Math.exp(-z));
+      const actual = calibrator.probability(Float64Array.from(features));
+      assert.ok(Math.abs(actual - expected) < 1e-12, `${actual} ≠ ${expected}`);
+    }
+    // At the mean only the bias counts.
+    assert.ok(Math.abs(calibrator.probability(mean) - 1 / (1 + Math.exp(0.4))) < 1e-12);
+  });
+});
+
+test('a bad calibration file is refused with BAD_CALIBRATION', () => {
+  withDir((dir) => {
+    const { weights: _weights, ...noWeights } = calibration();
+    const notJson = join(dir, 'not-json.json');
+    writeFileSync(notJson, '{"format": "cuilink-calibration/1",');
+    const cases: [string, string][] = [
+      ['missing file', join(dir, 'absent.json')],
+      ['not JSON', notJson],
+      ['wrong format', writeJson(dir, 'format.json', calibration({ format: 'cuilink-calibration/2' }))],
+      ['no weights', writeJson(dir, 'no-weights.json', noWeights)],
+      ['a feature dropped', writeJson(dir, 'dropped.json', calibration({ features: CONFIDENCE_FEATURES.slice(0, -1) }))],
+      ['features reordered', writeJson(dir, 'reordered.json', calibration({ features: [CONFIDENCE_FEATURES[1], CONFIDENCE_FEATURES[0], ...CONFIDENCE_FEATURES.slice(2)] }))],
+      ['weights of the wrong length', writeJson(dir, 'short-weights.json', calibration({ weights: Array.from({ length: n - 1 }, () => 0.1) }))],
+      ['mean of the wrong length', writeJson(dir, 'long-mean.json', calibration({ mean: Array.from({ length: n + 1 }, () => 0) }))],
+      ['a zero scale', writeJson(dir, 'zero-scale.json', calibration({ scale: Array.from({ length: n }, (_, i) => (i === 3 ? 0 : 1)) }))],
+      ['an unknown extra key', writeJson(dir, 'extra.json', calibration({ temperature: 1.5 }))],
+      ['an unknown key in models', writeJson(dir, 'extra-models.json', calibration({ models: { biEncoder: BI, crossEncoder: null, tokenizer: BI } }))],
+      ['a bi-encoder that is not a sha256', writeJson(dir, 'bad-sha.json', calibration({ models: { biEncoder: 'abc', crossEncoder: null } }))],
+    ];
+    for (const [name, path] of cases) assert.throws(() => ConfidenceCalibrator.load(path), badCalibration, name);
+  });
+});
+
+test('the error for an unknown key names it', () => {
+  withDir((dir) => {
+    const path = writeJson(dir, 'extra.json', calibration({ temperature: 1.5 }));
+    assert.throws(() => ConfidenceCalibrator.load(path), /temperature/);
+  });
+});
+
+test('mismatch names the model whose checksum differs, undefined when both match', () => {
+  withDir((dir) => {
+    const both = ConfidenceCalibrator.load(writeJson(dir, 'both.json', calibration()));
+    assert.equal(both.mismatch({ biEncoder: BI, crossEncoder: CROSS }), undefined);
+    const bi = both.mismatch({ biEncoder: OTHER, crossEncoder: CROSS });
+    assert.ok(bi !== undefined && /bi-encoder/.test(bi) && !/cross-encoder/.test(bi), bi);
+    assert.ok(bi.includes(BI.slice(0, 12)) && bi.includes(OTHER.slice(0, 12)), bi);
+    const cross = both.mismatch({ biEncoder: BI, crossEncoder: OTHER });
+    assert.ok(cross !== undefined && /cross-encoder/.test(cross), cross);
+    assert.ok(cross.includes(CROSS.slice(0, 12)) && cross.includes(OTHER.slice(0, 12)), cross);
+    // Fit with a cross-encoder, loaded without one.
+    const none = both.mismatch({ biEncoder: BI, crossEncoder: null });
+    assert.ok(none !== undefined && /cross-encoder/.test(none), none);
+
+    const biOnly = ConfidenceCalibrator.load(writeJson(dir, 'bi-only.json', calibration({ models: { biEncoder: BI, crossEncoder: null } })));
+    assert.equal(biOnly.mismatch({ biEncoder: BI, crossEncoder: null }), undefined);
+    const added = biOnly.mismatch({ biEncoder: BI, crossEncoder: CROSS });
+    assert.ok(added !== undefined && /cross-encoder/.test(added) && added.includes(CROSS.slice(0, 12)), added);
+  });
+});
+
+const candidate = (over: Partial<Candidate> = {}): Candidate => ({
+  conceptId: 'MESH:D020388',
+  name: 'Muscular Dystrophy, Duchenne',
+  semanticTypes: ['T047'],
+  score: 1,
+  retrievalScore: 1,
+  exact: true,
+  via: 'exact',
+  ...over,
+});
+
+function linked(over: Partial<Omit<LinkedMention, 'confidence'>> = {}): Omit<LinkedMention, 'confidence'> {
+  const candidates = over.candidates ?? [candidate(), candidate({ conceptId: 'MESH:D009136', name: 'Muscular Dystrophies', score: 0.7, retrievalScore: 0.75, exact: false, via: 'dense' })];
+  return {
+    mentionId: '0-27',
+    start: 0,
+    end: 27,
+    label: 'Disease',
+    conceptId: candidates[0]?.conceptId ?? null,
+    conceptName: candidates[0]?.name ?? null,
+    semanticTypes: candidates[0]?.semanticTypes ?? [],
+    score: candidates[0]?.score ?? 0,
+    via: 'exact',
+    nil: candidates.length === 0,
+    reranked: false,
+    candidates,
+    expandedFrom: null,
+    memoryDecided: false,
+    memorySupport: 0,
+    ...over,
+  };
+}
+
+const VIA_FEATURES: ConfidenceFeatureName[] = ['via_exact', 'via_abbreviation', 'via_loose', 'via_xref', 'via_rule', 'via_composite', 'via_dense', 'via_memory'];
+const get = (x: Float64Array, name: ConfidenceFeatureName) => x[CONFIDENCE_FEATURES.indexOf(name)]!;
+const viaVector = (x: Float64Array) => Object.fromEntries(VIA_FEATURES.map((f) => [f, get(x, f)]));
+const onlyVia = (name: ConfidenceFeatureName) => Object.fromEntries(VIA_FEATURES.map((f) => [f, f === name ? 1 : 0]));
+
+test('CONFIDENCE_FEATURES are distinct and confidenceFeatures returns one value each', () => {
+  assert.equal(new Set(CONFIDENCE_FEATURES).size, CONFIDENCE_FEATURES.length);
+  assert.equal(confidenceFeatures(linked(), 'Duchenne muscular dystrophy').length, CONFIDENCE_FEATURES.length);
+});
+
+test('the stage sets exactly one via_* feature', () => {
+  const text = 'Duchenne muscular dystrophy';
+  assert.deepEqual(viaVector(confidenceFeatures(linked({ via: 'exact' }), text)), onlyVia('via_exact'));
+  assert.deepEqual(viaVector(confidenceFeatures(linked({ via: 'abbreviation' }), text)), onlyVia('via_abbreviation'));
+  assert.deepEqual(viaVector(confidenceFeatures(linked({ via: 'loose' }), text)), onlyVia('via_loose'));
+  assert.deepEqual(viaVector(confidenceFeatures(linked({ via: 'xref' }), text)), onlyVia('via_xref'));
+  for (const rule of ['head-noun', 'inheritance', 'unqualified']) assert.deepEqual(viaVector(confidenceFeatures(linked({ via: rule }), text)), onlyVia('via_rule'), rule);
+  assert.deepEqual(viaVector(confidenceFeatures(linked({ via: 'composite' }), text)), onlyVia('via_composite'));
+  assert.deepEqual(viaVector(confidenceFeatures(linked({ via: 'dense' }), text)), onlyVia('via_dense'));
+  assert.deepEqual(viaVector(confidenceFeatures(linked({ via: 'inventory' }), text)), onlyVia('via_dense'));
+  assert.deepEqual(viaVector(confidenceFeatures(linked({ via: null }), text)), onlyVia('via_dense'), 'no via reads as dense');
+  assert.deepEqual(viaVector(confidenceFeatures(linked({ via: 'memory' }), text)), onlyVia('via_memory'));
+});
+
+test('a link with no candidates has all-zero features', () => {
+  const x = confidenceFeatures(linked({ candidates: [], via: 'exact', reranked: true, memorySupport: 3, expandedFrom: 'DMD' }), 'DMD');
+  assert.deepEqual(Array.from(x), new Array<number>(n).fill(0));
+});
+
+test('scores, margins and similarity features come from the top candidates', () => {
+  const candidates = [
+    candidate({ score: 0.82, retrievalScore: 0.9, exact: false, via: 'dense' }),
+    candidate({ conceptId: 'B', name: 'Becker muscular dystrophy', score: 0.61, retrievalScore: 0.7, exact: false, via: 'dense' }),
+    candidate({ conceptId: 'C', name: 'Myopathy', score: 0.4, retrievalScore: 0.85, exact: false, via: 'dense' }),
+  ];
+  const x = confidenceFeatures(linked({ candidates, via: 'dense', reranked: true, memorySupport: 4 }), 'Duchenne muscular dystrophy');
+  assert.ok(Math.abs(get(x, 'score') - 0.82) < 1e-12);
+  assert.ok(Math.abs(get(x, 'score_margin') - (0.82 - 0.61)) < 1e-12);
+  assert.ok(Math.abs(get(x, 'dense_margin') - (0.82 - 0.61)) < 1e-12);
+  assert.ok(Math.abs(get(x, 'similarity') - 0.9) < 1e-12);
+  assert.ok(Math.abs(get(x, 'dense_similarity') - 0.9) < 1e-12);
+  assert.ok(Math.abs(get(x, 'dense_similarity_sq') - 0.81) < 1e-12);
+  assert.equal(get(x, 'lookup_similarity'), 0);
+  // Lead over the best other similarity (0.85, the third candidate's), not the second's.
+  assert.ok(Math.abs(get(x, 'similarity_lead') - 0.05) < 1e-12);
+  assert.equal(get(x, 'reranked'), 1);
+  assert.ok(Math.abs(get(x, 'memory_support') - Math.log(5)) < 1e-12);
+  assert.ok(Math.abs(get(x, 'log_length') - Math.log('Duchenne muscular dystrophy'.length)) < 1e-12);
+  assert.equal(get(x, 'words'), 3);
+  assert.equal(get(x, 'short_form'), 0);
+  // "duch", "musc", "dyst" all in "Muscular Dystrophy, Duchenne".
+  assert.equal(get(x, 'name_overlap'), 1);
+  assert.equal(get(x, 'dense_overlap'), 1);
+  assert.equal(get(x, 'lexical_ties'), 0);
+});
+
+test('a single candidate has margin and lead 1; lexical ties count the other name matches', () => {
+  const single = confidenceFeatures(linked({ candidates: [candidate()], via: 'exact' }), 'Duchenne muscular dystrophy');
+  assert.equal(get(single, 'score_margin'), 1);
+  assert.equal(get(single, 'similarity_lead'), 1);
+  const tied = [candidate(), candidate({ conceptId: 'B', via: 'exact' }), candidate({ conceptId: 'C', via: 'loose' }), candidate({ conceptId: 'D', via: 'dense', score: 0.5 })];
+  const x = confidenceFeatures(linked({ candidates: tied, via: 'exact' }), 'Duchenne muscular dystrophy');
+  assert.equal(get(x, 'lexical_ties'), 2);
+  assert.equal(get(x, 'score_margin'), 0);
+  assert.equal(get(x, 'dense_margin'), 0, 'dense_margin only for dense links');
+  assert.equal(get(x, 'lookup_similarity'), 0, 'lookup_similarity never for exact');
+  const loose = confidenceFeatures(linked({ candidates: [candidate({ via: 'loose', retrievalScore: 0.93 })], via: 'loose' }), 'Duchenne muscular dystrophies');
+  assert.ok(Math.abs(get(loose, 'lookup_similarity') - 0.93) < 1e-12);
+});
+
+test('a short form sets short_form; so does an expanded abbreviation', () => {
+  assert.equal(get(confidenceFeatures(linked(), 'DMD'), 'short_form'), 1);
+  assert.equal(get(confidenceFeatures(linked(), 'dystrophy'), 'short_form'), 0);
+  assert.equal(get(confidenceFeatures(linked({ expandedFrom: 'DMD', via: 'abbreviation' }), 'Duchenne muscular dystrophy'), 'short_form'), 1);
+  const words = get(confidenceFeatures(linked(), 'a b c d e f g h'), 'words');
+  assert.equal(words, 6, 'words are capped at 6');
+});
+
+test('every feature is finite, even for a lookup hit whose similarity is NaN', () => {
+  const candidates = [candidate({ retrievalScore: NaN, via: 'head-noun', exact: false }), candidate({ conceptId: 'B', retrievalScore: NaN, score: 0.9, via: 'dense' })];
+  for (const [link, text] of [
+    [linked({ candidates, via: 'head-noun' }), 'von Hippel-Lindau'],
+    [linked(), 'DMD'],
+    [linked({ via: 'dense', memorySupport: 1e6 }), ''],
+  ] as const) {
+    const x = confidenceFeatures(link, text);
+    assert.ok(Array.from(x).every(Number.isFinite), `${Array.from(x)}`);
+  }
+  const x = confidenceFeatures(linked({ candidates, via: 'head-noun' }), 'von Hippel-Lindau');
+  assert.equal(get(x, 'similarity'), 0);
+  assert.equal(get(x, 'via_rule'), 1);
+});
