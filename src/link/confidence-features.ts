@@ -75,7 +75,7 @@ export function confidenceFeatures(linked: Omit<LinkedMention, 'confidence'>, me
   set('words', Math.min(6, mentionText.split(/\s+/).filter((w) => w.length > 0).length));
   set('short_form', Number(looksLikeShortForm(mentionText) || linked.expandedFrom != null));
   const dense = via === 'dense' || via === 'inventory';
-  const overlap = wordOverlap(linked.expandedFrom != null ? mentionText : mentionText, top.name);
+  const overlap = wordOverlap(mentionText, top.name);
   set('name_overlap', overlap);
   set('dense_overlap', dense ? overlap : 0);
   set('dense_margin', dense && c.length > 1 ? top.score - c[1]!.score : 0);
