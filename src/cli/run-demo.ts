@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Partitioners, type Kafka } from 'kafkajs';
 import type { NoteInput } from '../link/types.ts';
 import { avroToLinkedNote, noteInputToNoteEvent, type RecordCodec } from '../stream/avro/index.ts';
+import { mentionsToReview } from '../stream/review-selection.ts';
 import { InputError } from '../kb/errors.ts';
 import type { StageConfig } from '../stream/stage-config.ts';
 
@@ -41,6 +42,8 @@ export interface DemoResult {
   lastReceivedAt: number;
   /** Publish-to-receipt latency per note, ms. */
   latenciesMs: number[];
+  /** `noteId/mentionId` of the mentions that came back on the review topic. */
+  reviewed: Set<string>;
 }
 
 /**
@@ -48,11 +51,16 @@ export interface DemoResult {
  * topics until every note is accounted for (or the timeout passes).
  */
 export async function publishAndCollect(kafka: Kafka, codec: RecordCodec, config: StageConfig, notes: NoteInput[], timeoutMs: number): Promise<DemoResult> {
-  const result: DemoResult = { linked: new Map(), deadLettered: new Map(), firstSentAt: 0, lastReceivedAt: 0, latenciesMs: [] };
+  const result: DemoResult = { linked: new Map(), deadLettered: new Map(), firstSentAt: 0, lastReceivedAt: 0, latenciesMs: [], reviewed: new Set() };
+  const reviewTopic = config.topics.review;
   const sentAt = new Map<string, number>();
   const consumer = kafka.consumer({ groupId: `cuilink-run-demo-${process.pid}-${Date.now()}`, readUncommitted: false });
   await consumer.connect();
-  await consumer.subscribe({ topics: [config.topics.output, config.topics.deadLetter], fromBeginning: false });
+  await consumer.subscribe({ topics: [config.topics.output, config.topics.deadLetter, ...(reviewTopic === undefined ? [] : [reviewTopic])], fromBeginning: false });
+  // Every note back, and every review record its linked output implies (they are produced together but read in any order).
+  const complete = () =>
+    result.linked.size + result.deadLettered.size >= wanted.size &&
+    (reviewTopic === undefined || [...result.linked.values()].every((note) => mentionsToReview(note, config.review.belowConfidence).every((m) => result.reviewed.has(`${note.noteId}/${m.mentionId}`))));
   const wanted = new Set(notes.map((n) => n.noteId));
   let done!: () => void;
   const allSeen = new Promise<void>((resolve) => (done = resolve));
@@ -62,7 +70,10 @@ export async function publishAndCollect(kafka: Kafka, codec: RecordCodec, config
   await consumer.run({
     eachMessage: async ({ topic, message }) => {
       const now = Date.now();
-      if (topic === config.topics.output) {
+      if (topic === reviewTopic) {
+        const review = await codec.decode('ReviewMention', message.value, message.headers as never);
+        if (wanted.has(review.noteId)) result.reviewed.add(`${review.noteId}/${review.mentionId}`);
+      } else if (topic === config.topics.output) {
         const linked = avroToLinkedNote(await codec.decode('LinkedNote', message.value, message.headers as never));
         if (!wanted.has(linked.noteId)) return;
         result.linked.set(linked.noteId, linked);
@@ -73,7 +84,7 @@ export async function publishAndCollect(kafka: Kafka, codec: RecordCodec, config
         result.deadLettered.set(noteId, { errorCode: dead.errorCode, reason: dead.reason });
       }
       result.lastReceivedAt = now;
-      if (result.linked.size + result.deadLettered.size >= wanted.size) done();
+      if (complete()) done();
     },
   });
   // The output consumer starts at the log end: it must be in its group before anything is published.

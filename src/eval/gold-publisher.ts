@@ -1,7 +1,7 @@
 import { Partitioners, type Kafka, type Message } from 'kafkajs';
 import { noteInputToNoteEvent } from '../stream/avro/avro-conversions.ts';
 import type { RecordCodec } from '../stream/avro/record-codec.ts';
-import { documentToNote } from './gold.ts';
+import { documentToNote, mentionKey } from './gold.ts';
 import { goldMentionToAvro } from './gold-avro.ts';
 import { inGoldSample } from './gold-sampling.ts';
 import { emptyPubTatorStats, readPubTator, type PubTatorStats } from './pubtator.ts';
@@ -12,6 +12,8 @@ export interface GoldPublishOptions {
   corpusFile: string;
   /** Share of notes whose gold is published (inGoldSample: deterministic per note id and seed). */
   fraction: number;
+  /** When set, instead of the fraction: exactly the gold mentions whose mentionKey is in it (e.g. what the stage sent to review). */
+  onlyMentions?: ReadonlySet<string>;
   seed: number;
   goldTopic: string;
   /** When set, every annotated note is also published here as a NoteEvent (the stream the gold samples). */
@@ -65,9 +67,10 @@ export async function publishGoldSample(options: GoldPublishOptions): Promise<Go
         const encoded = await options.codec.encode('NoteEvent', noteInputToNoteEvent(converted.note, now()));
         notes.push({ key: doc.pmid, value: encoded.value, headers: encoded.headers });
       }
-      if (inGoldSample(doc.pmid, options.fraction, options.seed)) {
+      const picked = options.onlyMentions === undefined ? (inGoldSample(doc.pmid, options.fraction, options.seed) ? converted.gold : []) : converted.gold.filter((g) => options.onlyMentions!.has(mentionKey(g.noteId, g.mentionId)));
+      if (picked.length > 0) {
         result.sampledNotes++;
-        for (const g of converted.gold) {
+        for (const g of picked) {
           const encoded = await options.codec.encode('GoldMention', goldMentionToAvro(g, { annotator: options.annotator ?? null, annotatedAt: now() }));
           gold.push({ key: g.noteId, value: encoded.value, headers: encoded.headers });
         }

@@ -117,7 +117,7 @@ export class LinkingStage {
   /** Connects, checks the topics exist, joins the group and starts consuming. */
   async start(): Promise<void> {
     const { config } = this.options;
-    await requireTopics(this.kafka, [config.topics.input, config.topics.output, config.topics.deadLetter]);
+    await requireTopics(this.kafka, [config.topics.input, config.topics.output, config.topics.deadLetter, ...(config.topics.review === undefined ? [] : [config.topics.review])]);
     await this.sizes.load(this.kafka, [config.topics.output, config.topics.deadLetter], config.topics.maxMessageBytes, this.logger);
     this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
       this.joined = true;

@@ -1,6 +1,7 @@
 import { ROOT_CONTEXT, SpanStatusCode, trace, type Link, type Tracer } from '@opentelemetry/api';
 import type { EachBatchPayload, KafkaMessage, Message, TopicMessages } from 'kafkajs';
 import { injectRecordContext, type RecordHeaders } from '../telemetry/kafka-trace-context.ts';
+import type { LinkedNote } from '../link/types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { StageMetrics } from '../telemetry/stage-metrics.ts';
 import { decodeInputRecord, type RejectedRecord } from './input-record.ts';
@@ -9,6 +10,7 @@ import { codeOf, type NoteOutcome, type QueuedNote } from './note-batch-linker.t
 import { RecordRefusedError, type OutputDelivery } from './output-delivery.ts';
 import { withRetry, type RetryOptions } from './retry.ts';
 import type { StageCodec } from './stage-codec.ts';
+import { mentionsToReview } from './review-selection.ts';
 import type { StageConfig } from './stage-config.ts';
 import type { StageProgress } from './stage-progress.ts';
 import { CANDIDATES_CUT_HEADER, type OutputFitter } from './output-fitter.ts';
@@ -27,6 +29,8 @@ interface BuiltRecords {
   cut: string[];
   /** The produced links by the stage that chose them (`via`; NIL ones under `nil`). */
   byStage: Map<string, number>;
+  /** Mentions also sent to the review topic. */
+  reviewed: number;
 }
 
 interface Entry {
@@ -153,6 +157,7 @@ export class PartitionBatchHandler {
         const ackedAt = Date.now();
         metrics.recordProduced(built.produced);
         for (const [stage, n] of built.byStage) metrics.recordLinks(stage, n);
+        if (built.reviewed > 0) metrics.recordReviewed(built.reviewed);
         for (const code of built.deadCodes) metrics.recordDeadLettered(code);
         for (const entry of group) {
           const createdAt = Number(entry.message.timestamp);
@@ -177,26 +182,40 @@ export class PartitionBatchHandler {
     const { output: outputTopic, deadLetter: deadTopic } = this.deps.config.topics;
     const output: Message[] = [];
     const deadLetters: Message[] = [];
-    const built: BuiltRecords = { topicMessages: [], produced: 0, deadCodes: [], deadOffsets: [], cut: [], byStage: new Map() };
+    const built: BuiltRecords = { topicMessages: [], produced: 0, deadCodes: [], deadOffsets: [], cut: [], byStage: new Map(), reviewed: 0 };
+    const reviewTopic = this.deps.config.topics.review;
+    const review: Message[] = [];
     for (const entry of group) {
       const { message, dead, cut } = await this.make(entry, batch, traceHeaders);
       if (cut) built.cut.push(entry.message.offset);
-      if (dead === undefined) {
-        output.push(message);
-        if (entry.outcome?.kind === 'linked') for (const m of entry.outcome.linked.mentions) {
-          const stage = m.nil ? 'nil' : (m.via ?? 'unknown');
-          built.byStage.set(stage, (built.byStage.get(stage) ?? 0) + 1);
-        }
-      } else {
+      if (dead !== undefined) {
         deadLetters.push(message);
         built.deadCodes.push(dead);
         built.deadOffsets.push(entry.message.offset);
+        continue;
       }
+      output.push(message);
+      if (entry.outcome?.kind === 'linked') await this.countAndReview(entry.outcome.linked, built, review, traceHeaders);
     }
     if (output.length > 0) built.topicMessages.push({ topic: outputTopic, messages: output });
     if (deadLetters.length > 0) built.topicMessages.push({ topic: deadTopic, messages: deadLetters });
+    if (review.length > 0) built.topicMessages.push({ topic: reviewTopic!, messages: review });
+    built.reviewed = review.length;
     built.produced = output.length;
     return built;
+  }
+
+  /** Counts a produced note's links by stage and adds the review records of its unsure mentions. */
+  private async countAndReview(linked: LinkedNote, built: BuiltRecords, review: Message[], traceHeaders: Record<string, string>): Promise<void> {
+    for (const m of linked.mentions) {
+      const stage = m.nil ? 'nil' : (m.via ?? 'unknown');
+      built.byStage.set(stage, (built.byStage.get(stage) ?? 0) + 1);
+    }
+    if (this.deps.config.topics.review === undefined) return;
+    for (const m of mentionsToReview(linked, this.deps.config.review.belowConfidence)) {
+      const encoded = await this.deps.codec.encodeReviewMention(linked, m);
+      review.push({ key: linked.noteId, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders } });
+    }
   }
 
   /** One entry's record under the current limits: its LinkedNote, or its dead letter (`dead`: the code). */

@@ -1,4 +1,4 @@
-import type { LinkedNote, NoteInput } from '../link/types.ts';
+import type { LinkedMention, LinkedNote, NoteInput } from '../link/types.ts';
 import type { RecordHeaders } from '../telemetry/kafka-trace-context.ts';
 import type { DecodeLimits } from './avro/avro-bounds.ts';
 
@@ -34,4 +34,6 @@ export interface StageCodec {
   decodeNote(value: Buffer, headers: RecordHeaders, limits?: DecodeLimits): Promise<NoteInput>;
   encodeLinkedNote(note: LinkedNote): Promise<EncodedRecord>;
   encodeDeadLetter(info: DeadLetterInfo): Promise<EncodedRecord>;
+  /** A mention of a linked note for the review topic (ReviewMention). */
+  encodeReviewMention(note: LinkedNote, mention: LinkedMention): Promise<EncodedRecord>;
 }

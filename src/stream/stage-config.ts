@@ -22,6 +22,8 @@ export const stageConfigSchema = z
         input: topicName.default('cuilink.notes'),
         output: topicName.default('cuilink.linked'),
         deadLetter: topicName.default('cuilink.dead-letter'),
+        /** Where mentions the stage is unsure of also go (ReviewMention Avro, docs/confidence.md); none when absent. */
+        review: topicName.optional(),
         /**
          * Largest record batch the output and dead-letter topics accept. Read from the topics'
          * `max.message.bytes` at start (describeConfigs) when absent; set it when the stage may not
@@ -133,14 +135,21 @@ export const stageConfigSchema = z
       })
       .strict()
       .default({}),
+    review: z
+      .object({
+        /** With topics.review: a mention whose confidence is under this, or that is NIL, is also sent there. */
+        belowConfidence: z.number().min(0).max(1).default(0.5),
+      })
+      .strict()
+      .default({}),
     /** Link options (src/link/link-config.ts: topK, retrieveK, rerank, nil, typeFilter, abbreviations). */
     link: z.record(z.unknown()).default({}),
   })
   .strict()
   .superRefine((config, ctx) => {
     if (config.avro.wireFormat === 'confluent' && !config.avro.registryUrl) ctx.addIssue({ code: 'custom', path: ['avro', 'registryUrl'], message: 'required when wireFormat is confluent' });
-    const topics = new Set([config.topics.input, config.topics.output, config.topics.deadLetter]);
-    if (topics.size !== 3) ctx.addIssue({ code: 'custom', path: ['topics'], message: 'input, output and deadLetter must be three different topics' });
+    const named = [config.topics.input, config.topics.output, config.topics.deadLetter, ...(config.topics.review === undefined ? [] : [config.topics.review])];
+    if (new Set(named).size !== named.length) ctx.addIssue({ code: 'custom', path: ['topics'], message: 'input, output, deadLetter and review must be different topics' });
   });
 
 export type StageConfig = z.output<typeof stageConfigSchema>;
@@ -149,6 +158,7 @@ export type StageConfigInput = z.input<typeof stageConfigSchema>;
 type EnvParser = (value: string) => unknown;
 const asString: EnvParser = (v) => v;
 const asInt: EnvParser = (v) => (/^-?\d+$/.test(v.trim()) ? Number(v) : v);
+const asNumber: EnvParser = (v) => (/^-?\d+(\.\d+)?$/.test(v.trim()) ? Number(v) : v);
 const asReranker: EnvParser = (v) => (v === 'none' ? false : v);
 const asBool: EnvParser = (v) => (/^(1|true|yes|on)$/i.test(v) ? true : /^(0|false|no|off)$/i.test(v) ? false : v);
 
@@ -160,6 +170,8 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_INPUT_TOPIC', ['topics', 'input'], asString],
   ['CUILINK_OUTPUT_TOPIC', ['topics', 'output'], asString],
   ['CUILINK_DEAD_LETTER_TOPIC', ['topics', 'deadLetter'], asString],
+  ['CUILINK_REVIEW_TOPIC', ['topics', 'review'], asString],
+  ['CUILINK_REVIEW_BELOW', ['review', 'belowConfidence'], asNumber],
   ['CUILINK_DELIVERY', ['delivery'], asString],
   ['CUILINK_TRANSACTIONAL_ID', ['transactionalId'], asString],
   ['CUILINK_MAX_BATCH_MENTIONS', ['batching', 'maxMentions'], asInt],

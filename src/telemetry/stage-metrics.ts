@@ -13,6 +13,8 @@ export interface StageCounts {
   retries: number;
   /** Produced mentions by the stage that chose their concept (`via`), NIL ones under `nil`. */
   linksByStage: Record<string, number>;
+  /** Mentions also sent to the review topic. */
+  reviewed: number;
 }
 
 /** Dead-letter codes the stage can emit: each one's counter series exists from start, at 0. */
@@ -29,12 +31,13 @@ export const RETRIED_OPERATIONS = ['decode', 'link', 'deliver'] as const;
  * low-cardinality codes and phase names only, never note content.
  */
 export class StageMetrics {
-  readonly counts: StageCounts = { consumed: 0, produced: 0, deadLettered: 0, deadLetteredByCode: {}, batches: 0, mentionsLinked: 0, retries: 0, linksByStage: {} };
+  readonly counts: StageCounts = { consumed: 0, produced: 0, deadLettered: 0, deadLetteredByCode: {}, batches: 0, mentionsLinked: 0, retries: 0, linksByStage: {}, reviewed: 0 };
   private readonly consumed: Counter;
   private readonly produced: Counter;
   private readonly deadLettered: Counter;
   private readonly retries: Counter;
   private readonly links: Counter;
+  private readonly reviewed: Counter;
   private readonly batchMentions: Histogram;
   private readonly phaseSeconds: Histogram;
   private readonly endToEndSeconds: Histogram;
@@ -44,6 +47,7 @@ export class StageMetrics {
     this.produced = meter.createCounter('cuilink.stream.produced', { description: 'LinkedNote records produced and acknowledged' });
     this.deadLettered = meter.createCounter('cuilink.stream.dead_lettered', { description: 'Input records sent to the dead-letter topic, by error code' });
     this.retries = meter.createCounter('cuilink.stream.retries', { description: 'Retried operations after retriable errors, by operation' });
+    this.reviewed = meter.createCounter('cuilink.stream.reviewed', { description: 'Mentions also sent to the review topic (low confidence or NIL)' });
     this.links = meter.createCounter('cuilink.stream.links', { description: 'Mentions produced, by the linking stage that chose the concept (via; NIL ones as nil)' });
     this.batchMentions = meter.createHistogram('cuilink.stream.batch.mentions', {
       description: 'Mentions per linking batch',
@@ -98,6 +102,11 @@ export class StageMetrics {
   recordLinks(stage: string, n: number): void {
     this.counts.linksByStage[stage] = (this.counts.linksByStage[stage] ?? 0) + n;
     this.links.add(n, { stage });
+  }
+
+  recordReviewed(n: number): void {
+    this.counts.reviewed += n;
+    this.reviewed.add(n);
   }
 
   recordDeadLettered(code: string): void {

@@ -100,6 +100,7 @@ test('npm start = cuilink demo: local broker, samples linked with the default mo
   const lines = run.stdout.split('\n');
   let linkedMentions = 0;
   let totalMentions = 0;
+  let reviewed = 0;
   const decisions: string[] = [];
   for (const note of notes) {
     totalMentions += note.mentions.length;
@@ -108,13 +109,15 @@ test('npm start = cuilink demo: local broker, samples linked with the default mo
     assert.equal(lines[at], `${note.noteId}  (${note.mentions.length} mentions)`, `note ${note.noteId}: every mention came back`);
     for (const [i, mention] of note.mentions.entries()) {
       const line = lines[at + 1 + i] ?? '';
-      const match = /^ {2}(.+?) +→ (?:(HP:\d{7}) {2}\S.*|NIL \(best: .*\)) {2}\(confidence (0\.\d\d|1\.00), score (-?\d+\.\d{3}), ([a-z-]+(?:, reranked)?|NIL)\)$/.exec(line);
+      const match = /^ {2}(.+?) +→ (?:(HP:\d{7}) {2}\S.*|NIL \(best: .*\)) {2}\(confidence (0\.\d\d|1\.00), score (-?\d+\.\d{3}), ([a-z-]+(?:, reranked)?|NIL)\)( {2}→ review)?$/.exec(line);
       assert.ok(match, `note ${note.noteId} mention ${mention.id}: '${line}' reads '<text> → <HP concept or NIL> (confidence, score, stage that chose it)'`);
       decisions.push(match[5]!);
       // An exact KB name scores 1; so may an in-note short form whose long form is one (its similarity is the name's own vector's).
       if (!/^(exact|abbreviation)(, reranked)?$/.test(match[5]!)) assert.ok(Number(match[4]) < 1, `only an exact name match scores 1: '${line}'`);
       assert.equal(match[1], mention.text, `note ${note.noteId}: mentions printed in order with their text`);
       if (match[2]) linkedMentions++;
+      if (match[6]) reviewed++;
+      if (match[5] === 'NIL') assert.ok(match[6], `a NIL mention is sent to review: '${line}'`);
     }
   }
   // The samples are phenotypes in clinical wording: the default linker must resolve most of them to an HPO concept, not call them NIL.
@@ -124,6 +127,8 @@ test('npm start = cuilink demo: local broker, samples linked with the default mo
   for (const kind of ['exact', 'dense', 'reranked', 'abbreviation']) assert.ok(kinds.has(kind), `some sample link is decided '${kind}' (got ${[...kinds].join(', ')})${tail}`);
   assert.ok(decisions.filter((d) => d === 'exact').length < totalMentions / 2, `most sample links are not exact-name matches${tail}`);
   assert.match(run.stdout, /^decided: \d+ \w+/m, 'a tally of how the links were decided');
+  assert.ok(reviewed > 0 && reviewed < totalMentions, `some, not all, sample mentions are sent to review (${reviewed} of ${totalMentions})${tail}`);
+  assert.match(run.stdout, new RegExp(`^sent to review \\(cuilink\\.review\\): ${reviewed} mentions`, 'm'), 'the review count matches the marked lines');
 
   const summary = /^(\d+) notes linked, (\d+) dead-lettered; (\d+) mentions in (\d+\.\d+) s = (\d+\.\d) mentions\/s through Kafka/m.exec(run.stdout);
   assert.ok(summary, `a throughput line is printed${tail}`);

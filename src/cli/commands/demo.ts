@@ -71,14 +71,16 @@ async function runDemo(config: StageConfig, samplesFile: string, follow: boolean
   const broker: LocalBroker = await startLocalBroker();
   try {
     const kafka = createKafkaClient(connectionOf(config, broker.brokers), () => {});
-    await ensureTopics(kafka, [config.topics.input, config.topics.output, config.topics.deadLetter], { partitions: 3 });
+    // The demo shows the review route too: unsure mentions also go to a review topic.
+    config.topics.review ??= 'cuilink.review';
+    await ensureTopics(kafka, [config.topics.input, config.topics.output, config.topics.deadLetter, config.topics.review], { partitions: 3 });
     console.error(`demo: broker ${broker.brokers.join(',')}, topics ${config.topics.input} → ${config.topics.output} (dead letters: ${config.topics.deadLetter})`);
     console.error('demo: loading the linker (the first run builds the default HPO index, a few minutes)');
     const runtime = await startStageRuntime(config, { brokers: broker.brokers });
     try {
       await runtime.stage.whenJoined();
       const result = await publishAndCollect(kafka, runtime.recordCodec, config, notes, 120_000);
-      printDemo(notes, result, runtime);
+      printDemo(notes, result, runtime, config);
       const accounted = result.linked.size + result.deadLettered.size;
       if (accounted < notes.length) console.error(`demo: only ${accounted} of ${notes.length} notes came back within 120 s`);
       if (follow) {
@@ -94,7 +96,7 @@ async function runDemo(config: StageConfig, samplesFile: string, follow: boolean
   }
 }
 
-function printDemo(notes: NoteInput[], result: DemoResult, runtime: StageRuntime): void {
+function printDemo(notes: NoteInput[], result: DemoResult, runtime: StageRuntime, config: StageConfig): void {
   const byId = new Map(notes.map((n) => [n.noteId, n]));
   let mentions = 0;
   const decisions = new Map<string, number>();
@@ -115,10 +117,12 @@ function printDemo(notes: NoteInput[], result: DemoResult, runtime: StageRuntime
     for (const m of linked.mentions) {
       mentions++;
       const decision = describeDecision(m);
-      decisions.set(decision, (decisions.get(decision) ?? 0) + 1);
+      const kind = m.nil ? 'NIL' : decision;
+      decisions.set(kind, (decisions.get(kind) ?? 0) + 1);
+      const toReview = result.reviewed.has(`${note.noteId}/${m.mentionId}`) ? '  → review' : '';
       const concept = m.nil ? `NIL (best: ${m.candidates[0]?.conceptId ?? '-'} ${m.candidates[0]?.name ?? ''})` : `${m.conceptId}  ${m.conceptName}`;
       const confidence = m.confidence === null ? '' : `confidence ${m.confidence.toFixed(2)}, `;
-      console.log(`  ${mentionText(source, m.mentionId).padEnd(width)}  → ${concept}  (${confidence}score ${m.score.toFixed(3)}, ${m.nil ? 'NIL' : decision})`);
+      console.log(`  ${mentionText(source, m.mentionId).padEnd(width)}  → ${concept}  (${confidence}score ${m.score.toFixed(3)}, ${m.nil ? 'NIL' : decision})${toReview}`);
     }
   }
   const seconds = Math.max(1e-3, (result.lastReceivedAt - result.firstSentAt) / 1000);
@@ -129,6 +133,7 @@ function printDemo(notes: NoteInput[], result: DemoResult, runtime: StageRuntime
   const tally = [...decisions].sort((a, b) => b[1] - a[1]).map(([d, n]) => `${n} ${d}`).join(', ');
   console.log(`\n${result.linked.size} notes linked, ${result.deadLettered.size} dead-lettered; ${mentions} mentions in ${seconds.toFixed(2)} s = ${(mentions / seconds).toFixed(1)} mentions/s through Kafka (latency p50 ${p50} ms, max ${max} ms; ${counts.batches} linking batches)`);
   if (tally) console.log(`decided: ${tally}`);
+  if (config.topics.review !== undefined) console.log(`sent to review (${config.topics.review}): ${result.reviewed.size} mentions (NIL, or confidence under ${config.review.belowConfidence})`);
   console.log(`linker ${runtime.linker.versions.linkerVersion}, model ${runtime.linker.versions.modelVersion}, index ${runtime.linker.versions.indexVersion}`);
 }
 

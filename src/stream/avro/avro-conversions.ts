@@ -1,6 +1,6 @@
-import type { LinkedNote, NoteInput } from '../../link/types.ts';
+import type { LinkedMention, LinkedNote, NoteInput } from '../../link/types.ts';
 import type { RecordHeaders } from '../../telemetry/kafka-trace-context.ts';
-import type { HeaderRecord, LinkedNoteRecord, NoteEventRecord } from './avro-records.ts';
+import type { HeaderRecord, LinkedNoteRecord, NoteEventRecord, ReviewMentionRecord } from './avro-records.ts';
 
 /**
  * Avro records ↔ the linking core's shapes (src/link/types.ts). The schemas mirror those types
@@ -93,6 +93,26 @@ export function avroToLinkedNote(record: LinkedNoteRecord): LinkedNote {
     indexVersion: record.indexVersion,
     memoryVersion: record.memoryVersion,
     linkedAt: record.linkedAt,
+  };
+}
+
+/** One mention of a linked note as a review record (the note's versions and time come along). */
+export function linkedMentionToReview(note: LinkedNote, m: LinkedMention): ReviewMentionRecord {
+  return {
+    noteId: note.noteId,
+    mentionId: m.mentionId,
+    start: m.start,
+    end: m.end,
+    label: m.label,
+    conceptId: m.conceptId,
+    confidence: m.confidence,
+    via: m.via,
+    nil: m.nil,
+    candidates: m.candidates.map((c) => ({ conceptId: c.conceptId, name: c.name, score: c.score, via: c.via })),
+    linkerVersion: note.linkerVersion,
+    modelVersion: note.modelVersion,
+    indexVersion: note.indexVersion,
+    linkedAt: note.linkedAt,
   };
 }
 

@@ -87,9 +87,28 @@ export interface DeadLetterRecord {
   originalSize: number | null;
 }
 
+/** A mention sent to review (schemas/review-mention.avsc); no note or mention text. */
+export interface ReviewMentionRecord {
+  noteId: string;
+  mentionId: string;
+  start: number;
+  end: number;
+  label: string;
+  conceptId: string | null;
+  confidence: number | null;
+  via: string | null;
+  nil: boolean;
+  candidates: { conceptId: string; name: string; score: number; via: string }[];
+  linkerVersion: string;
+  modelVersion: string;
+  indexVersion: string;
+  linkedAt: number;
+}
+
 export interface RecordOfKind {
   NoteEvent: NoteEventRecord;
   LinkedNote: LinkedNoteRecord;
   GoldMention: GoldMentionRecord;
   DeadLetter: DeadLetterRecord;
+  ReviewMention: ReviewMentionRecord;
 }

@@ -10,6 +10,7 @@ export const RECORD_KINDS = {
   LinkedNote: 'linked-note',
   GoldMention: 'gold-mention',
   DeadLetter: 'dead-letter',
+  ReviewMention: 'review-mention',
 } as const;
 export type RecordKind = keyof typeof RECORD_KINDS;
 

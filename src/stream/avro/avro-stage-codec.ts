@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { LinkedNote, NoteInput } from '../../link/types.ts';
+import type { LinkedMention, LinkedNote, NoteInput } from '../../link/types.ts';
 import type { RecordHeaders } from '../../telemetry/kafka-trace-context.ts';
 import type { DeadLetterInfo, EncodedRecord, StageCodec } from '../stage-codec.ts';
-import { headersToAvro, linkedNoteToAvro, noteEventToNoteInput } from './avro-conversions.ts';
+import { headersToAvro, linkedMentionToReview, linkedNoteToAvro, noteEventToNoteInput } from './avro-conversions.ts';
 import type { DecodeLimits, RecordCodec } from './record-codec.ts';
 
 /** The stage's codec over Avro: NoteEvent in, LinkedNote and DeadLetter out. */
@@ -15,6 +15,10 @@ export class AvroStageCodec implements StageCodec {
 
   async encodeLinkedNote(note: LinkedNote): Promise<EncodedRecord> {
     return this.codec.encode('LinkedNote', linkedNoteToAvro(note));
+  }
+
+  async encodeReviewMention(note: LinkedNote, mention: LinkedMention): Promise<EncodedRecord> {
+    return this.codec.encode('ReviewMention', linkedMentionToReview(note, mention));
   }
 
   async encodeDeadLetter(info: DeadLetterInfo): Promise<EncodedRecord> {

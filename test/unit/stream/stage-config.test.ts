@@ -45,7 +45,8 @@ test('bad values are InputErrors naming the field and where it came from', () =>
   withFile('{"batching": {"maxMentions": 0}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), new RegExp(`config ${file}.*batching\\.maxMentions`)));
   withFile('{"typo": 1}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /Unrecognized key/));
   withFile('not json', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /not valid JSON/));
-  withFile('{"topics": {"input": "same", "output": "same"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /three different topics/));
+  withFile('{"topics": {"input": "same", "output": "same"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /must be different topics/));
+  withFile('{"topics": {"review": "cuilink.linked"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /input, output, deadLetter and review must be different topics/));
   withFile('{"avro": {"wireFormat": "confluent"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /registryUrl/));
   withFile('{"link": {"topK": 0}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /topK/));
   assert.throws(() => loadStageConfig({ env: { CUILINK_BROKERS: 'no-port' } }), /host:port/);
