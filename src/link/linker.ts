@@ -104,7 +104,6 @@ const tracer = trace.getTracer('cuilink.link');
 export class Linker implements LinkingCore {
   private readonly parts: LinkerParts;
   private readonly allowByLabel = new Map<string, Uint8Array>();
-  private readonly stageCounts = new Map<string, number>();
   private stages: { lookups: NameLookup[]; phrases: ((text: string) => readonly number[])[] } | undefined;
   private closed: Promise<void> | undefined;
 
@@ -129,10 +128,6 @@ export class Linker implements LinkingCore {
     return this.parts.modelChecksums;
   }
 
-  /** Where the confidence calibration came from; undefined when links carry no confidence. */
-  get calibrationPath(): string | undefined {
-    return this.parts.calibrator?.path;
-  }
 
   async linkNotes(notes: NoteInput[]): Promise<LinkedNote[]> {
     return tracer.startActiveSpan('cuilink.link', async (span) => {
@@ -381,16 +376,9 @@ export class Linker implements LinkingCore {
         linked.conceptName = null;
         linked.semanticTypes = [];
       }
-      const stage = linked.nil ? 'nil' : linked.via!;
-      this.stageCounts.set(stage, (this.stageCounts.get(stage) ?? 0) + 1);
       out[w.noteIndex]!.mentions.push(linked);
     }
     return out;
-  }
-
-  /** Links made so far by the stage that chose them (`via`), NIL ones under `nil`: a per-stage counter. */
-  linksByStage(): ReadonlyMap<string, number> {
-    return this.stageCounts;
   }
 
   /** The name-lookup cascade after the exact table, in LINKING_STAGES order, built once. */

@@ -36,8 +36,6 @@ export const LINKING_STAGES = [
   { name: 'nil', produces: false, switch: 'nil.confidence', what: 'a link under the confidence threshold is NIL (candidates kept)' },
 ] as const;
 
-export type LinkingStageName = (typeof LINKING_STAGES)[number]['name'];
-
 /** The `via` values, in cascade order (the candidate-producing stages). */
 export const CANDIDATE_SOURCES: readonly CandidateSource[] = LINKING_STAGES.filter((s) => s.produces).map((s) => s.name as CandidateSource);
 

@@ -1,3 +1,4 @@
+import { CANDIDATE_SOURCES } from '../link/linking-stages.ts';
 import { metrics, type Counter, type Histogram, type Meter } from '@opentelemetry/api';
 
 /** Phases of a record's trip through the stage whose durations are recorded. */
@@ -56,6 +57,7 @@ export class StageMetrics {
     // Series at 0 from start, so that increase()/rate() alerts see the first event after a restart.
     for (const code of DEAD_LETTER_CODES) this.deadLettered.add(0, { code });
     for (const operation of RETRIED_OPERATIONS) this.retries.add(0, { operation });
+    for (const stage of [...CANDIDATE_SOURCES, 'nil']) this.links.add(0, { stage });
     // Units in the names (Prometheus: cuilink_stream_phase_duration_seconds, ..._end_to_end_lag_seconds).
     this.phaseSeconds = meter.createHistogram('cuilink.stream.phase_duration_seconds', {
       description: 'Duration of a stage phase (decode, link, produce, commit)',
