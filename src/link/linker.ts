@@ -128,7 +128,6 @@ export class Linker implements LinkingCore {
     return this.parts.modelChecksums;
   }
 
-
   async linkNotes(notes: NoteInput[]): Promise<LinkedNote[]> {
     return tracer.startActiveSpan('cuilink.link', async (span) => {
       try {
@@ -243,10 +242,10 @@ export class Linker implements LinkingCore {
     );
     missing.forEach((i, j) => (vectors[i] = encoded[j]));
     await span('cuilink.retrieve', { 'cuilink.queries': work.length }, async () => {
+      const { sparse } = this.parts;
+      const { lookups, phrases } = this.lookupStages();
       work.forEach((w, i) => {
         const allow = this.allowFor(w.mention.label);
-        const { sparse } = this.parts;
-        const { lookups, phrases } = this.lookupStages();
         const retrieved = retriever.retrieve(w.exactTexts, vectors[i]!, { k: sparse ? config.query.sparsePool * config.retrieveK : config.retrieveK, allow, lookups, expanded: w.expandedFrom !== null, readings: w.readings, readingLookups: phrases, senses: w.senses, senseLookups: phrases });
         const hits = sparse ? sparse.fuse(w.exactTexts, retrieved).slice(0, config.retrieveK) : retrieved;
         const preferred = this.parts.hierarchy ? this.parts.hierarchy.apply(w.exactTexts, hits) : { hits, scores: hits.map((h) => h.score) };

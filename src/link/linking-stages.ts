@@ -56,11 +56,14 @@ export function nameLookups(tables: NameLookupTables, query: Pick<LinkConfig['qu
   const { loose, xrefNames } = tables;
   const out: NameLookup[] = [];
   if (loose && query.loose) out.push({ via: 'loose', lookup: (t) => loose.lookup(t) });
+  // After every KB-name lookup (strict, loose), before the head-noun and qualifier chances: on the
+  // tune split the same links as before the loose key; after every loose chance, two learn mentions fewer.
   if (xrefNames && query.xrefNames) out.push({ via: 'xref', lookup: (t) => xrefNames.lookup(t) });
   if (loose && query.headNouns.length > 0) {
     const heads = query.headNouns;
     out.push({ via: 'head-noun', texts: (qs) => qs.flatMap((q) => heads.map((h) => `${q} ${h}`)), lookup: (t) => loose.lookup(t) });
   }
+  // Mention side only: KB names keep their mode, so "hereditary deafness" never becomes "Deafness, Autosomal Recessive".
   if (loose && query.inheritance) out.push({ via: 'inheritance', texts: (qs) => qs.flatMap((q) => hereditaryReading(q) ?? []), lookup: (t) => loose.lookup(t) });
   // Never for a disjunction: "breast or ovarian cancer" names two diseases.
   if (loose && query.unqualified) out.push({ via: 'unqualified', texts: (qs) => (qs.some((q) => DISJUNCTION.test(q)) ? [] : qs), lookup: (t) => loose.lookupUnqualified(t) });
