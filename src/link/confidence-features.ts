@@ -36,6 +36,14 @@ export const CONFIDENCE_FEATURES = [
   'dense_overlap',
   'dense_margin',
   'dense_similarity_sq',
+  'runner_up_related',
+  'note_same_concept',
+  'note_same_exact',
+  'note_same_surface',
+  'synonyms',
+  'children',
+  'dense_note_same',
+  'dense_children',
 ] as const;
 
 export type ConfidenceFeatureName = (typeof CONFIDENCE_FEATURES)[number];
@@ -43,8 +51,34 @@ export type ConfidenceFeatureName = (typeof CONFIDENCE_FEATURES)[number];
 const LOOKUP_RULES = new Set(['head-noun', 'inheritance', 'unqualified']);
 const LEXICAL = new Set(['exact', 'abbreviation', 'loose', 'xref', 'head-noun', 'inheritance', 'unqualified', 'composite']);
 
-/** The feature vector of a link (without its confidence), in CONFIDENCE_FEATURES order. */
-export function confidenceFeatures(linked: Omit<LinkedMention, 'confidence'>, mentionText: string): Float64Array {
+/** What the features read of the KB (ConceptFacts builds it from an index's concepts). */
+export interface ConceptFactsView {
+  /** Synonyms of a concept (0 for an id the KB lacks). */
+  synonyms(id: string): number;
+  /** Concepts that name it as a parent. */
+  children(id: string): number;
+  /** `parent` is a direct parent of `child`. */
+  isParent(parent: string, child: string): boolean;
+}
+
+/** The other mentions of the same note: their top-1 concept, the stage that chose it, their text. */
+export interface NoteNeighbours {
+  tops: readonly { conceptId: string | undefined; via: string | null; text: string }[];
+}
+
+/** A note's mentions as the features see them, and each one's neighbours (all but itself). */
+export function noteNeighbours(mentions: readonly { linked: Omit<LinkedMention, 'confidence'>; text: string }[]): NoteNeighbours[] {
+  const tops = mentions.map((m) => ({ conceptId: m.linked.candidates[0]?.conceptId, via: m.linked.via, text: m.text }));
+  return mentions.map((_, i) => ({ tops: tops.filter((_, j) => j !== i) }));
+}
+
+/**
+ * The feature vector of a link (without its confidence), in CONFIDENCE_FEATURES order. `facts`
+ * and `note` add what the KB says of the chosen concept (how general it is, whether the runner-up
+ * is its parent or child) and whether the note's other mentions agree with it; a note's mentions
+ * are always linked together, so the stream, the CLI and `cuilink calibrate` see the same context.
+ */
+export function confidenceFeatures(linked: Omit<LinkedMention, 'confidence'>, mentionText: string, facts?: ConceptFactsView, note?: NoteNeighbours): Float64Array {
   const c = linked.candidates;
   const top = c[0];
   const via = linked.via ?? 'dense';
@@ -80,6 +114,21 @@ export function confidenceFeatures(linked: Omit<LinkedMention, 'confidence'>, me
   set('dense_overlap', dense ? overlap : 0);
   set('dense_margin', dense && c.length > 1 ? top.score - c[1]!.score : 0);
   set('dense_similarity_sq', dense ? similarity * similarity : 0);
+  const second = c[1];
+  if (facts) {
+    set('runner_up_related', second ? Number(facts.isParent(top.conceptId, second.conceptId) || facts.isParent(second.conceptId, top.conceptId)) : 0);
+    set('synonyms', Math.log1p(facts.synonyms(top.conceptId)));
+    set('children', Math.log1p(facts.children(top.conceptId)));
+    set('dense_children', dense ? Math.log1p(facts.children(top.conceptId)) : 0);
+  }
+  if (note) {
+    const same = note.tops.filter((o) => o.conceptId === top.conceptId);
+    const surface = mentionText.toLowerCase();
+    set('note_same_concept', Math.log1p(same.length));
+    set('note_same_exact', Math.log1p(same.filter((o) => o.via === 'exact' || o.via === 'abbreviation').length));
+    set('note_same_surface', Math.log1p(note.tops.filter((o) => o.text.toLowerCase() === surface).length));
+    set('dense_note_same', dense ? Math.log1p(same.length) : 0);
+  }
   return x;
 }
 

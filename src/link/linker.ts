@@ -10,7 +10,8 @@ import type { LinkCacheStats } from './link-cache.ts';
 import type { LinkMemo } from './link-memo.ts';
 import { nextContender } from './rerank-pruning.ts';
 import { nameLookups, phraseLookups } from './linking-stages.ts';
-import { confidenceFeatures } from './confidence-features.ts';
+import { confidenceFeatures, noteNeighbours } from './confidence-features.ts';
+import { ConceptFacts } from './concept-facts.ts';
 import type { ConfidenceCalibrator } from './confidence-calibrator.ts';
 import type { MemoryEvidence } from './memory-evidence.ts';
 import type { HierarchyPreference } from './hierarchy-preference.ts';
@@ -105,10 +106,13 @@ export class Linker implements LinkingCore {
   private readonly parts: LinkerParts;
   private readonly allowByLabel = new Map<string, Uint8Array>();
   private stages: { lookups: NameLookup[]; phrases: ((text: string) => readonly number[])[] } | undefined;
+  /** What the confidence features read of the KB (built once, when a calibration is in use). */
+  private readonly facts: ConceptFacts | undefined;
   private closed: Promise<void> | undefined;
 
   constructor(parts: LinkerParts) {
     this.parts = parts;
+    this.facts = parts.calibrator ? new ConceptFacts(parts.index.concepts) : undefined;
   }
 
   /** With `memoryVersion` (null without a memory): a result cached under these versions is never stale across a memory swap. */
@@ -338,6 +342,7 @@ export class Linker implements LinkingCore {
     const { config, index, versions, calibrator } = this.parts;
     const linkedAt = Date.now();
     const out: LinkedNote[] = notes.map((note) => ({ noteId: note.noteId, mentions: [], ...versions, memoryVersion, linkedAt }));
+    const texts: string[][] = notes.map(() => []);
     const weight = config.rerank.weight;
     for (const w of work) {
       const candidates: Candidate[] = w.hits.slice(0, config.topK).map((hit, i) => {
@@ -368,15 +373,24 @@ export class Linker implements LinkingCore {
         memoryDecided: w.memoryDecided,
         memorySupport: w.memorySupport,
       };
-      if (best !== undefined && calibrator) linked.confidence = calibrator.probability(confidenceFeatures(linked, w.mention.text));
-      if (best !== undefined && (best.score < config.nil.threshold || (linked.confidence !== null && linked.confidence < config.nil.confidence))) {
-        linked.nil = true;
-        linked.conceptId = null;
-        linked.conceptName = null;
-        linked.semanticTypes = [];
-      }
       out[w.noteIndex]!.mentions.push(linked);
+      texts[w.noteIndex]!.push(w.mention.text);
     }
+    // Confidence reads the note's other links, so it comes once every mention of the note has one.
+    out.forEach((note, n) => {
+      const neighbours = calibrator ? noteNeighbours(note.mentions.map((linked, i) => ({ linked, text: texts[n]![i]! }))) : [];
+      note.mentions.forEach((linked, i) => {
+        const best = linked.candidates[0];
+        if (best === undefined) return;
+        if (calibrator) linked.confidence = calibrator.probability(confidenceFeatures(linked, texts[n]![i]!, this.facts, neighbours[i]));
+        if (best.score < config.nil.threshold || (linked.confidence !== null && linked.confidence < config.nil.confidence)) {
+          linked.nil = true;
+          linked.conceptId = null;
+          linked.conceptName = null;
+          linked.semanticTypes = [];
+        }
+      });
+    });
     return out;
   }
 

@@ -130,7 +130,8 @@ export class CandidateRetriever {
           if (this.roots.has(conceptIndex) || (allow && !allow(conceptIndex)) || best.has(conceptIndex)) continue;
           const source = via(textIndex);
           const exact = source === 'exact';
-          best.set(conceptIndex, { conceptIndex, score: 1, similarity: exact ? 1 : NaN, via: source, exact, lexical: true });
+          // An in-note long form that is a KB name matched it exactly: similarity 1, whichever vector the mention got (encoded or the name's stored one).
+          best.set(conceptIndex, { conceptIndex, score: 1, similarity: exact || source === 'abbreviation' ? 1 : NaN, via: source, exact, lexical: true });
           tier.set(conceptIndex, t);
         }
       });

@@ -2,14 +2,16 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
-import { loadPubTatorCorpus, mentionKey } from '../../eval/gold.ts';
+import { loadPubTatorCorpus } from '../../eval/gold.ts';
 import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { evaluateCorpus, keepSplitPart } from '../../eval/offline-eval.ts';
 import { TUNING_SPLIT_SEED, parseSplitPart } from '../../eval/tuning-split.ts';
 import { fitLogistic } from '../../eval/confidence/logistic-fit.ts';
 import { summarizeConfidence } from '../../eval/confidence/selective-metrics.ts';
 import { CALIBRATION_FORMAT, ConfidenceCalibrator, type CalibrationFile } from '../../link/confidence-calibrator.ts';
-import { CONFIDENCE_FEATURES, confidenceFeatures } from '../../link/confidence-features.ts';
+import { CONFIDENCE_FEATURES } from '../../link/confidence-features.ts';
+import { ConceptFacts } from '../../link/concept-facts.ts';
+import { calibrationExamples } from '../../eval/confidence/calibration-examples.ts';
 import { openLinker } from '../../link/open-linker.ts';
 import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest } from '../linker-flags.ts';
 import { formatConfidence } from '../../eval/confidence/confidence-format.ts';
@@ -74,15 +76,7 @@ export const calibrate: Command = {
     } finally {
       await linker.close();
     }
-    const texts = new Map(corpus.notes.flatMap((n) => n.mentions.map((m) => [mentionKey(n.noteId, m.id), m.text] as const)));
-    const rows: Float64Array[] = [];
-    const labels: boolean[] = [];
-    result.scored.forEach((s, i) => {
-      const linked = result.linked[i]!;
-      if (linked.candidates.length === 0) return;
-      rows.push(confidenceFeatures(linked, texts.get(mentionKey(s.noteId, s.mentionId)) ?? ''));
-      labels.push(s.scores.hit1);
-    });
+    const { rows, labels } = calibrationExamples(corpus, result, new ConceptFacts(linker.index.concepts));
     const model = fitLogistic(rows, labels, { l2 });
     const file: CalibrationFile = {
       format: CALIBRATION_FORMAT,
