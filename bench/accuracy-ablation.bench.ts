@@ -57,7 +57,7 @@ const ABLATIONS: { system: string; config: Record<string, unknown> }[] = [
   { system: 'old default (before issue 14)', config: OLD_DEFAULT },
   { system: 'new default', config: {} },
   { system: '- loose name key', config: { query: { loose: false } } },
-  { system: '- eponym head nouns', config: { query: { headNouns: [] } } },
+  { system: '+ eponym head nouns (off by default)', config: { query: { headNouns: ['disease', 'syndrome'] } } },
   { system: '- unqualified-name lookup', config: { query: { unqualified: false } } },
   { system: '- inheritance modes as "hereditary"', config: { query: { inheritance: false } } },
   { system: '- composite readings', config: { query: { composite: false } } },

@@ -120,8 +120,11 @@ export const linkConfigSchema = z
       .object({
         /** Second-chance name lookup under a looser key: plurals, British spelling, word order, roman numerals, Greek letters. */
         loose: z.boolean().default(true),
-        /** Head nouns tried after an eponym with none ("von Hippel-Lindau" → "… disease"), loose lookup only. */
-        headNouns: z.array(z.string().min(1)).max(5).default(['disease', 'syndrome']),
+        /**
+         * Head nouns tried after an eponym with none ("von Hippel-Lindau" → "… disease"), loose lookup
+         * only. Off by default: tune ±0, learn +1 (src/link/linking-stages.ts); e.g. ["disease", "syndrome"].
+         */
+        headNouns: z.array(z.string().min(1)).max(5).default([]),
         /** Third-chance lookup of a name that differs only by qualifier words ("Hereditary … Syndrome"), never for "X or Y". */
         unqualified: z.boolean().default(true),
         /** Modes of inheritance read as "hereditary" ("autosomal recessive disorder" → "Hereditary Diseases"), loose lookup, before the unqualified one. */
