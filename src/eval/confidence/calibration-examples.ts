@@ -1,13 +1,20 @@
 import { confidenceFeatures, noteNeighbours, type ConceptFactsView } from '../../link/confidence-features.ts';
 import { mentionKey, type GoldCorpus } from '../gold.ts';
 import type { OfflineEvalResult } from '../offline-eval.ts';
+import type { ScoredMention } from '../metrics/mention-record.ts';
 
 /**
  * The calibrator's training examples from an offline evaluation: each linked mention's features
  * (with its note's other links, as the linker computes them) and whether its top-1 is right.
- * Mentions without candidates have nothing to be confident about and are left out.
+ * Mentions without candidates have nothing to be confident about and are left out. `label` is
+ * the top-1 by default; the NIL part labels a mention by whether its concept was held out.
  */
-export function calibrationExamples(corpus: GoldCorpus, result: Pick<OfflineEvalResult, 'scored' | 'linked'>, facts: ConceptFactsView): { rows: Float64Array[]; labels: boolean[] } {
+export function calibrationExamples(
+  corpus: GoldCorpus,
+  result: Pick<OfflineEvalResult, 'scored' | 'linked'>,
+  facts: ConceptFactsView,
+  label: (scored: ScoredMention) => boolean = (s) => s.scores.hit1,
+): { rows: Float64Array[]; labels: boolean[] } {
   const texts = new Map(corpus.notes.flatMap((n) => n.mentions.map((m) => [mentionKey(n.noteId, m.id), m.text] as const)));
   const byNote = new Map<string, number[]>();
   result.scored.forEach((s, i) => {
@@ -23,7 +30,7 @@ export function calibrationExamples(corpus: GoldCorpus, result: Pick<OfflineEval
     mentions.forEach((m, k) => {
       if (m.linked.candidates.length === 0) return;
       rows.push(confidenceFeatures(m.linked, m.text, facts, neighbours[k]));
-      labels.push(result.scored[members[k]!]!.scores.hit1);
+      labels.push(label(result.scored[members[k]!]!));
     });
   }
   return { rows, labels };

@@ -85,7 +85,7 @@ export function holdOutReport(result: Pick<OfflineEvalResult, 'scored' | 'linked
     const linkedRight = (u: number) => (others.length ? others.filter((r) => r.hit1 && !isNil(r, u)).length / others.length : 0);
     return { threshold: t, nilPrecision: precision, nilRecall: recall, nilF1: f1, othersLinkedAcc1: linkedRight(t), othersLoss: linkedRight(0) - linkedRight(t) };
   };
-  const sweep = Array.from({ length: 19 }, (_, i) => Math.round((i + 1) * 5) / 100).map(row);
+  const sweep = Array.from({ length: 39 }, (_, i) => Math.round((i + 1) * 25) / 1000).map(row);
   return {
     seed,
     removedConcepts: heldOut.concepts.size,

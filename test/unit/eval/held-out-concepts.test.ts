@@ -192,12 +192,13 @@ test('holdOutReport: NIL precision, recall, F1 and the others loss at a threshol
   assert.equal(holdOutReport(RESULT, heldA, 0.3).seed, HOLD_OUT_SEED);
 });
 
-test('holdOutReport sweeps 0.05 … 0.95 and matches the configured row at the same threshold', () => {
+test('holdOutReport sweeps 0.025 … 0.975 and matches the configured row at the same threshold', () => {
   const report = holdOutReport(RESULT, heldA, 0.3);
-  assert.deepEqual(report.sweep.map((r) => r.threshold), [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]);
-  assert.deepEqual(report.sweep[5], report.atConfigured);
+  assert.deepEqual(report.sweep.map((r) => r.threshold), Array.from({ length: 39 }, (_, i) => Math.round((i + 1) * 25) / 1000));
+  assert.equal(report.sweep[1]!.threshold, 0.05);
+  assert.deepEqual(report.sweep[11], report.atConfigured);
   // At 0.7: every held-out mention NIL (4 of 8 NIL), others right and linked: 0.9 and null → 2/6.
-  const high = report.sweep[13]!;
+  const high = report.sweep[27]!;
   assert.equal(high.threshold, 0.7);
   close(high.nilPrecision, 0.5, 'precision at 0.7');
   close(high.nilRecall, 1, 'recall at 0.7');

@@ -261,3 +261,26 @@ test('every feature is finite, even for a lookup hit whose similarity is NaN', (
   assert.equal(get(x, 'similarity'), 0);
   assert.equal(get(x, 'via_rule'), 1);
 });
+
+test('with a NIL part, confidence is P(right | in KB) · P(in KB), the NIL odds moved from the fitted to the assumed prevalence', () => {
+  withDir((dir) => {
+    const zeros = Array.from({ length: n }, () => 0);
+    const ones = Array.from({ length: n }, () => 1);
+    const nilPart = { mean: zeros, scale: ones, weights: Array.from({ length: n }, (_, i) => (i === 0 ? 2 : 0)), bias: -1, trainedPrevalence: 0.1, assumedPrevalence: 0.05 };
+    const base = calibration({ mean: zeros, scale: ones, weights: zeros, bias: 1 });
+    const right = 1 / (1 + Math.exp(-1));
+    const plain = ConfidenceCalibrator.load(writeJson(dir, 'plain.json', base));
+    const withNil = ConfidenceCalibrator.load(writeJson(dir, 'nil.json', { ...base, nil: nilPart }));
+    const x = Float64Array.from({ length: n }, (_, i) => (i === 0 ? 1.5 : 0));
+    assert.ok(Math.abs(plain.probability(x) - right) < 1e-12);
+    const shift = Math.log(0.05 / 0.95) - Math.log(0.1 / 0.9);
+    const absent = 1 / (1 + Math.exp(-(-1 + 2 * 1.5 + shift)));
+    assert.ok(Math.abs(withNil.probability(x) - right * (1 - absent)) < 1e-12);
+    assert.ok(withNil.probability(x) < plain.probability(x), 'a likely-absent concept lowers the confidence');
+    const atTrained = ConfidenceCalibrator.load(writeJson(dir, 'same.json', { ...base, nil: { ...nilPart, assumedPrevalence: 0.1 } }));
+    assert.ok(Math.abs(atTrained.probability(x) - right * (1 - 1 / (1 + Math.exp(-2)))) < 1e-12, 'no shift at the fitted prevalence');
+    for (const bad of [{ ...nilPart, weights: [1] }, { ...nilPart, assumedPrevalence: 0 }, { ...nilPart, trainedPrevalence: 1 }, { ...nilPart, extra: 1 }]) {
+      assert.throws(() => ConfidenceCalibrator.load(writeJson(dir, 'bad.json', { ...base, nil: bad })), badCalibration);
+    }
+  });
+});

@@ -1,0 +1,83 @@
+import type { ConceptStore } from '../../kb/concept-store.ts';
+import { InputError } from '../../kb/errors.ts';
+import { ConceptFacts } from '../../link/concept-facts.ts';
+import { CALIBRATION_FORMAT, type CalibrationFile } from '../../link/confidence-calibrator.ts';
+import { CONFIDENCE_FEATURES } from '../../link/confidence-features.ts';
+import type { Linker } from '../../link/linker.ts';
+import type { GoldCorpus } from '../gold.ts';
+import type { OntologyView } from '../metrics/ontology-view.ts';
+import { evaluateCorpus } from '../offline-eval.ts';
+import { calibrationExamples } from './calibration-examples.ts';
+import { holdOutConcepts } from './held-out-concepts.ts';
+import { fitLogistic } from './logistic-fit.ts';
+
+/** Share of mentions stranded in each held-out-concept run the NIL part learns from. */
+export const NIL_RUN_FRACTION = 0.1;
+
+export interface FitCalibrationRequest {
+  corpus: GoldCorpus;
+  store: ConceptStore;
+  view: OntologyView;
+  /** Opens a linker without calibration, optionally blind to some concepts. */
+  open: (excludeConcepts?: ReadonlySet<string>) => Promise<Linker>;
+  l2: number;
+  /** Held-out-concept runs (seeds 1..n) the NIL part is fitted on; 0 fits none. */
+  nilRuns: number;
+  /** Share of mentions without a KB concept a deployment is assumed to see. */
+  nilPrevalence: number;
+  version: string;
+  fit: Record<string, unknown>;
+}
+
+/**
+ * Fits both parts of a calibration on one corpus part: "top-1 right" on the linker's natural
+ * output, and "the concept is not in the KB" on held-out-concept runs (seeds 1..nilRuns, never
+ * the evaluation seed of `eval --hold-out`), whose stranded mentions are the positives.
+ */
+export async function fitCalibration(request: FitCalibrationRequest): Promise<{ file: CalibrationFile; rows: Float64Array[]; labels: boolean[] }> {
+  const { corpus, view, l2 } = request;
+  const linker = await request.open();
+  let result;
+  try {
+    result = await evaluateCorpus(linker, corpus, view);
+  } finally {
+    await linker.close();
+  }
+  const facts = new ConceptFacts(linker.index.concepts);
+  const { rows, labels } = calibrationExamples(corpus, result, facts);
+  const right = fitLogistic(rows, labels, { l2 });
+  const file: CalibrationFile = {
+    format: CALIBRATION_FORMAT,
+    version: request.version,
+    features: [...CONFIDENCE_FEATURES],
+    mean: right.mean,
+    scale: right.scale,
+    weights: right.weights,
+    bias: right.bias,
+    models: linker.modelChecksums!,
+    fit: { ...request.fit, mentions: rows.length, right: labels.filter(Boolean).length, l2, iterations: right.iterations, logLoss: right.logLoss, versions: linker.versions },
+  };
+  if (request.nilRuns > 0) {
+    const nilRows: Float64Array[] = [];
+    const stranded: boolean[] = [];
+    for (let seed = 1; seed <= request.nilRuns; seed++) {
+      const heldOut = holdOutConcepts(corpus, request.store, NIL_RUN_FRACTION, seed);
+      const blind = await request.open(heldOut.concepts);
+      let run;
+      try {
+        run = await evaluateCorpus(blind, corpus, view);
+      } finally {
+        await blind.close();
+      }
+      const examples = calibrationExamples(corpus, run, facts, (s) => heldOut.removed(s.goldIds));
+      nilRows.push(...examples.rows);
+      stranded.push(...examples.labels);
+    }
+    const positives = stranded.filter(Boolean).length;
+    if (positives === 0) throw new InputError(`no mention lost its concept in ${request.nilRuns} held-out runs: the split is too small for the NIL part (--nil-runs 0 skips it)`, 'BAD_CALIBRATION_DATA');
+    const nil = fitLogistic(nilRows, stranded, { l2 });
+    file.nil = { mean: nil.mean, scale: nil.scale, weights: nil.weights, bias: nil.bias, trainedPrevalence: positives / stranded.length, assumedPrevalence: request.nilPrevalence };
+    file.fit = { ...file.fit, nil: { runs: request.nilRuns, seeds: `1..${request.nilRuns}`, fraction: NIL_RUN_FRACTION, mentions: stranded.length, stranded: positives, iterations: nil.iterations, logLoss: nil.logLoss } };
+  }
+  return { file, rows, labels };
+}

@@ -1,0 +1,56 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { InputError } from '../../../src/kb/errors.ts';
+import { buildIndexFromKb } from '../../../src/link/build-index-from-kb.ts';
+import { DEFAULT_MODEL_DIR } from '../../../src/link/default-index.ts';
+import { DEFAULT_CALIBRATION, openLinker } from '../../../src/link/open-linker.ts';
+
+// The shipped calibration with the real models over a fixture index: confidence is a probability,
+// NIL follows it, and a calibration for other models is refused or (the default) left out, said so.
+let dir: string;
+const note = { noteId: 'n1', text: 'Breast cancer and a purple spoon.', mentions: [{ id: 'm1', start: 0, end: 13, text: 'Breast cancer', label: 'Disease' }, { id: 'm2', start: 20, end: 32, text: 'purple spoon', label: 'Disease' }] };
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'cuilink-calibration-'));
+  await buildIndexFromKb({ kbPaths: [join('test', 'fixtures', 'kb', 'ctd-tiny.tsv')], modelDir: DEFAULT_MODEL_DIR, provider: 'cpu', outDir: join(dir, 'idx'), progress: false, log: () => {} });
+});
+
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('the shipped calibration gives every link a probability; NIL is a confidence under nil.confidence, candidates kept', async () => {
+  const linker = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {} });
+  const strict = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {}, config: { nil: { confidence: 0.99 } } });
+  try {
+    const [linked] = await linker.linkNotes([note]);
+    for (const m of linked!.mentions) assert.ok(m.confidence !== null && m.confidence > 0 && m.confidence < 1, `${m.mentionId}: ${m.confidence}`);
+    const [all] = await strict.linkNotes([note]);
+    for (const m of all!.mentions) {
+      assert.equal(m.nil, m.confidence! < 0.99);
+      if (m.nil) assert.deepEqual([m.conceptId, m.conceptName, m.candidates.length > 0], [null, null, true], 'a NIL link keeps its candidates');
+    }
+    assert.ok(all!.mentions.some((m) => m.nil), 'a bar of 0.99 NILs something');
+  } finally {
+    await linker.close();
+    await strict.close();
+  }
+});
+
+test('a calibration fit for other models is an error when asked for, and the default is left out with a log line when it does not fit', async () => {
+  const other = JSON.parse(readFileSync(DEFAULT_CALIBRATION, 'utf8')) as { models: { biEncoder: string } };
+  other.models.biEncoder = 'f'.repeat(64);
+  const file = join(dir, 'other.json');
+  writeFileSync(file, JSON.stringify(other));
+  await assert.rejects(openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {}, calibration: file }), (e: unknown) => e instanceof InputError && e.code === 'CALIBRATION_MISMATCH' && /bi-encoder ffffffffffff/.test(e.message));
+  const lines: string[] = [];
+  const noReranker = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', rerankerDir: false, log: (line) => lines.push(line) });
+  try {
+    assert.ok(lines.some((l) => /^confidence: none \(the shipped calibration does not fit these models: it was fit for cross-encoder [0-9a-f]{12}, the linker loaded none/.test(l)), lines.join('\n'));
+    const [linked] = await noReranker.linkNotes([note]);
+    assert.ok(linked!.mentions.every((m) => m.confidence === null), 'no calibration, no confidence');
+  } finally {
+    await noReranker.close();
+  }
+});
