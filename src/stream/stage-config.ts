@@ -132,6 +132,8 @@ export const stageConfigSchema = z
         memoryDir: z.string().min(1).optional(),
         /** How often the memory root's CURRENT is polled, ms. */
         memoryPollMs: z.number().int().min(0).default(1000),
+        /** Confidence calibration file (cuilink calibrate), or false for none; the shipped one when it fits the models if absent. */
+        calibration: z.union([z.string().min(1), z.literal(false)]).optional(),
       })
       .strict()
       .default({}),
@@ -200,6 +202,7 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_LINK_CACHE_BYTES', ['link', 'cache', 'maxBytes'], asInt],
   ['CUILINK_MEMORY', ['linker', 'memoryDir'], asString],
   ['CUILINK_MEMORY_POLL_MS', ['linker', 'memoryPollMs'], asInt],
+  ['CUILINK_CALIBRATION', ['linker', 'calibration'], asReranker],
 ];
 
 function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {

@@ -19,6 +19,8 @@ The stage runs until SIGTERM/SIGINT, then drains in-flight batches, commits and 
 Options:
   --config FILE         stage configuration (JSON)
   --index DIR           index directory (overrides linker.indexDir)
+  --memory ROOT|DIR     labelled-mention memory (overrides linker.memoryDir; a root's CURRENT is polled and swapped live)
+  --calibration FILE|none  confidence calibration (overrides linker.calibration; default: the shipped one when it fits)
   --http-port N         port for /healthz, /readyz, /metrics (overrides http.port; 0 = any free)
   -h, --help            this text`;
 
@@ -30,6 +32,8 @@ export const run: Command = {
     const { values } = parseFlags(argv, {
       config: { type: 'string' },
       index: { type: 'string' },
+      memory: { type: 'string' },
+      calibration: { type: 'string' },
       'http-port': { type: 'string' },
     });
     const config = stageConfigFromFlags(values);

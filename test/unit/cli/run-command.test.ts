@@ -19,6 +19,15 @@ test('cuilink run without brokers: exit 2, one line naming CUILINK_BROKERS and c
   assert.match(lines[0]!, /^cuilink run: no brokers configured: set CUILINK_BROKERS .*'cuilink demo'/);
 });
 
+test('cuilink run takes --memory and --calibration (what the memory updater and docs tell operators to pass)', () => {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const [name] of ENV_VARS) delete env[name];
+  const run = spawnSync(process.execPath, ['bin/cuilink.js', 'run', '--memory', 'memory-root', '--calibration', 'none'], { cwd: REPO, env, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(run.status, 2);
+  assert.doesNotMatch(run.stderr, /Unknown option/i, run.stderr);
+  assert.match(run.stderr, /no brokers configured/, 'the flags parse; it stops at the missing brokers');
+});
+
 test('cuilink demo is listed in the top-level help next to run', () => {
   const help = spawnSync(process.execPath, ['bin/cuilink.js', '--help'], { cwd: REPO, encoding: 'utf8' });
   assert.match(help.stdout, /^ {2}run +Run the Kafka linking stage/m);

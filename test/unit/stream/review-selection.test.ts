@@ -34,4 +34,6 @@ test('stage config: the review topic and bar come from env too, and a bar outsid
   assert.deepEqual([config.topics.review, config.review.belowConfidence], ['cuilink.review', 0.4]);
   assert.equal(loadStageConfig({ env: {} }).topics.review, undefined, 'off unless set');
   assert.throws(() => loadStageConfig({ env: { CUILINK_REVIEW_BELOW: '1.5' } }), /belowConfidence/);
+  assert.equal(loadStageConfig({ env: { CUILINK_CALIBRATION: 'none' } }).linker.calibration, false, 'the calibration can be turned off');
+  assert.equal(loadStageConfig({ env: {}, overrides: { 'linker.calibration': 'cal.json' } }).linker.calibration, 'cal.json');
 });
