@@ -105,10 +105,34 @@ export interface ReviewMentionRecord {
   linkedAt: number;
 }
 
+/** A mention annotators are asked to label (schemas/label-request.avsc); no note or mention text. */
+export interface LabelRequestRecord {
+  noteId: string;
+  mentionId: string;
+  start: number;
+  end: number;
+  label: string;
+  stream: 'learn' | 'measure';
+  policy: string;
+  priority: number;
+  recurrence: number;
+  conceptId: string | null;
+  confidence: number | null;
+  via: string | null;
+  nil: boolean;
+  candidates: { conceptId: string; name: string; score: number }[];
+  memoryVersion: string | null;
+  linkerVersion: string;
+  modelVersion: string;
+  indexVersion: string;
+  requestedAt: number;
+}
+
 export interface RecordOfKind {
   NoteEvent: NoteEventRecord;
   LinkedNote: LinkedNoteRecord;
   GoldMention: GoldMentionRecord;
   DeadLetter: DeadLetterRecord;
   ReviewMention: ReviewMentionRecord;
+  LabelRequest: LabelRequestRecord;
 }

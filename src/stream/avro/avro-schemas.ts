@@ -11,6 +11,7 @@ export const RECORD_KINDS = {
   GoldMention: 'gold-mention',
   DeadLetter: 'dead-letter',
   ReviewMention: 'review-mention',
+  LabelRequest: 'label-request',
 } as const;
 export type RecordKind = keyof typeof RECORD_KINDS;
 
