@@ -124,6 +124,10 @@ export class Linker implements LinkingCore {
     return this.parts.index;
   }
 
+  knowsSurface(text: string): boolean {
+    return this.parts.memory?.current()?.knowsSurface(text) ?? false;
+  }
+
   get config(): LinkConfig {
     return this.parts.config;
   }

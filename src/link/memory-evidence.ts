@@ -56,6 +56,11 @@ export class MemoryEvidence {
     return this.store.version;
   }
 
+  /** Whether the memory holds labels for the surface (normalized): a label selector need not ask it again. */
+  knowsSurface(text: string): boolean {
+    return this.store.surfaceCounts(text).size > 0;
+  }
+
   /** Before reranking: count votes, add memory-only candidates, apply the majority rule. */
   decide(w: MemoryWork, allow: ((conceptIndex: number) => boolean) | undefined): void {
     const { config, index, store } = this;

@@ -94,5 +94,7 @@ export interface LinkingCore {
   readonly versions: { linkerVersion: string; modelVersion: string; indexVersion: string; memoryVersion?: string | null };
   /** The link options in force (a linker's; a test double may have none). */
   readonly config?: { nil: { confidence: number } };
+  /** Whether the memory now served holds labels for the surface (false without a memory). */
+  knowsSurface?(text: string): boolean;
   close(): Promise<void>;
 }

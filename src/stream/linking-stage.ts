@@ -8,7 +8,9 @@ import { createKafkaClient } from './kafka-client.ts';
 import { MentionBatcher, type BatcherStats } from './mention-batcher.ts';
 import { NoteBatchLinker, codeOf, type NoteOutcome, type QueuedNote } from './note-batch-linker.ts';
 import { OutputDelivery } from './output-delivery.ts';
-import { PartitionBatchHandler } from './partition-batch-handler.ts';
+import { PartitionBatchHandler, type LabelRouting } from './partition-batch-handler.ts';
+import { LabelSelector } from './label-selection/label-selector.ts';
+import { normalizeName } from '../text/normalize.ts';
 import type { StageCodec } from './stage-codec.ts';
 import { connectionOf, type StageConfig } from './stage-config.ts';
 import { StageProgress } from './stage-progress.ts';
@@ -110,6 +112,7 @@ export class LinkingStage {
       config, codec: options.codec, batcher: this.batcher, delivery: this.delivery,
       sizes: this.sizes, fitter: new OutputFitter(options.codec, this.sizes),
       metrics: this.metrics, tracer, logger, retry, progress: this.progress, isStopping: () => this.stopping,
+      labels: labelRoutingOf(config, options.linker),
     });
     this.handle = (payload) => handler.handle(payload);
   }
@@ -117,7 +120,8 @@ export class LinkingStage {
   /** Connects, checks the topics exist, joins the group and starts consuming. */
   async start(): Promise<void> {
     const { config } = this.options;
-    await requireTopics(this.kafka, [config.topics.input, config.topics.output, config.topics.deadLetter, ...(config.topics.review === undefined ? [] : [config.topics.review])]);
+    const { input, output, deadLetter, review, labelRequests, measureRequests } = config.topics;
+    await requireTopics(this.kafka, [input, output, deadLetter, review, labelRequests, measureRequests].filter((t) => t !== undefined));
     await this.sizes.load(this.kafka, [config.topics.output, config.topics.deadLetter], config.topics.maxMessageBytes, this.logger);
     this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
       this.joined = true;
@@ -228,4 +232,18 @@ export class LinkingStage {
     })();
     return this.stopPromise;
   }
+}
+
+/** The label selector when a label-request topic is configured (docs/active-learning.md). */
+function labelRoutingOf(config: StageConfig, linker: LinkingCore): LabelRouting | undefined {
+  const { labelRequests: learnTopic, measureRequests: measureTopic } = config.topics;
+  if (learnTopic === undefined && measureTopic === undefined) return undefined;
+  const selector = new LabelSelector({
+    ...config.labels,
+    // Without a learn topic nothing is chosen by need; the measure slice is still asked.
+    budget: learnTopic === undefined ? 0 : config.labels.budget,
+    surfaceKey: normalizeName,
+    inMemory: linker.knowsSurface === undefined ? undefined : (text) => linker.knowsSurface!(text),
+  });
+  return { selector, learnTopic, measureTopic };
 }

@@ -1,7 +1,9 @@
 import { ROOT_CONTEXT, SpanStatusCode, trace, type Link, type Tracer } from '@opentelemetry/api';
 import type { EachBatchPayload, KafkaMessage, Message, TopicMessages } from 'kafkajs';
 import { injectRecordContext, type RecordHeaders } from '../telemetry/kafka-trace-context.ts';
-import type { LinkedNote } from '../link/types.ts';
+import type { LinkedNote, NoteInput } from '../link/types.ts';
+import type { LabelProposal } from './label-selection/label-proposal.ts';
+import type { LabelSelector } from './label-selection/label-selector.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { StageMetrics } from '../telemetry/stage-metrics.ts';
 import { decodeInputRecord, type RejectedRecord } from './input-record.ts';
@@ -35,6 +37,8 @@ interface BuiltRecords {
 
 interface Entry {
   message: KafkaMessage;
+  /** The decoded note (its mention texts are what the label selector counts surfaces by). */
+  note?: NoteInput;
   outcome?: Outcome;
   pending?: Promise<void>;
   /** A retriable failure that outlived its retries: the partition is handed back to Kafka. */
@@ -54,6 +58,14 @@ export interface PartitionBatchHandlerDeps {
   sizes: TopicSizeLimits;
   fitter: OutputFitter;
   isStopping: () => boolean;
+  /** The label selector and where its requests go; absent: no label requests. */
+  labels?: LabelRouting;
+}
+
+export interface LabelRouting {
+  selector: LabelSelector;
+  learnTopic?: string;
+  measureTopic?: string;
 }
 
 /**
@@ -93,6 +105,7 @@ export class PartitionBatchHandler {
         deliverSettled();
       } else {
         await batcher.whenBelowLimit();
+        entry.note = decoded.queued.note;
         entry.pending = batcher.submit(decoded.queued).then(
           (outcome) => {
             entry.outcome = outcome;
@@ -131,11 +144,14 @@ export class PartitionBatchHandler {
     const parent = batchContexts[0] ? trace.setSpanContext(ROOT_CONTEXT, batchContexts[0]) : ROOT_CONTEXT;
     const links: Link[] = batchContexts.slice(1).map((context) => ({ context }));
     const started = performance.now();
+    let proposals: LabelProposal[] = [];
     await tracer.startActiveSpan('cuilink.stream.produce', { links, attributes: { 'messaging.destination.partition.id': String(batch.partition), 'cuilink.records': group.length } }, parent, async (span) => {
       try {
         const traceHeaders = injectRecordContext(trace.setSpan(parent, span));
         const last = group[group.length - 1]!.message.offset;
         const commit = { topic: batch.topic, partition: batch.partition, offset: nextOffset(last, batch) };
+        proposals = this.proposeLabels(group);
+        const labelMessages = await this.labelMessages(proposals, traceHeaders);
         let built: BuiltRecords;
         // A request the broker refuses although it fit the known limit (a broker-wide limit below
         // the topic's, a config changed since start, a wrong override): nothing was committed; the
@@ -143,6 +159,7 @@ export class PartitionBatchHandler {
         // so that only the records above the learned limit are cut or dead-lettered.
         for (let attempt = 1; ; attempt++) {
           built = await this.build(group, batch, traceHeaders);
+          built.topicMessages.push(...labelMessages);
           try {
             await this.retrying(`deliver ${batch.topic}/${batch.partition}`, () => this.deps.delivery.deliver(built.topicMessages, commit));
             break;
@@ -153,6 +170,9 @@ export class PartitionBatchHandler {
           }
         }
         payload.resolveOffset(last);
+        this.deps.labels?.selector.confirm(proposals);
+        for (const p of proposals) metrics.recordLabelRequested(p.stream);
+        proposals = [];
         metrics.recordLag(batch.topic, batch.partition, batch.highWatermark, commit.offset);
         const ackedAt = Date.now();
         metrics.recordProduced(built.produced);
@@ -168,6 +188,8 @@ export class PartitionBatchHandler {
         if (built.deadCodes.length > 0) this.deps.logger.warn('records dead-lettered', { topic: batch.topic, partition: batch.partition, codes: built.deadCodes, offsets: built.deadOffsets });
         if (built.cut.length > 0) this.deps.logger.warn('records cut to fit their topic', { topic: batch.topic, partition: batch.partition, offsets: [...new Set(built.cut)] });
       } catch (error) {
+        // Not produced: the proposals wait for the next delivery (none lost, none asked twice).
+        this.deps.labels?.selector.putBack(proposals);
         span.setStatus({ code: SpanStatusCode.ERROR, message: codeOf(error) });
         throw error;
       } finally {
@@ -175,6 +197,35 @@ export class PartitionBatchHandler {
         span.end();
       }
     });
+  }
+
+  /** Shows the selector the group's linked notes and takes the label requests now due (those without a topic are dropped). */
+  private proposeLabels(group: Entry[]): LabelProposal[] {
+    const labels = this.deps.labels;
+    if (labels === undefined) return [];
+    const now = Date.now();
+    for (const entry of group) if (entry.outcome?.kind === 'linked' && entry.note) labels.selector.observe(entry.note, entry.outcome.linked, now);
+    const taken = labels.selector.take(now);
+    const routed = taken.filter((p) => this.labelTopic(p) !== undefined);
+    // A measure request with no measure topic is not asked; its note stays out of learning all the same.
+    labels.selector.confirm(taken.filter((p) => this.labelTopic(p) === undefined));
+    return routed;
+  }
+
+  private labelTopic(p: LabelProposal): string | undefined {
+    return p.stream === 'learn' ? this.deps.labels?.learnTopic : this.deps.labels?.measureTopic;
+  }
+
+  private async labelMessages(proposals: LabelProposal[], traceHeaders: Record<string, string>): Promise<TopicMessages[]> {
+    const byTopic = new Map<string, Message[]>();
+    for (const p of proposals) {
+      const encoded = await this.deps.codec.encodeLabelRequest(p);
+      const topic = this.labelTopic(p)!;
+      const list = byTopic.get(topic) ?? [];
+      list.push({ key: p.noteId, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders } });
+      byTopic.set(topic, list);
+    }
+    return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
   }
 
   /** The group's output and dead-letter records, each fitted to its topic's size limit. */

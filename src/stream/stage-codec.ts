@@ -1,6 +1,7 @@
 import type { LinkedMention, LinkedNote, NoteInput } from '../link/types.ts';
 import type { RecordHeaders } from '../telemetry/kafka-trace-context.ts';
 import type { DecodeLimits } from './avro/avro-bounds.ts';
+import type { LabelProposal } from './label-selection/label-proposal.ts';
 
 /** What a dead-letter record says about the input it replaces (schemas/DeadLetter.avsc). */
 export interface DeadLetterInfo {
@@ -36,4 +37,6 @@ export interface StageCodec {
   encodeDeadLetter(info: DeadLetterInfo): Promise<EncodedRecord>;
   /** A mention of a linked note for the review topic (ReviewMention). */
   encodeReviewMention(note: LinkedNote, mention: LinkedMention): Promise<EncodedRecord>;
+  /** A mention annotators are asked to label (LabelRequest). */
+  encodeLabelRequest(proposal: LabelProposal): Promise<EncodedRecord>;
 }

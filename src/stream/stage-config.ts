@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import { parseLinkConfig } from '../link/link-config.ts';
 import { parseBrokerList, type KafkaConnectionConfig } from './kafka-client.ts';
+import { DEFAULT_LABEL_POLICY, DEFAULT_RECURRENCE_EXPONENT, SELECTION_POLICIES } from './label-selection/selection-policy.ts';
+import { MEMORY_SPLIT_SEED } from './label-selection/note-draw.ts';
 
 /**
  * Everything `cuilink run` can be told, validated once at start. Sources, later winning: the
@@ -24,6 +26,10 @@ export const stageConfigSchema = z
         deadLetter: topicName.default('cuilink.dead-letter'),
         /** Where mentions the stage is unsure of also go (ReviewMention Avro, docs/confidence.md); none when absent. */
         review: topicName.optional(),
+        /** Where the learn stream's label requests go (LabelRequest Avro, docs/active-learning.md); no selection when absent. */
+        labelRequests: topicName.optional(),
+        /** Where the measure stream's label requests go (every mention of a random slice of notes); none when absent. */
+        measureRequests: topicName.optional(),
         /**
          * Largest record batch the output and dead-letter topics accept. Read from the topics'
          * `max.message.bytes` at start (describeConfigs) when absent; set it when the stage may not
@@ -144,14 +150,37 @@ export const stageConfigSchema = z
       })
       .strict()
       .default({}),
+    labels: z
+      .object({
+        /** The learn stream's policy (src/stream/label-selection/selection-policy.ts), chosen on the tune split by bench:active. */
+        policy: z.enum(SELECTION_POLICIES).default(DEFAULT_LABEL_POLICY),
+        /** Learn-stream labels asked per window (per instance). */
+        budget: z.number().int().min(0).default(100),
+        /** The budget's window, ms (an hour by default). */
+        windowMs: z.number().int().min(1000).default(3_600_000),
+        /** α of confidence-recurrence: priority = (1 − confidence) × recurrence^α. */
+        recurrenceExponent: z.number().min(0).max(4).default(DEFAULT_RECURRENCE_EXPONENT),
+        /** Share of notes whose mentions are all asked for measurement; the memory updater learns the others (its --learn-fraction is 1 − this). */
+        measureFraction: z.number().min(0).max(1).default(0.02),
+        /** Measure-stream labels asked per window at most. */
+        measureBudget: z.number().int().min(0).default(500),
+        /** Seed of the learn/measure split: the memory updater's and evaluator's --split-seed. */
+        splitSeed: z.number().int().default(MEMORY_SPLIT_SEED),
+        /** Candidates waiting for a window at most; surfaces remembered at most. */
+        maxPool: z.number().int().min(1).default(100_000),
+        maxSurfaces: z.number().int().min(1).default(200_000),
+      })
+      .strict()
+      .default({}),
     /** Link options (src/link/link-config.ts: topK, retrieveK, rerank, nil, typeFilter, abbreviations). */
     link: z.record(z.unknown()).default({}),
   })
   .strict()
   .superRefine((config, ctx) => {
     if (config.avro.wireFormat === 'confluent' && !config.avro.registryUrl) ctx.addIssue({ code: 'custom', path: ['avro', 'registryUrl'], message: 'required when wireFormat is confluent' });
-    const named = [config.topics.input, config.topics.output, config.topics.deadLetter, ...(config.topics.review === undefined ? [] : [config.topics.review])];
-    if (new Set(named).size !== named.length) ctx.addIssue({ code: 'custom', path: ['topics'], message: 'input, output, deadLetter and review must be different topics' });
+    const { input, output, deadLetter, review, labelRequests, measureRequests } = config.topics;
+    const named = [input, output, deadLetter, review, labelRequests, measureRequests].filter((t) => t !== undefined);
+    if (new Set(named).size !== named.length) ctx.addIssue({ code: 'custom', path: ['topics'], message: 'input, output, deadLetter, review, labelRequests and measureRequests must be different topics' });
   });
 
 export type StageConfig = z.output<typeof stageConfigSchema>;
@@ -174,6 +203,14 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_DEAD_LETTER_TOPIC', ['topics', 'deadLetter'], asString],
   ['CUILINK_REVIEW_TOPIC', ['topics', 'review'], asString],
   ['CUILINK_REVIEW_BELOW', ['review', 'belowConfidence'], asNumber],
+  ['CUILINK_LABEL_TOPIC', ['topics', 'labelRequests'], asString],
+  ['CUILINK_MEASURE_TOPIC', ['topics', 'measureRequests'], asString],
+  ['CUILINK_LABEL_POLICY', ['labels', 'policy'], asString],
+  ['CUILINK_LABEL_BUDGET', ['labels', 'budget'], asInt],
+  ['CUILINK_LABEL_WINDOW_MS', ['labels', 'windowMs'], asInt],
+  ['CUILINK_MEASURE_FRACTION', ['labels', 'measureFraction'], asNumber],
+  ['CUILINK_MEASURE_BUDGET', ['labels', 'measureBudget'], asInt],
+  ['CUILINK_LABEL_SPLIT_SEED', ['labels', 'splitSeed'], asInt],
   ['CUILINK_DELIVERY', ['delivery'], asString],
   ['CUILINK_TRANSACTIONAL_ID', ['transactionalId'], asString],
   ['CUILINK_MAX_BATCH_MENTIONS', ['batching', 'maxMentions'], asInt],

@@ -16,6 +16,8 @@ export interface StageCounts {
   linksByStage: Record<string, number>;
   /** Mentions also sent to the review topic. */
   reviewed: number;
+  /** Label requests produced, by stream (learn, measure). */
+  labelRequests: Record<string, number>;
 }
 
 /** Dead-letter codes the stage can emit: each one's counter series exists from start, at 0. */
@@ -32,13 +34,14 @@ export const RETRIED_OPERATIONS = ['decode', 'link', 'deliver'] as const;
  * low-cardinality codes and phase names only, never note content.
  */
 export class StageMetrics {
-  readonly counts: StageCounts = { consumed: 0, produced: 0, deadLettered: 0, deadLetteredByCode: {}, batches: 0, mentionsLinked: 0, retries: 0, linksByStage: {}, reviewed: 0 };
+  readonly counts: StageCounts = { consumed: 0, produced: 0, deadLettered: 0, deadLetteredByCode: {}, batches: 0, mentionsLinked: 0, retries: 0, linksByStage: {}, reviewed: 0, labelRequests: {} };
   private readonly consumed: Counter;
   private readonly produced: Counter;
   private readonly deadLettered: Counter;
   private readonly retries: Counter;
   private readonly links: Counter;
   private readonly reviewed: Counter;
+  private readonly labelRequests: Counter;
   private readonly batchMentions: Histogram;
   private readonly phaseSeconds: Histogram;
   private readonly endToEndSeconds: Histogram;
@@ -49,6 +52,7 @@ export class StageMetrics {
     this.deadLettered = meter.createCounter('cuilink.stream.dead_lettered', { description: 'Input records sent to the dead-letter topic, by error code' });
     this.retries = meter.createCounter('cuilink.stream.retries', { description: 'Retried operations after retriable errors, by operation' });
     this.reviewed = meter.createCounter('cuilink.stream.reviewed', { description: 'Mentions also sent to the review topic (low confidence or NIL)' });
+    this.labelRequests = meter.createCounter('cuilink.stream.label_requests', { description: 'Mentions asked of annotators, by stream: learn (chosen by need under the budget) or measure (random slice)' });
     this.links = meter.createCounter('cuilink.stream.links', { description: 'Mentions produced, by the linking stage that chose the concept (via; NIL ones as nil)' });
     this.batchMentions = meter.createHistogram('cuilink.stream.batch.mentions', {
       description: 'Mentions per linking batch',
@@ -104,6 +108,11 @@ export class StageMetrics {
   recordLinks(stage: string, n: number): void {
     this.counts.linksByStage[stage] = (this.counts.linksByStage[stage] ?? 0) + n;
     this.links.add(n, { stage });
+  }
+
+  recordLabelRequested(stream: 'learn' | 'measure'): void {
+    this.counts.labelRequests[stream] = (this.counts.labelRequests[stream] ?? 0) + 1;
+    this.labelRequests.add(1, { stream });
   }
 
   recordReviewed(n: number): void {

@@ -1,6 +1,7 @@
 import type { LinkedMention, LinkedNote, NoteInput } from '../../link/types.ts';
 import type { RecordHeaders } from '../../telemetry/kafka-trace-context.ts';
-import type { HeaderRecord, LinkedNoteRecord, NoteEventRecord, ReviewMentionRecord } from './avro-records.ts';
+import type { HeaderRecord, LabelRequestRecord, LinkedNoteRecord, NoteEventRecord, ReviewMentionRecord } from './avro-records.ts';
+import type { LabelProposal } from '../label-selection/label-proposal.ts';
 
 /**
  * Avro records ↔ the linking core's shapes (src/link/types.ts). The schemas mirror those types
@@ -113,6 +114,32 @@ export function linkedMentionToReview(note: LinkedNote, m: LinkedMention): Revie
     modelVersion: note.modelVersion,
     indexVersion: note.indexVersion,
     linkedAt: note.linkedAt,
+  };
+}
+
+/** A label proposal as its LabelRequest record: the span and the linker's view, no text. */
+export function labelProposalToAvro(p: LabelProposal): LabelRequestRecord {
+  const m = p.mention;
+  return {
+    noteId: p.noteId,
+    mentionId: m.mentionId,
+    start: m.start,
+    end: m.end,
+    label: m.label,
+    stream: p.stream,
+    policy: p.policy,
+    priority: p.priority,
+    recurrence: p.recurrence,
+    conceptId: m.conceptId,
+    confidence: m.confidence,
+    via: m.via,
+    nil: m.nil,
+    candidates: m.candidates.map((c) => ({ conceptId: c.conceptId, name: c.name, score: c.score })),
+    memoryVersion: p.versions.memoryVersion,
+    linkerVersion: p.versions.linkerVersion,
+    modelVersion: p.versions.modelVersion,
+    indexVersion: p.versions.indexVersion,
+    requestedAt: p.requestedAt,
   };
 }
 

@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto';
 import type { LinkedMention, LinkedNote, NoteInput } from '../../link/types.ts';
 import type { RecordHeaders } from '../../telemetry/kafka-trace-context.ts';
 import type { DeadLetterInfo, EncodedRecord, StageCodec } from '../stage-codec.ts';
-import { headersToAvro, linkedMentionToReview, linkedNoteToAvro, noteEventToNoteInput } from './avro-conversions.ts';
+import { headersToAvro, labelProposalToAvro, linkedMentionToReview, linkedNoteToAvro, noteEventToNoteInput } from './avro-conversions.ts';
 import type { DecodeLimits, RecordCodec } from './record-codec.ts';
+import type { LabelProposal } from '../label-selection/label-proposal.ts';
 
 /** The stage's codec over Avro: NoteEvent in, LinkedNote and DeadLetter out. */
 export class AvroStageCodec implements StageCodec {
@@ -19,6 +20,10 @@ export class AvroStageCodec implements StageCodec {
 
   async encodeReviewMention(note: LinkedNote, mention: LinkedMention): Promise<EncodedRecord> {
     return this.codec.encode('ReviewMention', linkedMentionToReview(note, mention));
+  }
+
+  async encodeLabelRequest(proposal: LabelProposal): Promise<EncodedRecord> {
+    return this.codec.encode('LabelRequest', labelProposalToAvro(proposal));
   }
 
   async encodeDeadLetter(info: DeadLetterInfo): Promise<EncodedRecord> {

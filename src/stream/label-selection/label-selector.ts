@@ -1,0 +1,238 @@
+import type { LinkedMention, LinkedNote } from '../../link/types.ts';
+import { BoundedRecencyMap } from './bounded-recency-map.ts';
+import type { LabelProposal } from './label-proposal.ts';
+import { goldStream, MEMORY_SPLIT_SEED } from './note-draw.ts';
+import { isNeedDriven, priorityOf, uncertaintyOf, type SelectionPolicy } from './selection-policy.ts';
+
+export interface LabelSelectorOptions {
+  policy: SelectionPolicy;
+  /** Learn-stream labels asked per window. */
+  budget: number;
+  /** The budget's period (ms, or whatever clock the caller passes to observe/take). */
+  windowMs: number;
+  /** α of confidence-recurrence: priority = uncertainty × recurrence^α. */
+  recurrenceExponent: number;
+  /** Share of notes drawn whole into the measure stream (the same draw the memory updater and evaluator use). */
+  measureFraction: number;
+  /** Measure-stream labels asked per window at most (a note that no longer fits is left out whole). */
+  measureBudget: number;
+  /** Seed of the learn/measure split (the memory updater's and the evaluator's --split-seed). */
+  splitSeed?: number;
+  /** Seed of the random policies' draws. */
+  drawSeed?: number;
+  /** Mentions waiting for a window at most (the lowest priority ones are dropped beyond). */
+  maxPool?: number;
+  /** Surfaces whose recurrence and asked-state are remembered at most. */
+  maxSurfaces?: number;
+  /** The key a surface is counted under (the memory's and KB's name normalization). */
+  surfaceKey: (text: string) => string;
+  /** True when the memory already holds labels for the surface: a need-driven policy does not ask it. */
+  inMemory?: (text: string) => boolean;
+}
+
+export interface LabelSelectorStats {
+  observedNotes: number;
+  observedMentions: number;
+  proposedLearn: number;
+  proposedMeasure: number;
+  /** Learn candidates skipped: surface already asked, or already in the memory. */
+  skippedAsked: number;
+  skippedInMemory: number;
+  /** Candidates dropped from a full pool, and measure notes left out over the measure budget. */
+  poolDropped: number;
+  measureDropped: number;
+  /** Notes observed again (a redelivered batch) and ignored. */
+  repeatedNotes: number;
+  pool: number;
+}
+
+interface PoolEntry {
+  noteId: string;
+  mention: LinkedMention;
+  surface: string;
+  uncertainty: number;
+  versions: LabelProposal['versions'];
+}
+
+/** A note as the selector needs it: the text of each mention, by mention id (kept in memory only, never emitted). */
+export interface ObservedNote {
+  noteId: string;
+  mentions: readonly { id: string; text: string }[];
+}
+
+/**
+ * Chooses which linked mentions annotators are asked to label (issue #25), in two streams:
+ * - **learn**, by need: candidates wait in a bounded pool; when a window of `windowMs` closes,
+ *   the `budget` of highest priority (selection-policy.ts) is proposed, the rest waits for the
+ *   next window. Need-driven policies ask each surface once and skip surfaces the memory holds.
+ * - **measure**, by chance: every mention of the notes the split draws into the measure stream,
+ *   at once, so the evaluator's accuracy on them stays an unbiased estimate.
+ * `take` hands proposals out; the caller `confirm`s them once they are produced or `putBack`s
+ * them when the produce failed, so a failed transaction loses no proposal and asks nothing twice.
+ */
+export class LabelSelector {
+  readonly options: LabelSelectorOptions;
+  readonly stats: LabelSelectorStats = { observedNotes: 0, observedMentions: 0, proposedLearn: 0, proposedMeasure: 0, skippedAsked: 0, skippedInMemory: 0, poolDropped: 0, measureDropped: 0, repeatedNotes: 0, pool: 0 };
+  private readonly recurrence: BoundedRecencyMap<string, number>;
+  private readonly asked: BoundedRecencyMap<string, true>;
+  private readonly seenNotes: BoundedRecencyMap<string, true>;
+  private readonly pool = new Map<string, PoolEntry>();
+  private measureQueue: LabelProposal[] = [];
+  private readonly outstanding = new Set<LabelProposal>();
+  private windowStart: number | undefined;
+  private measureLeft: number;
+
+  constructor(options: LabelSelectorOptions) {
+    if (!(options.budget >= 0) || !(options.windowMs > 0)) throw new RangeError('budget must be ≥ 0 and windowMs > 0');
+    if (!(options.measureFraction >= 0 && options.measureFraction <= 1)) throw new RangeError('measureFraction must be within 0..1');
+    this.options = options;
+    const maxSurfaces = options.maxSurfaces ?? 200_000;
+    this.recurrence = new BoundedRecencyMap(maxSurfaces);
+    this.asked = new BoundedRecencyMap(maxSurfaces);
+    this.seenNotes = new BoundedRecencyMap(maxSurfaces);
+    this.measureLeft = options.measureBudget;
+  }
+
+  /** Whether a note's gold is for measuring (never learned); the same draw as the memory updater's. */
+  isMeasureNote(noteId: string): boolean {
+    return this.options.measureFraction > 0 && goldStream(noteId, 1 - this.options.measureFraction, this.options.splitSeed ?? MEMORY_SPLIT_SEED) === 'measure';
+  }
+
+  /** Counts a linked note's surfaces and queues its candidates; a note seen before is ignored. */
+  observe(note: ObservedNote, linked: LinkedNote, now: number): void {
+    if (this.seenNotes.has(note.noteId)) {
+      this.stats.repeatedNotes++;
+      return;
+    }
+    this.seenNotes.set(note.noteId, true);
+    this.windowStart ??= now;
+    this.stats.observedNotes++;
+    const texts = new Map(note.mentions.map((m) => [m.id, m.text]));
+    const versions = { linkerVersion: linked.linkerVersion, modelVersion: linked.modelVersion, indexVersion: linked.indexVersion, memoryVersion: linked.memoryVersion ?? null };
+    const measure = this.isMeasureNote(note.noteId);
+    const measured: LabelProposal[] = [];
+    for (const mention of linked.mentions) {
+      const text = texts.get(mention.mentionId);
+      if (text === undefined) continue;
+      this.stats.observedMentions++;
+      const surface = this.options.surfaceKey(text);
+      const recurrence = (this.recurrence.get(surface) ?? 0) + 1;
+      this.recurrence.set(surface, recurrence);
+      if (measure) {
+        measured.push({ stream: 'measure', policy: 'random-note', priority: 0, recurrence, noteId: note.noteId, mention, versions, requestedAt: now });
+        continue;
+      }
+      this.offer({ noteId: note.noteId, mention, surface, uncertainty: uncertaintyOf(mention), versions }, text);
+    }
+    if (measured.length === 0) return;
+    if (measured.length > this.measureLeft) {
+      this.stats.measureDropped += measured.length;
+      return;
+    }
+    this.measureLeft -= measured.length;
+    this.measureQueue.push(...measured);
+  }
+
+  /**
+   * The proposals due now: queued measure ones, and the learn stream's choice when the window has
+   * closed (or `closeWindow`: a replay's end). They stay outstanding until confirmed or put back.
+   */
+  take(now: number, options: { closeWindow?: boolean } = {}): LabelProposal[] {
+    const out = this.measureQueue;
+    this.measureQueue = [];
+    if (this.windowStart !== undefined && (options.closeWindow || now - this.windowStart >= this.options.windowMs)) {
+      out.push(...this.chooseLearn(now));
+      const elapsed = now - this.windowStart;
+      this.windowStart = options.closeWindow && elapsed < this.options.windowMs ? now : now - (elapsed % this.options.windowMs);
+      this.measureLeft = this.options.measureBudget;
+    }
+    for (const p of out) this.outstanding.add(p);
+    return out;
+  }
+
+  /** The proposals were produced: they count as asked for good. */
+  confirm(proposals: readonly LabelProposal[]): void {
+    for (const p of proposals) {
+      if (!this.outstanding.delete(p)) continue;
+      if (p.stream === 'learn') this.stats.proposedLearn++;
+      else this.stats.proposedMeasure++;
+    }
+  }
+
+  /** The produce failed: the proposals wait to be taken again (learn ones unasked, back in the pool). */
+  putBack(proposals: readonly LabelProposal[]): void {
+    for (const p of proposals) {
+      if (!this.outstanding.delete(p)) continue;
+      if (p.stream === 'measure') {
+        this.measureQueue.push(p);
+        continue;
+      }
+      const key = this.poolKey(p.noteId, p.mention.mentionId, this.surfaceOf(p));
+      if (isNeedDriven(this.options.policy)) this.asked.delete(key);
+      this.pool.set(key, { noteId: p.noteId, mention: p.mention, surface: this.surfaceOf(p), uncertainty: uncertaintyOf(p.mention), versions: p.versions });
+    }
+    this.stats.pool = this.pool.size;
+  }
+
+  private readonly surfaces = new WeakMap<LabelProposal, string>();
+
+  private surfaceOf(p: LabelProposal): string {
+    return this.surfaces.get(p) ?? '';
+  }
+
+  private poolKey(noteId: string, mentionId: string, surface: string): string {
+    return isNeedDriven(this.options.policy) ? surface : `${noteId}\u0000${mentionId}`;
+  }
+
+  private offer(entry: PoolEntry, text: string): void {
+    const key = this.poolKey(entry.noteId, entry.mention.mentionId, entry.surface);
+    if (isNeedDriven(this.options.policy)) {
+      if (this.asked.has(key)) {
+        this.stats.skippedAsked++;
+        return;
+      }
+      if (this.options.inMemory?.(text)) {
+        this.stats.skippedInMemory++;
+        return;
+      }
+      // One candidate per surface: its least confident occurrence, the one a label settles most.
+      const waiting = this.pool.get(key);
+      if (waiting !== undefined && waiting.uncertainty >= entry.uncertainty) return;
+    }
+    this.pool.set(key, entry);
+    const max = this.options.maxPool ?? 100_000;
+    if (this.pool.size > max) this.shrinkPool(Math.floor(max * 0.9));
+    this.stats.pool = this.pool.size;
+  }
+
+  private prioritized(): { key: string; entry: PoolEntry; priority: number; recurrence: number }[] {
+    const { policy, recurrenceExponent } = this.options;
+    const seed = this.options.drawSeed ?? 1;
+    return [...this.pool].map(([key, entry]) => {
+      const recurrence = this.recurrence.get(entry.surface) ?? 1;
+      const priority = priorityOf(policy, { noteId: entry.noteId, mentionId: entry.mention.mentionId, uncertainty: entry.uncertainty, recurrence }, { seed, recurrenceExponent });
+      return { key, entry, priority, recurrence };
+    });
+  }
+
+  private shrinkPool(keep: number): void {
+    const ranked = this.prioritized().sort((a, b) => b.priority - a.priority);
+    for (const dropped of ranked.slice(keep)) this.pool.delete(dropped.key);
+    this.stats.poolDropped += Math.max(0, ranked.length - keep);
+  }
+
+  private chooseLearn(now: number): LabelProposal[] {
+    const ranked = this.prioritized().sort((a, b) => b.priority - a.priority || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const chosen = ranked.slice(0, this.options.budget);
+    const out: LabelProposal[] = [];
+    for (const { key, entry, priority, recurrence } of chosen) {
+      this.pool.delete(key);
+      if (isNeedDriven(this.options.policy)) this.asked.set(key, true);
+      const proposal: LabelProposal = { stream: 'learn', policy: this.options.policy, priority, recurrence, noteId: entry.noteId, mention: entry.mention, versions: entry.versions, requestedAt: now };
+      this.surfaces.set(proposal, entry.surface);
+      out.push(proposal);
+    }
+    this.stats.pool = this.pool.size;
+    return out;
+  }
+}
