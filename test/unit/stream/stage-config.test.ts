@@ -39,6 +39,13 @@ test('defaults, then the file, then environment variables', () => {
   assert.equal(defaults.linker.rerankerDir, undefined);
 });
 
+test('label selection: off by default; topics, policy, budget, window and the measure split from the environment', () => {
+  const plain = loadStageConfig({ env: {} });
+  assert.deepEqual([plain.topics.labelRequests, plain.topics.measureRequests, plain.labels.policy, plain.labels.budget, plain.labels.windowMs, plain.labels.measureFraction, plain.labels.splitSeed], [undefined, undefined, 'confidence-recurrence', 100, 3_600_000, 0.02, 20261124]);
+  const set = loadStageConfig({ env: { CUILINK_LABEL_TOPIC: 'asks', CUILINK_MEASURE_TOPIC: 'measure', CUILINK_LABEL_POLICY: 'confidence', CUILINK_LABEL_BUDGET: '25', CUILINK_LABEL_WINDOW_MS: '86400000', CUILINK_MEASURE_FRACTION: '0.05', CUILINK_MEASURE_BUDGET: '40', CUILINK_LABEL_SPLIT_SEED: '7' } });
+  assert.deepEqual([set.topics.labelRequests, set.topics.measureRequests, set.labels.policy, set.labels.budget, set.labels.windowMs, set.labels.measureFraction, set.labels.measureBudget, set.labels.splitSeed], ['asks', 'measure', 'confidence', 25, 86_400_000, 0.05, 40, 7]);
+});
+
 test('bad values are InputErrors naming the field and where it came from', () => {
   assert.throws(() => loadStageConfig({ env: { CUILINK_DELIVERY: 'twice' } }), (e: Error & { code?: string }) => e.code === 'BAD_CONFIG' && /CUILINK_DELIVERY/.test(e.message) && /delivery/.test(e.message));
   assert.throws(() => loadStageConfig({ env: { CUILINK_MAX_BATCH_MENTIONS: 'lots' } }), /batching\.maxMentions/);
@@ -46,7 +53,11 @@ test('bad values are InputErrors naming the field and where it came from', () =>
   withFile('{"typo": 1}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /Unrecognized key/));
   withFile('not json', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /not valid JSON/));
   withFile('{"topics": {"input": "same", "output": "same"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /must be different topics/));
-  withFile('{"topics": {"review": "cuilink.linked"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /input, output, deadLetter and review must be different topics/));
+  withFile('{"topics": {"review": "cuilink.linked"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /input, output, deadLetter, review, labelRequests and measureRequests must be different topics/));
+  withFile('{"topics": {"labelRequests": "asks", "measureRequests": "asks"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /must be different topics/));
+  withFile('{"labels": {"polcy": "confidence"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /polcy/));
+  assert.throws(() => loadStageConfig({ env: { CUILINK_LABEL_POLICY: 'psychic' } }), /CUILINK_LABEL_POLICY.*labels\.policy|labels\.policy.*CUILINK_LABEL_POLICY/);
+  assert.throws(() => loadStageConfig({ env: { CUILINK_MEASURE_FRACTION: '1.5' } }), /labels\.measureFraction/);
   withFile('{"avro": {"wireFormat": "confluent"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /registryUrl/));
   withFile('{"link": {"topK": 0}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /topK/));
   assert.throws(() => loadStageConfig({ env: { CUILINK_BROKERS: 'no-port' } }), /host:port/);

@@ -1,0 +1,102 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Kafka } from 'kafkajs';
+import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
+import { createKafkaClient } from '../../src/stream/kafka-client.ts';
+import { stageConfigSchema } from '../../src/stream/stage-config.ts';
+import { ensureTopics } from '../../src/stream/topics.ts';
+import { createRecordCodec } from '../../src/stream/avro/index.ts';
+import { goldStream } from '../../src/stream/label-selection/note-draw.ts';
+import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtime.ts';
+import { memoryAdd } from '../../src/cli/commands/memory.ts';
+import type { NoteInput } from '../../src/link/types.ts';
+import { buildPhenotypeIndex, noteMessage, publish, readTopics } from '../support/stream-fixtures.ts';
+
+// The label selector on a real broker: a real stage (default models and calibration, phenotype
+// index, a memory that already knows one surface) asks for labels on two topics: the measure
+// slice at once, the learn stream's budget when its window closes.
+let broker: LocalBroker;
+let root: string;
+let kafka: Kafka;
+let runtime: StageRuntime;
+const codec = createRecordCodec();
+const SPLIT_SEED = 5;
+const MEASURE_FRACTION = 0.3;
+
+function note(i: number): NoteInput {
+  const phrases = ['Seizure', 'blue car', 'purple spoon', `kite number ${i}`];
+  const text = `Note ${i}: ${phrases.join(', ')}.`;
+  return {
+    noteId: `note-${i}`,
+    text,
+    mentions: phrases.map((p, j) => ({ id: `m${j}`, start: text.indexOf(p), end: text.indexOf(p) + p.length, text: p, label: 'Phenotype' })),
+  };
+}
+
+before(async () => {
+  root = mkdtempSync(join(tmpdir(), 'cuilink-labels-'));
+  broker = await startLocalBroker();
+  kafka = createKafkaClient({ brokers: broker.brokers, clientId: 'label-requests-test', logLevel: 'nothing' });
+  await ensureTopics(kafka, ['notes', 'linked', 'dead', 'asks', 'measure'], { partitions: 1 });
+  const indexDir = await buildPhenotypeIndex(join(root, 'index'));
+  const gold = join(root, 'gold.jsonl');
+  writeFileSync(gold, `${JSON.stringify({ text: 'blue car', label: 'Phenotype', conceptId: 'HP:0001250' })}\n`);
+  assert.equal(await memoryAdd.run(['--memory', join(root, 'memory'), '--jsonl', gold, '--index', indexDir, '--provider', 'cpu', '--threads', '1']), 0);
+  const config = stageConfigSchema.parse({
+    brokers: broker.brokers,
+    groupId: 'labels-test',
+    topics: { input: 'notes', output: 'linked', deadLetter: 'dead', labelRequests: 'asks', measureRequests: 'measure' },
+    labels: { policy: 'confidence-recurrence', recurrenceExponent: 1, budget: 2, windowMs: 1000, measureFraction: MEASURE_FRACTION, splitSeed: SPLIT_SEED },
+    http: { host: '127.0.0.1', port: 0 },
+    telemetry: { logLevel: 'error', kafkaLogLevel: 'nothing' },
+    linker: { indexDir, threads: 1, memoryDir: join(root, 'memory') },
+  });
+  runtime = await startStageRuntime(config, { logSink: () => {} });
+  await runtime.stage.whenJoined();
+});
+
+after(async () => {
+  await runtime?.close();
+  await broker?.stop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+test('the measure slice is asked whole and at once; the learn budget goes to the recurring doubtful surface, never to one the memory knows', async () => {
+  const notes = Array.from({ length: 10 }, (_, i) => note(i));
+  const measureNotes = notes.filter((n) => goldStream(n.noteId, 1 - MEASURE_FRACTION, SPLIT_SEED) === 'measure').map((n) => n.noteId);
+  assert.ok(measureNotes.length > 0 && measureNotes.length < notes.length, 'the fixture has both streams');
+  await publish(kafka, 'notes', await Promise.all(notes.map((n) => noteMessage(codec, n))));
+  const first = await readTopics(kafka, ['linked', 'measure'], (r) => r.get('linked')!.length >= 10 && r.get('measure')!.length >= 4 * measureNotes.length, { timeoutMs: 60_000 });
+  const measured = await Promise.all(first.get('measure')!.map((r) => codec.decode('LabelRequest', r.value, r.headers as never)));
+  assert.deepEqual([...new Set(measured.map((m) => m.noteId))].sort(), [...measureNotes].sort(), 'exactly the drawn notes');
+  assert.equal(measured.length, 4 * measureNotes.length, 'every mention of them, once');
+  assert.ok(measured.every((m) => m.stream === 'measure' && m.policy === 'random-note'));
+
+  // The learn window (1 s) closes with the first delivery after it: one more note.
+  await sleep(1200);
+  const late = note(10);
+  await publish(kafka, 'notes', [await noteMessage(codec, late)]);
+  const second = await readTopics(kafka, ['asks'], (r) => r.get('asks')!.length >= 2, { timeoutMs: 60_000 });
+  await sleep(500);
+  const asks = await Promise.all(second.get('asks')!.map(async (r) => ({ key: r.key, record: await codec.decode('LabelRequest', r.value, r.headers as never) })));
+  assert.equal(asks.length, 2, 'the budget: two labels per window');
+  const textOf = (noteId: string, start: number, end: number) => [...notes, late].find((n) => n.noteId === noteId)!.text.slice(start, end);
+  const asked = asks.map(({ record }) => textOf(record.noteId, record.start, record.end));
+  assert.equal(asked[0], 'purple spoon', `the doubtful surface seen in every note is asked first: ${asked.join(', ')}`);
+  assert.ok(!asked.includes('blue car'), 'the memory already knows blue car');
+  assert.equal(new Set(asked).size, 2, 'each surface once');
+  for (const { key, record } of asks) {
+    assert.equal(key, record.noteId);
+    assert.ok(!measureNotes.includes(record.noteId), 'a measured note never feeds the learn stream');
+    assert.equal(record.stream, 'learn');
+    assert.ok(record.candidates.length > 0 && record.confidence !== null, 'the annotator sees the linker’s candidates and confidence');
+    assert.ok(!/purple|spoon|kite|Note \d/.test(JSON.stringify(record)), 'no note or mention text');
+  }
+  assert.equal(asks[0]!.record.recurrence, 11, 'purple spoon occurred in all 11 notes');
+  const counts = runtime.stage.stats().counts.labelRequests;
+  assert.deepEqual(counts, { measure: measured.length + (measureNotes.includes(late.noteId) ? 4 : 0), learn: 2 });
+});
