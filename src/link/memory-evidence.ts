@@ -6,7 +6,10 @@ import type { Candidate } from './types.ts';
 
 /** The parts of a mention's linking state the memory reads and reorders (MentionWork in linker.ts). */
 export interface MemoryWork {
+  /** The texts the exact lookups read: an in-note expansion first, then the mention as written. */
   exactTexts: string[];
+  /** The mention as written when `exactTexts[0]` is its in-note expansion; null otherwise. */
+  expandedFrom: string | null;
   vector?: Float32Array;
   hits: ConceptHit[];
   scores: number[];
@@ -24,8 +27,9 @@ const PROTOTYPE_DISCOUNT = 0.98;
 /**
  * How labelled mentions move a link. Evidence for a concept is its votes: one per memory label of
  * the mention's exact surface (normalized like KB names; a composite gold gives each of its ids a
- * vote), plus `denseWeight · similarity` per prototype of another surface among the mention's
- * `neighbors` nearest with similarity ≥ `denseThreshold`. A concept whose KB name matches the
+ * vote; an in-note expansion's labels only while the written text's labels do not agree on one
+ * concept), plus `denseWeight · similarity` per other surface (and concept) among the prototypes
+ * of the mention's `neighbors` nearest with similarity ≥ `denseThreshold`. A concept whose KB name matches the
  * mention exactly gets `kbVotes` pseudo-votes: the ontology's own testimony.
  *
  * The rule (majority with minimum support): memory decides a link when the concept with the most
@@ -75,16 +79,30 @@ export class MemoryEvidence {
       if (ci === undefined || (allow && !allow(ci))) return; // still evidence against the others
       byConcept.set(ci, (byConcept.get(ci) ?? 0) + n);
     };
+    // The mention as written outranks its in-note expansion, which is the abbreviation finder's
+    // guess: for "attenuated adenomatous polyposis coli (AAPC)" the shortest long form it accepts is
+    // "adenomatous polyposis coli", whose labels then outvoted three agreeing labels of "AAPC"
+    // (issue 25). The expansion's labels count only while the written text's labels do not agree
+    // on one concept: it has none yet, or it is a short form labelled with several senses, which
+    // the note's own definition may settle.
+    const written = w.expandedFrom ?? w.exactTexts[0]!;
+    const settled = store.surfaceCounts(written).size === 1;
     const keys = new Set<string>();
     for (const text of w.exactTexts) {
       // An expansion that normalizes like the short form is one surface, counted once.
       const key = store.surfaceKey(text);
       const counts = store.surfaceCounts(text);
       if (counts.size === 0 || keys.has(key)) continue;
+      if (settled && key !== store.surfaceKey(written)) continue;
       keys.add(key);
       for (const [id, n] of counts) vote(id, n);
     }
     if (w.vector && store.size > 0 && config.neighbors > 0) {
+      // One vote per neighbouring surface and concept, at its best similarity: nine labels of one
+      // other string are one piece of evidence about that string, and counted per prototype they
+      // outvoted the mention's own label ("attenuated adenomatous polyposis coli", labelled once,
+      // went to the concept of nine nearby "adenomatous polyposis coli" prototypes; issue 25).
+      const dense = new Map<string, { id: string; similarity: number }>();
       for (const { record, similarity } of store.nearest(w.vector, config.neighbors)) {
         for (const id of record.ids) {
           const ci = index.indexOf(id);
@@ -92,8 +110,12 @@ export class MemoryEvidence {
         }
         if (similarity < config.denseThreshold || config.denseWeight === 0) continue;
         if (w.exactTexts.some((t) => store.isSurface(record, t))) continue; // counted by the surface table
-        for (const id of record.ids) vote(id, config.denseWeight * similarity);
+        for (const id of record.ids) {
+          const key = `${store.surfaceKey(record.text)}\u0000${id}`;
+          if (similarity > (dense.get(key)?.similarity ?? -Infinity)) dense.set(key, { id, similarity });
+        }
       }
+      for (const { id, similarity } of dense.values()) vote(id, config.denseWeight * similarity);
     }
     if (total === 0) return;
     const kb = new Set<number>();
