@@ -51,7 +51,7 @@ export class AnnotationJudge {
   judge(s: Submission, where: string): Verdict {
     const id = requestLabel(s.noteId, s.mentionId);
     const entry = this.ledger.get(s.noteId, s.mentionId);
-    if (!entry) return { kind: 'unknown-request', reason: `request ${id} was never exported (not in the tasks file)` };
+    if (!entry) return { kind: 'unknown-request', reason: `request ${id}: never exported (in no tasks file given)` };
     const expected = `[${entry.start}, ${entry.end})`;
     if (s.taskSpan && (s.taskSpan.start !== entry.start || s.taskSpan.end !== entry.end)) {
       return { kind: 'span-mismatch', reason: `request ${id}: the task data's span [${s.taskSpan.start}, ${s.taskSpan.end}) is not the exported ${expected}` };

@@ -3,7 +3,7 @@ import type { LabelRequestRecord } from '../../stream/avro/avro-records.ts';
 import { parseLabelRequest } from './label-request-line.ts';
 import { parseJsonSafely } from './safe-json.ts';
 
-/** A request and where it was read (`line 12`, `partition 0 offset 41`), for the reports. */
+/** A request and where it was read (`line 12`, `TOPIC partition 0 offset 41`), for the reports. */
 export interface SourcedRequest {
   request: LabelRequestRecord;
   where: string;

@@ -31,7 +31,7 @@ export async function readLabelRequestTopic(kafka: Kafka, codec: RecordCodec, to
     await consumer.run({
       autoCommit: false,
       eachMessage: async ({ partition, message }) => {
-        const where = `partition ${partition} offset ${message.offset}`;
+        const where = `${topic} partition ${partition} offset ${message.offset}`;
         try {
           const parsed = parseLabelRequest(await codec.decode('LabelRequest', message.value, message.headers as never));
           if ('reason' in parsed) batch.refused.push({ where, reason: parsed.reason });

@@ -74,7 +74,7 @@ test('the Label Studio JSON export: good answers become gold, each bad one is re
   assert.match(reasons[1]!, /^line 504 \/ task 105: annotation 15: request 1003\/12-18: no 'span' region/);
   assert.equal(reasons[2], "line 593 / task 106: annotation 16: request 1001/17-30: unknown concept id 'MESH:D999999' (not in the index's KB)");
   assert.equal(reasons[3], "line 593 / task 106: annotation 17: request 1001/17-30: choice 'MESH:D000740' is not one of the task's candidates");
-  assert.equal(reasons[4], 'line 753 / task 107: annotation 18: request 1004/0-7 was never exported (not in the tasks file)');
+  assert.equal(reasons[4], 'line 753 / task 107: annotation 18: request 1004/0-7: never exported (in no tasks file given)');
   assert.equal(reasons[5], 'line 857 / task 108: annotation 19: request 1002/0-22: skipped in Label Studio (was_cancelled)');
   assert.match(reasons[6]!, /^line 1042 \/ task 110: annotation 21: request 1003\/12-18: the annotated span \[11, 18\) is not the requested \[12, 18\)/);
   assert.equal(reasons[7], "line 1146 / task 111: annotation 22: request 1001/0-12: 'none of these / NIL' together with concept MESH:D003110");
