@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Kafka } from 'kafkajs';
 import type { Command } from '../command.ts';
 import { parseSingleValueFlags } from '../single-value-flags.ts';
 import { requireString } from '../args.ts';
@@ -6,6 +7,7 @@ import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-fla
 import { InputError } from '../../kb/errors.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
+import type { RecordCodec } from '../../stream/avro/record-codec.ts';
 import { requireTopics } from '../../stream/topics.ts';
 import { loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { TaskLedger } from '../../eval/annotation/task-ledger.ts';
@@ -80,8 +82,13 @@ export const annotateImport: Command = {
     const indexDir = requireString(values.index, 'index');
     if (values.out === undefined && values['gold-topic'] === undefined) throw new InputError('give --out FILE and/or --gold-topic T: the gold would go nowhere', 'BAD_FLAGS');
     if (values.out !== undefined && values.out === values['nil-out']) throw new InputError('--out and --nil-out must be different files', 'BAD_FLAGS');
-    // Flags are checked before the (slow) KB load and the broker: a typo fails in a second.
-    const kafkaTarget = values['gold-topic'] === undefined ? undefined : kafkaRequest(values, 'cuilink-annotate-import');
+    // Flags, and the gold topic's existence, are checked before the (slow) KB load: a typo fails in a second.
+    let publisher: { kafka: Kafka; codec: RecordCodec; topic: string } | undefined;
+    if (values['gold-topic'] !== undefined) {
+      const { connection, schemaRegistry } = kafkaRequest(values, 'cuilink-annotate-import');
+      publisher = { kafka: createKafkaClient(connection), codec: createRecordCodec({ schemaRegistry }), topic: values['gold-topic'] };
+      await requireTopics(publisher.kafka, [publisher.topic]);
+    }
 
     const ledger = new TaskLedger();
     for (const file of values.tasks) ledger.addFile(file, readText(file));
@@ -98,12 +105,7 @@ export const annotateImport: Command = {
     // Files are written even when empty, so a script never reads a previous run's gold as this one's.
     if (values.out !== undefined) written.push(`${await writeJsonItems(values.out, gold.map((g) => goldLine(g, source)), 'lines')} gold → ${values.out}`);
     if (values['nil-out'] !== undefined) written.push(`${await writeJsonItems(values['nil-out'], nil.map((n) => nilLine(n, source)), 'lines')} NIL → ${values['nil-out']}`);
-    if (kafkaTarget !== undefined && gold.length > 0) {
-      const topic = values['gold-topic']!;
-      const kafka = createKafkaClient(kafkaTarget.connection);
-      await requireTopics(kafka, [topic]);
-      written.push(`${await publishAnnotatedGold(kafka, createRecordCodec({ schemaRegistry: kafkaTarget.schemaRegistry }), topic, gold)} gold → topic ${topic}`);
-    }
+    if (publisher !== undefined && gold.length > 0) written.push(`${await publishAnnotatedGold(publisher.kafka, publisher.codec, publisher.topic, gold)} gold → topic ${publisher.topic}`);
     console.log(`annotate import: ${summary(result, gold.length, nil.length, learn)}${written.length > 0 ? `; ${written.join(', ')}` : ''}`);
     return result.accepted.length > 0 ? 0 : 3;
   },

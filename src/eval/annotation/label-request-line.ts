@@ -28,7 +28,7 @@ const requestLineSchema = z.object({
   requestedAt: z.union([z.number().int().nonnegative(), z.string().datetime({ offset: true }).transform((s) => Date.parse(s))]).default(0),
 });
 
-/** The request as a record, or the reason it is not one (field path and message; never a value). */
+/** The request as a record, or the reason it is not one (the field path and zod's message; a LabelRequest holds no text). */
 export function parseLabelRequest(value: unknown): { request: LabelRequestRecord } | { reason: string } {
   const parsed = requestLineSchema.safeParse(value);
   if (!parsed.success) {

@@ -24,7 +24,7 @@ function request(overrides: Partial<LabelRequestRecord> = {}): LabelRequestRecor
   return parsed.request;
 }
 
-test('a LabelRequest JSON line: defaults for the optional fields, the reason for a bad one (never its value)', () => {
+test('a LabelRequest JSON line: defaults for the optional fields, the field and reason for a bad one', () => {
   const r = request();
   assert.deepEqual([r.conceptId, r.confidence, r.candidates, r.memoryVersion, r.nil, r.requestedAt], [null, null, [], null, false, 0]);
   assert.equal(request({ requestedAt: '2026-01-01T00:00:00Z' as never }).requestedAt, Date.UTC(2026, 0, 1));
