@@ -1,8 +1,9 @@
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ensureDefaultIndex } from '../link/default-index.ts';
-import { openLinker } from '../link/open-linker.ts';
+import { openLinker, type OpenLinkerOptions } from '../link/open-linker.ts';
 import type { LinkingCore } from '../link/types.ts';
 import { createLogger, type Logger, type LogSink } from '../telemetry/logger.ts';
+import { MemorySwapTelemetry } from '../telemetry/memory-swap-telemetry.ts';
 import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
 import { AvroStageCodec, createRecordCodec, type RecordCodec } from '../stream/avro/index.ts';
 import { startHealthServer, type HealthServer } from '../stream/health-server.ts';
@@ -14,6 +15,8 @@ export interface StageRuntime {
   linker: LinkingCore;
   recordCodec: RecordCodec;
   logger: Logger;
+  /** Swaps of the linker's memory and versions that failed to load: logged and counted. */
+  memory: MemorySwapTelemetry;
   health?: HealthServer;
   /** Drains the stage, then closes the linker, the HTTP server and telemetry. `true` when the drain finished in time. */
   close(): Promise<boolean>;
@@ -24,9 +27,12 @@ export interface StartStageRuntimeOptions {
   logSink?: LogSink;
   /** Extra span processors (tests). */
   spanProcessors?: SpanProcessor[];
-  /** Open the linker differently (tests); openLinker over the configured or default index otherwise. */
-  openCore?: () => Promise<LinkingCore>;
+  /** Open the linker differently (tests), passing `memory` on to openLinker; openLinker over the configured or default index otherwise. */
+  openCore?: (memory: MemoryEvents) => Promise<LinkingCore>;
 }
+
+/** Where the linker reports memory swaps and versions it could not load. */
+export type MemoryEvents = Required<Pick<OpenLinkerOptions, 'onMemorySwap' | 'onMemoryError'>>;
 
 /**
  * Everything `cuilink run` holds for the stage's lifetime, started in the order readiness needs:
@@ -45,12 +51,14 @@ export async function startStageRuntime(config: StageConfig, options: StartStage
   let stage: LinkingStage | undefined;
   let health: HealthServer | undefined;
   let linker: LinkingCore | undefined;
+  const memory = new MemorySwapTelemetry(logger, () => linker?.versions.memoryVersion, telemetry.meter);
+  const memoryEvents: MemoryEvents = { onMemorySwap: (version) => memory.swapped(version), onMemoryError: (error, version) => memory.failed(error, version) };
   try {
     if (config.http.enabled) {
       health = await startHealthServer({ host: config.http.host, port: config.http.port, live: () => stage?.live ?? true, ready: () => stage?.ready ?? false, metrics: telemetry.prometheusHandler });
       logger.info('http listening', { url: health.url, paths: ['/healthz', '/readyz', '/metrics'] });
     }
-    linker = options.openCore ? await options.openCore() : await openConfiguredLinker(config, logger);
+    linker = options.openCore ? await options.openCore(memoryEvents) : await openConfiguredLinker(config, logger, memoryEvents);
     logger.info('linker loaded', { ...linker.versions });
     const recordCodec = createRecordCodec(config.avro.wireFormat === 'confluent' ? { schemaRegistry: { url: config.avro.registryUrl! } } : {});
     stage = new LinkingStage({ config, linker, codec: new AvroStageCodec(recordCodec), logger, brokers: options.brokers, tracer: telemetry.tracer, meter: telemetry.meter });
@@ -60,6 +68,7 @@ export async function startStageRuntime(config: StageConfig, options: StartStage
     return {
       ...started,
       logger,
+      memory,
       health,
       close: () => {
         closing ??= (async () => {
@@ -82,7 +91,7 @@ export async function startStageRuntime(config: StageConfig, options: StartStage
   }
 }
 
-async function openConfiguredLinker(config: StageConfig, logger: Logger): Promise<LinkingCore> {
+async function openConfiguredLinker(config: StageConfig, logger: Logger, memoryEvents: MemoryEvents): Promise<LinkingCore> {
   const indexDir = config.linker.indexDir ?? (await ensureDefaultIndex({ log: (line) => logger.info(line) }));
-  return openLinker({ indexDir, modelDir: config.linker.modelDir, rerankerDir: config.linker.rerankerDir, threads: config.linker.threads, provider: config.linker.provider, deviceId: config.linker.deviceId, precision: config.linker.precision, config: config.link, log: (line) => logger.info(line), debug: (line) => logger.debug(line), memoryDir: config.linker.memoryDir, calibration: config.linker.calibration, memoryPollMs: config.linker.memoryPollMs, onMemoryError: (error) => logger.warn('memory version not loaded; the previous one keeps serving', { code: (error as { code?: string }).code ?? 'MEMORY_LOAD' }) });
+  return openLinker({ indexDir, modelDir: config.linker.modelDir, rerankerDir: config.linker.rerankerDir, threads: config.linker.threads, provider: config.linker.provider, deviceId: config.linker.deviceId, precision: config.linker.precision, config: config.link, log: (line) => logger.info(line), debug: (line) => logger.debug(line), memoryDir: config.linker.memoryDir, calibration: config.linker.calibration, memoryPollMs: config.linker.memoryPollMs, ...memoryEvents });
 }

@@ -18,9 +18,10 @@ export interface MemoryWatcherOptions {
   modelSha256: string;
   /** How often `CURRENT` is read; 0 disables polling. */
   pollMs?: number;
-  /** Told of each swap and of each version that could not be loaded (kept serving the old one). */
+  /** Told of each swap and, once, of each version that could not be loaded (kept serving the old one). */
   onSwap?: (version: string) => void;
-  onError?: (error: Error) => void;
+  /** `version`: the one `CURRENT` named; undefined when `CURRENT` itself could not be read. */
+  onError?: (error: Error, version: string | undefined) => void;
 }
 
 /**
@@ -33,6 +34,10 @@ export class MemoryWatcher {
   private readonly options: MemoryWatcherOptions;
   private evidence: MemoryEvidence | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** The last version that failed to load: not loaded again until `CURRENT` names another. */
+  private failedVersion: string | undefined;
+  /** `CURRENT` could not be read at the last poll: reported once until it can be. */
+  private unreadable = false;
 
   private constructor(options: MemoryWatcherOptions, evidence: MemoryEvidence | undefined) {
     this.options = options;
@@ -64,17 +69,32 @@ export class MemoryWatcher {
     return this.evidence;
   }
 
-  /** Reads `CURRENT` and swaps when it names another version; returns whether it swapped. */
+  /**
+   * Reads `CURRENT` and swaps when it names another version; returns whether it swapped. A version
+   * that failed is not tried again on every poll: versions are immutable (written completely before
+   * `CURRENT` names them), so it would fail again, and each try would repeat the report and the
+   * cost of a load. A new `CURRENT` (the next update, or a rollback) is tried.
+   */
   poll(): boolean {
     const root = this.options.path;
+    let version: string | undefined;
     try {
-      const version = currentMemoryVersion(root);
-      if (version === undefined || version === this.evidence?.version) return false;
+      version = currentMemoryVersion(root);
+    } catch (error) {
+      if (!this.unreadable) this.options.onError?.(error as Error, undefined);
+      this.unreadable = true;
+      return false;
+    }
+    this.unreadable = false;
+    try {
+      if (version === undefined || version === this.evidence?.version || version === this.failedVersion) return false;
       this.evidence = MemoryWatcher.load(join(root, version), this.options);
+      this.failedVersion = undefined;
       this.options.onSwap?.(version);
       return true;
     } catch (error) {
-      this.options.onError?.(error as Error);
+      this.failedVersion = version;
+      this.options.onError?.(error as Error, version);
       return false;
     }
   }

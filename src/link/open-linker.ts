@@ -55,8 +55,10 @@ export interface OpenLinkerOptions {
   memoryDir?: string;
   /** How often a memory root's `CURRENT` is polled (default 1000 ms; 0: never). */
   memoryPollMs?: number;
-  /** Reports a memory version that could not be loaded (the old one keeps serving). */
-  onMemoryError?: (error: Error) => void;
+  /** Reports, once, a memory version that could not be loaded (the old one keeps serving). */
+  onMemoryError?: (error: Error, version: string | undefined) => void;
+  /** Reports each memory version the linker swapped to (not the one it opened with). */
+  onMemorySwap?: (version: string) => void;
   /**
    * The confidence calibration (cuilink calibrate): a file, `false` for none, or absent for the
    * shipped models/default/calibration.json when it was fit for the loaded models. A file given
@@ -135,7 +137,7 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   }
   let memory: MemoryWatcher | undefined;
   try {
-    memory = options.memoryDir === undefined ? undefined : MemoryWatcher.open({ path: options.memoryDir, index, config: config.memory, normalize: normalizeName, modelSha256: encoder.modelSha256, pollMs: options.memoryPollMs, onError: options.onMemoryError });
+    memory = options.memoryDir === undefined ? undefined : MemoryWatcher.open({ path: options.memoryDir, index, config: config.memory, normalize: normalizeName, modelSha256: encoder.modelSha256, pollMs: options.memoryPollMs, onError: options.onMemoryError, onSwap: options.onMemorySwap });
   } catch (error) {
     await encoder.close();
     await cross?.close();
