@@ -1,5 +1,6 @@
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
+import { InputError } from '../../kb/errors.ts';
 import { ENCODER_FLAG_OPTIONS, ENCODER_FLAGS_HELP, encoderRequest } from '../encoder-flags.ts';
 import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-flags.ts';
 import { BiEncoder } from '../../encode/bi-encoder.ts';
@@ -12,7 +13,7 @@ import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
 import { MEMORY_SPLIT_SEED } from '../../eval/gold-sampling.ts';
 import { MemoryUpdater } from '../../eval/memory-updater.ts';
 
-const usage = `Usage: cuilink memory updater --memory ROOT [options]
+const usage = `Usage: cuilink memory updater --memory ROOT --learn-fraction F [options]
 
 The online memory updater: consumes the notes topic and the gold topic (what 'cuilink gold-sample'
 and reviewers publish), learns the gold labels of notes in the *learn* stream (a deterministic
@@ -20,13 +21,16 @@ draw per note id: --learn-fraction of the notes; the rest is the evaluator's *me
 is never learned), and publishes a new memory version at most every --flush-ms: written
 completely beside the old ones, then ROOT/CURRENT renamed over. Linkers started with --memory
 ROOT (or CUILINK_MEMORY=ROOT) poll CURRENT and swap without a restart. Runs until SIGTERM/SIGINT.
+The split is a choice with no default: every note's gold either teaches the memory or measures
+the linker, never both (1 learns all gold and leaves nothing to measure; give 'cuilink evaluator'
+the same fraction and seed). It is logged at start.
 
 Options:
   --memory ROOT          memory root (created on the first label)
+  --learn-fraction F     required: share of notes (0 to 1) whose gold is learned; the rest is measured
   --notes-topic T        NoteEvent topic the gold refers to (default cuilink.notes)
   --gold-topic T         GoldMention topic (default cuilink.gold)
   --group ID             consumer group (default cuilink-memory-updater)
-  --learn-fraction F     share of notes whose gold is learned (default 0.5)
   --split-seed N         seed of the learn/measure split (default ${MEMORY_SPLIT_SEED}; the evaluator must use the same)
   --flush-ms N           a new snapshot at most this often while labels arrive (default 2000)
   --index DIR            take the bi-encoder from this index (the one the linkers use)
@@ -54,15 +58,18 @@ export const memoryUpdater: Command = {
       model: { type: 'string' },
     });
     const root = requireString(values.memory, 'memory');
-    const learnFraction = parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0.5, { min: 0, max: 1 });
+    // No default: a silent 0.5 left half of the gold unlearned without anyone having chosen so.
+    if (values['learn-fraction'] === undefined) throw new InputError('missing required flag --learn-fraction F: the share of notes whose gold the memory learns (the rest is measured; 1 learns all)', 'BAD_FLAGS');
+    const learnFraction = parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0, { min: 0, max: 1 });
     const splitSeed = parseNumberFlag(values['split-seed'], 'split-seed', MEMORY_SPLIT_SEED, { integer: true });
     const flushMs = parseNumberFlag(values['flush-ms'], 'flush-ms', 2000, { min: 10, integer: true });
     const { connection, schemaRegistry } = kafkaRequest(values, 'cuilink-memory-updater');
-    const modelDir = values.model ?? (values.index !== undefined ? readIndexManifest(resolveIndexDir(values.index).dir).model.path : DEFAULT_MODEL_DIR);
-    const encoder = await BiEncoder.open(modelDir, encoderRequest(values));
     const log = (line: string): void => {
       process.stderr.write(`${line}\n`);
     };
+    log(`memory-updater: learn/measure split: learning the gold of ${percent(learnFraction)} of notes (--learn-fraction ${learnFraction}, --split-seed ${splitSeed}), measuring the other ${percent(1 - learnFraction)}; memory ${root}`);
+    const modelDir = values.model ?? (values.index !== undefined ? readIndexManifest(resolveIndexDir(values.index).dir).model.path : DEFAULT_MODEL_DIR);
+    const encoder = await BiEncoder.open(modelDir, encoderRequest(values));
     const updater = new MemoryUpdater({
       kafka: createKafkaClient(connection),
       codec: createRecordCodec({ schemaRegistry }),
@@ -78,7 +85,6 @@ export const memoryUpdater: Command = {
     });
     try {
       await updater.start();
-      log(`memory-updater: learning ${(learnFraction * 100).toFixed(0)}% of notes into ${root}`);
       const stopped = new Promise<void>((resolve) => {
         process.once('SIGTERM', resolve);
         process.once('SIGINT', resolve);
@@ -98,3 +104,8 @@ export const memoryUpdater: Command = {
     return 0;
   },
 };
+
+/** 0.25 → "25%", 1/3 → "33.3%": enough digits to tell a chosen fraction from a rounded one. */
+function percent(fraction: number): string {
+  return `${Number((fraction * 100).toFixed(1))}%`;
+}
