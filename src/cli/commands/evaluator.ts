@@ -6,6 +6,7 @@ import { createKafkaClient } from '../../stream/kafka-client.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
 import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { startKafkaEvaluator } from '../../eval/sidecar/kafka-evaluator.ts';
+import { DEFAULT_MEMORY_VERSIONS } from '../../eval/sidecar/sidecar-evaluator.ts';
 import { MEMORY_SPLIT_SEED } from '../../eval/gold-sampling.ts';
 import { KB_FLAG_OPTIONS, kbLoadRequest } from '../kb-flags.ts';
 import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-flags.ts';
@@ -39,6 +40,8 @@ Options:
   --learn-fraction F     a memory updater learns this share of notes (cuilink memory updater): score
                          only the other, *measure* stream, so learned mentions are never measured
   --split-seed N         seed of that learn/measure split (default the updater's)
+  --memory-versions N    report acc@1 by memory version for the newest N versions (default ${DEFAULT_MEMORY_VERSIONS});
+                         older ones are folded together
   --port P               HTTP port (default 9465; 0 picks a free one)
   --host H               HTTP host (default 0.0.0.0)
 ${KAFKA_FLAGS_HELP}
@@ -70,6 +73,7 @@ export const evaluator: Command = {
       host: { type: 'string' },
       'learn-fraction': { type: 'string' },
       'split-seed': { type: 'string' },
+      'memory-versions': { type: 'string' },
     });
     const measure = values['learn-fraction'] === undefined ? undefined : { learnFraction: parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0.5, { min: 0, max: 1 }), seed: parseNumberFlag(values['split-seed'], 'split-seed', MEMORY_SPLIT_SEED, { integer: true }) };
     if ((values.index === undefined) === ((values.kb ?? []).length === 0)) throw new InputError('give the KB with exactly one of --index DIR or --kb FILE', 'BAD_FLAGS');
@@ -86,6 +90,7 @@ export const evaluator: Command = {
     const minSamples = parseNumberFlag(values['min-samples'], 'min-samples', 50, { min: 1, integer: true });
     const snapshotIntervalMs = parseNumberFlag(values['snapshot-seconds'], 'snapshot-seconds', 5, { min: 0.1 }) * 1000;
     const port = parseNumberFlag(values.port, 'port', 9465, { min: 0, max: 65535, integer: true });
+    const memoryVersions = parseNumberFlag(values['memory-versions'], 'memory-versions', DEFAULT_MEMORY_VERSIONS, { min: 1, max: 1000, integer: true });
     const { connection, schemaRegistry } = kafkaRequest(values, 'cuilink-evaluator');
     const linkedTopic = values['linked-topic'] ?? 'cuilink.linked';
     const goldTopic = values['gold-topic'] ?? 'cuilink.gold';
@@ -112,9 +117,11 @@ export const evaluator: Command = {
       windows: { lastN, lastMs },
       alerts: { floor, baseline, margin: baseline === undefined ? undefined : margin, minSamples },
       measure,
+      memoryVersions,
       log,
     });
     log(`evaluator: ${linkedTopic} + ${goldTopic} (group ${values.group ?? 'cuilink-evaluator'}); report at ${running.url}/report, metrics at ${running.url}/metrics`);
+    log(measure ? `evaluator: scoring the measure stream only (--learn-fraction ${measure.learnFraction} learned by the memory, --split-seed ${measure.seed})` : 'evaluator: no learn/measure split: every gold label is scored');
     await new Promise<void>((resolve) => {
       process.once('SIGTERM', resolve);
       process.once('SIGINT', resolve);

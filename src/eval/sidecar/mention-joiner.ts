@@ -5,6 +5,8 @@ import { mentionKey, type GoldMention } from '../gold.ts';
 export interface Prediction {
   noteId: string;
   mention: LinkedMention;
+  /** The memory version of the linked note (null: none; absent in snapshots written before it was kept). */
+  memoryVersion?: string | null;
 }
 
 export interface JoinerLimits {

@@ -32,6 +32,30 @@ export const JOIN_OUTCOMES: [string, keyof SidecarReport['join']][] = [
   ['predictions_replaced', 'predictionsReplaced'],
 ];
 
+interface VersionGroup {
+  n: number;
+  acc1: number | null;
+  sequence?: number;
+}
+
+/** Per memory-version group, the gauges `cuilink.eval.memory_version.*` and what each reads. */
+export const MEMORY_VERSION_METRICS: { name: string; help: string; value: (g: VersionGroup) => number | null }[] = [
+  { name: 'samples', help: 'Scored (measure-stream) samples linked with the memory version at this rank (0 the newest; none: no memory; older: versions folded together)', value: (g) => g.n },
+  { name: 'acc1', help: 'acc@1 of the scored samples linked with the memory version at this rank', value: (g) => g.acc1 },
+  { name: 'sequence', help: 'Sequence number of the memory version at this rank (000007-… → 7; its full name is on /report)', value: (g) => g.sequence ?? null },
+];
+
+/**
+ * The groups by rank, newest version first: `0`, `1`, … up to the evaluator's limit, `none` and
+ * `older`. A rank, not the version's name, is the attribute: the SDK keeps exporting every
+ * attribute set an observable instrument once reported, so names would add a series per version
+ * for the life of the process (the updater writes one every few seconds while labels arrive).
+ */
+function memoryVersionGroups(report: SidecarReport['byMemoryVersion']): [string, VersionGroup][] {
+  const newestFirst = [...report.versions].reverse();
+  return [...newestFirst.map((v, i): [string, VersionGroup] => [String(i), v]), ['none', report.noMemory], ['older', report.older]];
+}
+
 function groups(report: MetricsReport): [string, string, MetricSummary][] {
   return [
     ['overall', 'all', report.overall],
@@ -54,6 +78,9 @@ export function registerEvaluatorInstruments(latest: () => SidecarReport, meter:
   const notesSeen = meter.createObservableCounter('cuilink.eval.notes_seen', { description: 'Linked notes consumed' });
   const goldSeen = meter.createObservableCounter('cuilink.eval.gold_seen', { description: 'Gold mentions consumed' });
   const samplesScored = meter.createObservableCounter('cuilink.eval.samples_scored', { description: 'Joined samples scored' });
+  const goldByStream = meter.createObservableCounter('cuilink.eval.gold_by_stream', { description: 'Gold labels by the stream of their note: learn (the memory learns them, not scored) or measure (scored)' });
+  const learnDropped = meter.createObservableCounter('cuilink.eval.learn_predictions_dropped', { description: 'Predictions of learn-stream notes, dropped on arrival (their gold is never scored)' });
+  const versionGauges = MEMORY_VERSION_METRICS.map((m) => ({ metric: m, gauge: meter.createObservableGauge(`cuilink.eval.memory_version.${m.name}`, { description: m.help }) }));
   meter.addBatchObservableCallback(
     (observer) => {
       const report = latest();
@@ -75,8 +102,17 @@ export function registerEvaluatorInstruments(latest: () => SidecarReport, meter:
       observer.observe(notesSeen, report.notesSeen);
       observer.observe(goldSeen, report.goldSeen);
       observer.observe(samplesScored, report.samplesScored);
+      observer.observe(goldByStream, report.goldByStream.learn, { stream: 'learn' });
+      observer.observe(goldByStream, report.goldByStream.measure, { stream: 'measure' });
+      observer.observe(learnDropped, report.learnPredictionsDropped);
+      for (const [rank, group] of memoryVersionGroups(report.byMemoryVersion)) {
+        for (const { metric, gauge } of versionGauges) {
+          const value = metric.value(group);
+          if (value !== null) observer.observe(gauge, value, { version_rank: rank });
+        }
+      }
     },
-    [...gauges.map((g) => g.gauge), windowLimit, joins, pending, alert, notesSeen, goldSeen, samplesScored],
+    [...gauges.map((g) => g.gauge), windowLimit, joins, pending, alert, notesSeen, goldSeen, samplesScored, goldByStream, learnDropped, ...versionGauges.map((g) => g.gauge)],
   );
 }
 

@@ -5,6 +5,7 @@ import type { OntologyView } from '../metrics/ontology-view.ts';
 import { scoreRecord } from '../metrics/score-mention.ts';
 import { goldStream, MEMORY_SPLIT_SEED } from '../gold-sampling.ts';
 import { AccuracyAlerts, alertLogLine, type AlertRules, type AlertState } from './accuracy-alerts.ts';
+import { MemoryVersionAccuracy, type MemoryVersionReport, type MemoryVersionSnapshot } from './memory-version-accuracy.ts';
 import { MentionJoiner, type JoinCounters, type JoinerLimits, type JoinerSnapshot, type Prediction } from './mention-joiner.ts';
 import { RollingWindows, type WindowEntry, type WindowLimits, type WindowReports } from './rolling-windows.ts';
 
@@ -17,7 +18,17 @@ export interface SidecarOptions {
    * memory updater's fraction and seed), so no mention the memory learned from is ever measured.
    */
   measure?: { learnFraction: number; seed?: number };
+  /** Memory versions whose acc@1 is reported apart (the newest; default 20). */
+  memoryVersions?: number;
 }
+
+/** Gold labels by the stream of their note: learned by the memory, or scored here. */
+export interface GoldByStream {
+  learn: number;
+  measure: number;
+}
+
+export const DEFAULT_MEMORY_VERSIONS = 20;
 
 /** Everything a restart needs: window contents, pending half-pairs and counters. */
 export interface SidecarSnapshot {
@@ -29,6 +40,10 @@ export interface SidecarSnapshot {
   notesSeen: number;
   goldSeen: number;
   samplesScored: number;
+  /** Absent in snapshots written before they were kept. */
+  goldByStream?: GoldByStream;
+  learnPredictionsDropped?: number;
+  byMemoryVersion?: MemoryVersionSnapshot;
 }
 
 export interface SidecarReport {
@@ -39,10 +54,18 @@ export interface SidecarReport {
   goldSeen: number;
   samplesScored: number;
   alerts: AlertState[];
-  /** Gold of learn-stream notes, not scored (0 without a measure split). */
+  /** The learn/measure split in force (null: none, every gold label is scored). */
+  split: { learnFraction: number; seed: number } | null;
+  /** Gold of learn-stream notes, not scored (0 without a measure split): `goldByStream.learn`. */
   learnSkipped: number;
+  /** Gold labels each stream took (without a split every label is `measure`). */
+  goldByStream: GoldByStream;
+  /** Predictions of learn-stream notes, dropped on arrival: their gold never comes here, so they would only wait to expire. */
+  learnPredictionsDropped: number;
   /** The memory version of the latest linked note (null: no memory), next to the measure-stream accuracy. */
   memoryVersion: string | null;
+  /** acc@1 of the scored (measure-stream) samples by the memory version that linked them: what the memory gained. */
+  byMemoryVersion: MemoryVersionReport;
 }
 
 /**
@@ -60,7 +83,9 @@ export class SidecarEvaluator {
   private goldSeen: number;
   private samplesScored: number;
   private readonly measure: SidecarOptions['measure'];
-  private learnSkipped = 0;
+  private readonly goldByStream: GoldByStream;
+  private learnPredictionsDropped: number;
+  private readonly byMemoryVersion: MemoryVersionAccuracy;
   private memoryVersion: string | null = null;
 
   constructor(view: OntologyView, options: SidecarOptions, log: (line: string) => void, restored?: SidecarSnapshot, now = Date.now()) {
@@ -73,16 +98,20 @@ export class SidecarEvaluator {
     this.notesSeen = restored?.notesSeen ?? 0;
     this.goldSeen = restored?.goldSeen ?? 0;
     this.samplesScored = restored?.samplesScored ?? 0;
+    this.goldByStream = { ...(restored?.goldByStream ?? { learn: 0, measure: 0 }) };
+    this.learnPredictionsDropped = restored?.learnPredictionsDropped ?? 0;
+    this.byMemoryVersion = new MemoryVersionAccuracy(options.memoryVersions ?? DEFAULT_MEMORY_VERSIONS, restored?.byMemoryVersion);
     this.joiner.expire(now);
     this.judge(now);
   }
 
   addGold(gold: GoldMention, now: number): void {
     this.goldSeen++;
-    if (this.measure && goldStream(gold.noteId, this.measure.learnFraction, this.measure.seed ?? MEMORY_SPLIT_SEED) === 'learn') {
-      this.learnSkipped++;
+    if (this.learnStream(gold.noteId)) {
+      this.goldByStream.learn++;
       return;
     }
+    this.goldByStream.measure++;
     const prediction = this.joiner.addGold(gold, now);
     if (prediction) this.score(gold, prediction, now);
   }
@@ -90,8 +119,13 @@ export class SidecarEvaluator {
   addLinkedNote(note: LinkedNote, now: number): void {
     this.notesSeen++;
     this.memoryVersion = note.memoryVersion ?? null;
+    if (this.learnStream(note.noteId)) {
+      // Never joined (its gold is the memory's), so not kept: counted, not left to expire.
+      this.learnPredictionsDropped += note.mentions.length;
+      return;
+    }
     for (const mention of note.mentions) {
-      const prediction: Prediction = { noteId: note.noteId, mention };
+      const prediction: Prediction = { noteId: note.noteId, mention, memoryVersion: note.memoryVersion ?? null };
       const gold = this.joiner.addPrediction(prediction, now);
       if (gold) this.score(gold, prediction, now);
     }
@@ -114,17 +148,32 @@ export class SidecarEvaluator {
       goldSeen: this.goldSeen,
       samplesScored: this.samplesScored,
       alerts: this.alerts.current(),
-      learnSkipped: this.learnSkipped,
+      split: this.measure ? { learnFraction: this.measure.learnFraction, seed: this.measure.seed ?? MEMORY_SPLIT_SEED } : null,
+      learnSkipped: this.goldByStream.learn,
+      goldByStream: { ...this.goldByStream },
+      learnPredictionsDropped: this.learnPredictionsDropped,
       memoryVersion: this.memoryVersion,
+      byMemoryVersion: this.byMemoryVersion.report(),
     };
   }
 
   snapshot(now: number): SidecarSnapshot {
-    return { version: 1, savedAt: now, windows: this.windows.retained(), joiner: this.joiner.snapshot(), notesSeen: this.notesSeen, goldSeen: this.goldSeen, samplesScored: this.samplesScored };
+    return {
+      version: 1, savedAt: now, windows: this.windows.retained(), joiner: this.joiner.snapshot(), notesSeen: this.notesSeen, goldSeen: this.goldSeen, samplesScored: this.samplesScored,
+      goldByStream: { ...this.goldByStream }, learnPredictionsDropped: this.learnPredictionsDropped, byMemoryVersion: this.byMemoryVersion.snapshot(),
+    };
+  }
+
+  /** With a measure split: the note's gold is the memory's to learn, never scored here. */
+  private learnStream(noteId: string): boolean {
+    return this.measure !== undefined && goldStream(noteId, this.measure.learnFraction, this.measure.seed ?? MEMORY_SPLIT_SEED) === 'learn';
   }
 
   private score(gold: GoldMention, prediction: Prediction, now: number): void {
-    this.windows.add(scoreRecord(joinMention(gold, prediction.mention, this.view), this.view), now);
+    const scored = scoreRecord(joinMention(gold, prediction.mention, this.view), this.view);
+    this.windows.add(scored, now);
+    // Unknown for a prediction restored from a snapshot written before versions were kept: left out, not taken for "no memory".
+    if (prediction.memoryVersion !== undefined) this.byMemoryVersion.add(prediction.memoryVersion, scored.scores.hit1, now);
     this.samplesScored++;
     this.judge(now);
   }
