@@ -74,11 +74,12 @@ const idIn = (stream: 'learn' | 'measure', prefix: string, from = 0): string => 
 
 test('gold on the gold topic reaches the memory, a running stage links later notes with it (no restart), and measure-stream accuracy rises', async () => {
   const memoryRoot = join(root, 'memory');
-  const config = loadStageConfig({ env: {}, overrides: { brokers: broker.brokers, groupId: 'mo-stage', topics: TOPICS, 'http.enabled': false, 'telemetry.prometheus': false, 'telemetry.logLevel': 'error' } });
+  const config = loadStageConfig({ env: {}, overrides: { brokers: broker.brokers, groupId: 'mo-stage', topics: TOPICS, 'http.enabled': false, 'telemetry.prometheus': false, 'telemetry.logLevel': 'info' } });
+  const logs: string[] = [];
   runtime = await startStageRuntime(config, {
     brokers: broker.brokers,
-    logSink: () => {},
-    openCore: () => openLinker({ indexDir: join(root, 'index'), provider: 'cpu', threads: 1, rerankerDir: false, memoryDir: memoryRoot, memoryPollMs: 100 }),
+    logSink: (line) => logs.push(line),
+    openCore: (memoryEvents) => openLinker({ indexDir: join(root, 'index'), provider: 'cpu', threads: 1, rerankerDir: false, memoryDir: memoryRoot, memoryPollMs: 100, ...memoryEvents }),
   });
   evaluator = await startKafkaEvaluator(kbOntologyView(await loadIndexKb(join(root, 'index'))), {
     kafka, codec, linkedTopic: TOPICS.output, goldTopic: GOLD_TOPIC, groupId: 'mo-evaluator', stateFile: join(root, 'evaluator-state.json'), snapshotIntervalMs: 200,
@@ -133,6 +134,13 @@ test('gold on the gold topic reaches the memory, a running stage links later not
   assert.equal(after!.mentions[0]!.conceptId, TARGET);
   assert.equal(after!.mentions[0]!.memoryDecided, true);
   assert.equal(runtime.linker.versions.memoryVersion, updater.stats.version);
+  // The stage said so: one line per swap, with the version and no text, and counted.
+  const swapLines = logs.map((l) => JSON.parse(l) as { message: string; memoryVersion?: string }).filter((l) => l.message === 'memory swapped');
+  assert.equal(swapLines.length, runtime.memory.counts.swaps);
+  assert.ok(runtime.memory.counts.swaps >= 1);
+  assert.equal(swapLines.at(-1)!.memoryVersion, updater.stats.version);
+  assert.ok(!logs.some((l) => l.includes(MENTION)), 'no mention text in the stage log');
+  assert.equal(runtime.memory.counts.loadFailures, 0);
 
   // 4. Its gold: the measure-stream accuracy rises (0 → 1/2), with the memory version on the report; the learned note was never scored.
   await publishGold(afterNote!, [TARGET]);
@@ -141,5 +149,10 @@ test('gold on the gold topic reaches the memory, a running stage links later not
   assert.equal(report.windows.count.overall.acc1, 0.5);
   assert.equal(report.learnSkipped, 1);
   assert.equal(report.memoryVersion, updater.stats.version);
+  // What each stream took, and what the memory gained: 0/1 without it, 1/1 with its version.
+  assert.deepEqual(report.goldByStream, { learn: 1, measure: 2 });
+  assert.ok(report.learnPredictionsDropped >= 1, 'the learn-stream note was never pending');
+  assert.deepEqual(report.byMemoryVersion.noMemory, { n: 1, acc1: 0 });
+  assert.deepEqual(report.byMemoryVersion.versions.map((v) => [v.memoryVersion, v.n, v.acc1]), [[updater.stats.version, 1, 1]]);
   await linked.stop();
 });
