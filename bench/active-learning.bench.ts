@@ -131,7 +131,9 @@ try {
   console.log(`chosen on tune: ${chosenVariant.name} (mean tune acc@1 ${meanTune(chosenVariant.name).toFixed(4)}; best ${bestMean.toFixed(4)}; noise 4/${tuneMentions})`);
 
   // 5. Dev once: each policy at its tune-chosen setting (α for confidence-recurrence), every budget.
-  const reported = variants.filter((v) => v.policy !== 'confidence-recurrence' || v.name === chosenVariant.name || (chosenVariant.policy !== 'confidence-recurrence' && v.exponent === 1));
+  // confidence-recurrence at its tune-best α (the config default), whichever policy was chosen.
+  const bestRecurrence = variants.filter((v) => v.policy === 'confidence-recurrence').sort((a, b) => meanTune(b.name) - meanTune(a.name))[0];
+  const reported = variants.filter((v) => v.policy !== 'confidence-recurrence' || v === bestRecurrence);
   let baselineDev: { acc1: number; acc5: number; mrr: number } | undefined;
   if (!values['no-dev']) {
     baselineDev = await score(undefined, dev);
@@ -163,7 +165,7 @@ try {
     benchmark: 'bench:active', date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
     protocol: `NCBI-disease train learn part (tuning split seed ${TUNING_SPLIT_SEED}) replayed in note order, linked once by the default linker without memory; ${windows} equal windows of notes, budget/${windows} labels chosen at each window's end (unchosen candidates wait for the next window); memory from the chosen labels only; default linker + that memory scored on the tune part (choice) and dev (report)`,
     kb: values.kb, kbSupplements: medic.supplements, kbXrefNames: medic.xrefNames, index: indexDir, learn: { notes: learn.notes.length, mentions: learnMentions },
-    baseline: { tune: baselineTune, dev: baselineDev ?? null }, chosenOnTune: chosenVariant.name, meanTuneAcc1: Object.fromEntries(variants.map((v) => [v.name, meanTune(v.name)])), choiceRule: 'best mean tune acc@1 over the budgets; the simplest variant within 4 tune mentions of it', rows: rows.map(({ memoryRoot: _root, ...r }) => r), labelsToReach: table, bar,
+    baseline: { tune: baselineTune, dev: baselineDev ?? null }, chosenOnTune: chosenVariant.name, recurrenceExponentOnTune: bestRecurrence?.exponent ?? null, meanTuneAcc1: Object.fromEntries(variants.map((v) => [v.name, meanTune(v.name)])), choiceRule: 'best mean tune acc@1 over the budgets; the simplest variant within 4 tune mentions of it', rows: rows.map(({ memoryRoot: _root, ...r }) => r), labelsToReach: table, bar,
   }, null, 2)}\n`);
   const svgFile = values.out.replace(/\.json$/, '.svg');
   writeFileSync(svgFile, labelCurveSvg([{ title: 'tune (choice)', curves: curves('tune'), baseline: baselineTune.acc1 }, ...(baselineDev ? [{ title: 'dev (report)', curves: curves('dev'), baseline: baselineDev.acc1 }] : [])]));

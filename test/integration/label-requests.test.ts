@@ -14,7 +14,8 @@ import { goldStream } from '../../src/stream/label-selection/note-draw.ts';
 import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtime.ts';
 import { memoryAdd } from '../../src/cli/commands/memory.ts';
 import type { NoteInput } from '../../src/link/types.ts';
-import { buildPhenotypeIndex, noteMessage, publish, readTopics } from '../support/stream-fixtures.ts';
+import { buildPhenotypeIndex, readTopics } from '../support/stream-fixtures.ts';
+import { goldSample } from '../../src/cli/commands/gold-sample.ts';
 
 // The label selector on a real broker: a real stage (default models and calibration, phenotype
 // index, a memory that already knows one surface) asks for labels on two topics: the measure
@@ -31,17 +32,23 @@ function note(i: number): NoteInput {
   const phrases = ['Seizure', 'blue car', 'purple spoon', `kite number ${i}`];
   const text = `Note ${i}: ${phrases.join(', ')}.`;
   return {
-    noteId: `note-${i}`,
+    noteId: String(1000 + i),
     text,
-    mentions: phrases.map((p, j) => ({ id: `m${j}`, start: text.indexOf(p), end: text.indexOf(p) + p.length, text: p, label: 'Phenotype' })),
+    mentions: phrases.map((p) => ({ id: `${text.indexOf(p)}-${text.indexOf(p) + p.length}`, start: text.indexOf(p), end: text.indexOf(p) + p.length, text: p, label: 'Phenotype' })),
   };
+}
+
+/** The notes as a PubTator corpus (title only), so gold-sample publishes them and answers requests for them. */
+function corpus(file: string, notes: NoteInput[]): string {
+  writeFileSync(file, notes.map((n) => [`${n.noteId}|t|${n.text}`, ...n.mentions.map((m) => `${n.noteId}\t${m.start}\t${m.end}\t${m.text}\tPhenotype\tHP:${n.noteId}${m.start}`)].join('\n')).join('\n\n') + '\n');
+  return file;
 }
 
 before(async () => {
   root = mkdtempSync(join(tmpdir(), 'cuilink-labels-'));
   broker = await startLocalBroker();
   kafka = createKafkaClient({ brokers: broker.brokers, clientId: 'label-requests-test', logLevel: 'nothing' });
-  await ensureTopics(kafka, ['notes', 'linked', 'dead', 'asks', 'measure'], { partitions: 1 });
+  await ensureTopics(kafka, ['notes', 'linked', 'dead', 'asks', 'measure', 'gold'], { partitions: 1 });
   const indexDir = await buildPhenotypeIndex(join(root, 'index'));
   const gold = join(root, 'gold.jsonl');
   writeFileSync(gold, `${JSON.stringify({ text: 'blue car', label: 'Phenotype', conceptId: 'HP:0001250' })}\n`);
@@ -69,7 +76,8 @@ test('the measure slice is asked whole and at once; the learn budget goes to the
   const notes = Array.from({ length: 10 }, (_, i) => note(i));
   const measureNotes = notes.filter((n) => goldStream(n.noteId, 1 - MEASURE_FRACTION, SPLIT_SEED) === 'measure').map((n) => n.noteId);
   assert.ok(measureNotes.length > 0 && measureNotes.length < notes.length, 'the fixture has both streams');
-  await publish(kafka, 'notes', await Promise.all(notes.map((n) => noteMessage(codec, n))));
+  const brokers = ['--brokers', broker.brokers.join(',')];
+  assert.equal(await goldSample.run(['--corpus', corpus(join(root, 'first.txt'), notes), '--fraction', '0', '--gold-topic', 'gold', '--notes-topic', 'notes', ...brokers]), 0);
   const first = await readTopics(kafka, ['linked', 'measure'], (r) => r.get('linked')!.length >= 10 && r.get('measure')!.length >= 4 * measureNotes.length, { timeoutMs: 60_000 });
   const measured = await Promise.all(first.get('measure')!.map((r) => codec.decode('LabelRequest', r.value, r.headers as never)));
   assert.deepEqual([...new Set(measured.map((m) => m.noteId))].sort(), [...measureNotes].sort(), 'exactly the drawn notes');
@@ -79,7 +87,7 @@ test('the measure slice is asked whole and at once; the learn budget goes to the
   // The learn window (1 s) closes with the first delivery after it: one more note.
   await sleep(1200);
   const late = note(10);
-  await publish(kafka, 'notes', [await noteMessage(codec, late)]);
+  assert.equal(await goldSample.run(['--corpus', corpus(join(root, 'late.txt'), [late]), '--fraction', '0', '--gold-topic', 'gold', '--notes-topic', 'notes', ...brokers]), 0);
   const second = await readTopics(kafka, ['asks'], (r) => r.get('asks')!.length >= 2, { timeoutMs: 60_000 });
   await sleep(500);
   const asks = await Promise.all(second.get('asks')!.map(async (r) => ({ key: r.key, record: await codec.decode('LabelRequest', r.value, r.headers as never) })));
@@ -97,6 +105,12 @@ test('the measure slice is asked whole and at once; the learn budget goes to the
     assert.ok(!/purple|spoon|kite|Note \d/.test(JSON.stringify(record)), 'no note or mention text');
   }
   assert.equal(asks[0]!.record.recurrence, 11, 'purple spoon occurred in all 11 notes');
-  const counts = runtime.stage.stats().counts.labelRequests;
-  assert.deepEqual(counts, { measure: measured.length + (measureNotes.includes(late.noteId) ? 4 : 0), learn: 2 });
+  const lateMeasured = goldStream(late.noteId, 1 - MEASURE_FRACTION, SPLIT_SEED) === 'measure' ? 4 : 0;
+  assert.deepEqual(runtime.stage.stats().counts.labelRequests, { measure: measured.length + lateMeasured, learn: 2 });
+
+  // A simulated annotator answers exactly the learn requests: gold for those mentions and no others.
+  assert.equal(await goldSample.run(['--corpus', corpus(join(root, 'all.txt'), [...notes, late]), '--request-topic', 'asks', '--gold-topic', 'gold', ...brokers]), 0);
+  const gold = await readTopics(kafka, ['gold'], (r) => r.get('gold')!.length >= 2, { timeoutMs: 30_000 });
+  const goldMentions = await Promise.all(gold.get('gold')!.map((r) => codec.decode('GoldMention', r.value, r.headers as never)));
+  assert.deepEqual(goldMentions.map((g) => `${g.noteId}/${g.mentionId}`).sort(), asks.map(({ record }) => `${record.noteId}/${record.mentionId}`).sort());
 });

@@ -91,5 +91,5 @@ test('unsure mentions go to the review topic beside their link, and gold-sample 
   const gold = await readTopics(kafka, ['gold'], (r) => r.get('gold')!.length >= unsure.length, { timeoutMs: 30_000 });
   const goldMentions = await Promise.all(gold.get('gold')!.map((r) => codec.decode('GoldMention', r.value, r.headers as never)));
   assert.deepEqual(goldMentions.map((g) => g.mentionId).sort(), unsure.map((m) => m.mentionId).sort(), 'gold for exactly the mentions sent to review');
-  await assert.rejects(goldSample.run(['--corpus', corpus, '--review-topic', 'review', '--fraction', '1', '--brokers', broker.brokers.join(',')]), /exactly one of --fraction or --review-topic/);
+  await assert.rejects(goldSample.run(['--corpus', corpus, '--review-topic', 'review', '--fraction', '1', '--brokers', broker.brokers.join(',')]), /exactly one of --fraction, --review-topic or --request-topic/);
 });

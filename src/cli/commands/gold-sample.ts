@@ -5,10 +5,10 @@ import { createKafkaClient } from '../../stream/kafka-client.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
 import { ensureTopics, requireTopics } from '../../stream/topics.ts';
 import { publishGoldSample } from '../../eval/gold-publisher.ts';
-import { readReviewedMentions } from '../../eval/review-reader.ts';
+import { readRequestedMentions } from '../../eval/review-reader.ts';
 import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-flags.ts';
 
-const usage = `Usage: cuilink gold-sample --corpus FILE.PubTator (--fraction F | --review-topic T) [options]
+const usage = `Usage: cuilink gold-sample --corpus FILE.PubTator (--fraction F | --review-topic T | --request-topic T) [options]
 
 Samples a fraction of a PubTator corpus's annotated notes (a deterministic draw per note id and
 seed, the same in every run) and publishes their gold mentions (GoldMention Avro, keyed by note
@@ -21,6 +21,9 @@ Options:
   --fraction F           share of notes whose gold is published, 0..1
   --review-topic T       instead of --fraction: publish the gold of exactly the mentions the stage
                          sent to this review topic (ReviewMention records, read to their end)
+  --request-topic T      instead of --fraction: publish the gold of exactly the mentions the stage
+                         asked labels for on this topic (LabelRequest records, read to their end:
+                         topics.labelRequests or topics.measureRequests; an annotator that answers)
   --seed N               sampling seed (default 1)
   --gold-topic T         gold topic (default cuilink.gold)
   --notes-topic T        also publish the notes to this input topic (e.g. cuilink.notes)
@@ -41,6 +44,7 @@ export const goldSample: Command = {
       corpus: { type: 'string' },
       fraction: { type: 'string' },
       'review-topic': { type: 'string' },
+      'request-topic': { type: 'string' },
       seed: { type: 'string' },
       'gold-topic': { type: 'string' },
       'notes-topic': { type: 'string' },
@@ -51,8 +55,10 @@ export const goldSample: Command = {
     });
     const corpusFile = requireString(values.corpus, 'corpus');
     const reviewTopic = values['review-topic'];
-    if ((reviewTopic === undefined) === (values.fraction === undefined)) throw new InputError('give exactly one of --fraction or --review-topic', 'BAD_FLAGS');
-    const fraction = reviewTopic === undefined ? parseNumberFlag(values.fraction, 'fraction', 1, { min: 0, max: 1 }) : 0;
+    const requestTopic = values['request-topic'];
+    const asked = reviewTopic !== undefined ? { topic: reviewTopic, kind: 'ReviewMention' as const } : requestTopic !== undefined ? { topic: requestTopic, kind: 'LabelRequest' as const } : undefined;
+    if ([reviewTopic, requestTopic, values.fraction].filter((v) => v !== undefined).length !== 1) throw new InputError('give exactly one of --fraction, --review-topic or --request-topic', 'BAD_FLAGS');
+    const fraction = asked === undefined ? parseNumberFlag(values.fraction, 'fraction', 1, { min: 0, max: 1 }) : 0;
     const seed = parseNumberFlag(values.seed, 'seed', 1, { integer: true });
     const partitions = parseNumberFlag(values.partitions, 'partitions', 1, { min: 1, integer: true });
     const goldTopic = values['gold-topic'] ?? 'cuilink.gold';
@@ -66,19 +72,19 @@ export const goldSample: Command = {
     }
     const { connection, schemaRegistry } = kafkaRequest(values, 'cuilink-gold-sample');
     const kafka = createKafkaClient(connection);
-    if (reviewTopic !== undefined && (reviewTopic === goldTopic || reviewTopic === notesTopic)) throw new InputError('--review-topic must differ from the gold and notes topics', 'BAD_FLAGS');
+    if (asked !== undefined && (asked.topic === goldTopic || asked.topic === notesTopic)) throw new InputError(`--${asked.kind === 'ReviewMention' ? 'review' : 'request'}-topic must differ from the gold and notes topics`, 'BAD_FLAGS');
     const topics = notesTopic === undefined ? [goldTopic] : [goldTopic, notesTopic];
     if (values['create-topics']) await ensureTopics(kafka, topics, { partitions });
     else await requireTopics(kafka, topics);
     const codec = createRecordCodec({ schemaRegistry });
     let onlyMentions: Set<string> | undefined;
-    if (reviewTopic !== undefined) {
-      await requireTopics(kafka, [reviewTopic]);
-      onlyMentions = await readReviewedMentions(kafka, codec, reviewTopic);
+    if (asked !== undefined) {
+      await requireTopics(kafka, [asked.topic]);
+      onlyMentions = await readRequestedMentions(kafka, codec, asked.topic, asked.kind);
     }
     const result = await publishGoldSample({ kafka, codec, corpusFile, fraction, seed, goldTopic, notesTopic, types, annotator: values.annotator, onlyMentions });
     console.log(
-      `${corpusFile}: ${result.notes} annotated notes, ${result.sampledNotes} sampled (${reviewTopic === undefined ? `fraction ${fraction}, seed ${seed}` : `${onlyMentions!.size} mentions on ${reviewTopic}`}); ` +
+      `${corpusFile}: ${result.notes} annotated notes, ${result.sampledNotes} sampled (${asked === undefined ? `fraction ${fraction}, seed ${seed}` : `${onlyMentions!.size} mentions on ${asked.topic}`}); ` +
         `${result.goldPublished} gold mentions → ${goldTopic}${notesTopic === undefined ? '' : `, ${result.notesPublished} notes → ${notesTopic}`}`,
     );
     return 0;
