@@ -50,6 +50,9 @@ export class LinkingStage {
   private readonly batcher: MentionBatcher<QueuedNote, NoteOutcome>;
   private readonly logger: Logger;
   private readonly handle: PartitionBatchHandler['handle'];
+  private readonly flushDueLabels: PartitionBatchHandler['flushDueLabels'];
+  /** Sends a closed label window on an idle stream (docs/active-learning.md). */
+  private labelTimer: NodeJS.Timeout | undefined;
   private readonly noteLinker: NoteBatchLinker;
   readonly progress = new StageProgress();
   /** The output and dead-letter topics' record size limits, read at start. */
@@ -115,6 +118,7 @@ export class LinkingStage {
       labels: labelRoutingOf(config, options.linker),
     });
     this.handle = (payload) => handler.handle(payload);
+    this.flushDueLabels = () => handler.flushDueLabels();
   }
 
   /** Connects, checks the topics exist, joins the group and starts consuming. */
@@ -156,6 +160,11 @@ export class LinkingStage {
       },
     });
     this.running = true;
+    if (config.topics.labelRequests !== undefined || config.topics.measureRequests !== undefined) {
+      // A window that closes while no batch comes goes out within 10 s of closing.
+      this.labelTimer = setInterval(() => void this.flushDueLabels(), Math.min(config.labels.windowMs, 10_000));
+      this.labelTimer.unref();
+    }
     this.logger.info('stage started', { delivery: config.delivery, input: config.topics.input, output: config.topics.output, deadLetter: config.topics.deadLetter });
   }
 
@@ -199,6 +208,7 @@ export class LinkingStage {
   stop(): Promise<boolean> {
     this.stopPromise ??= (async () => {
       this.stopping = true;
+      if (this.labelTimer) clearInterval(this.labelTimer);
       const { config } = this.options;
       const { drainTimeoutMs } = config;
       if (!this.running) {

@@ -56,7 +56,8 @@ export class OutputDelivery {
     await this.producer?.disconnect();
   }
 
-  deliver(topicMessages: TopicMessages[], commit: PartitionCommit): Promise<void> {
+  /** Without `commit`: records that answer no input (label requests of a closed window), sent alone (in a transaction of their own). */
+  deliver(topicMessages: TopicMessages[], commit?: PartitionCommit): Promise<void> {
     const step = this.tail.then(() => (this.config.delivery === 'exactly-once' ? this.transactional(topicMessages, commit) : this.atLeastOnce(topicMessages, commit)));
     this.tail = step.catch(() => {});
     return step;
@@ -80,16 +81,16 @@ export class OutputDelivery {
     }
   }
 
-  private async atLeastOnce(topicMessages: TopicMessages[], commit: PartitionCommit): Promise<void> {
+  private async atLeastOnce(topicMessages: TopicMessages[], commit: PartitionCommit | undefined): Promise<void> {
     await this.sendAll(topicMessages, (request) => this.producer!.sendBatch({ topicMessages: [request], acks: -1 }));
-    await this.consumer.commitOffsets([commit]);
+    if (commit) await this.consumer.commitOffsets([commit]);
   }
 
-  private async transactional(topicMessages: TopicMessages[], commit: PartitionCommit): Promise<void> {
+  private async transactional(topicMessages: TopicMessages[], commit: PartitionCommit | undefined): Promise<void> {
     const transaction = await this.producer!.transaction();
     try {
       await this.sendAll(topicMessages, (request) => transaction.sendBatch({ topicMessages: [request], acks: -1 }));
-      await transaction.sendOffsets({ consumerGroupId: this.config.groupId, topics: [{ topic: commit.topic, partitions: [{ partition: commit.partition, offset: commit.offset }] }] });
+      if (commit) await transaction.sendOffsets({ consumerGroupId: this.config.groupId, topics: [{ topic: commit.topic, partitions: [{ partition: commit.partition, offset: commit.offset }] }] });
       await transaction.commit();
     } catch (error) {
       if (transaction.isActive()) await transaction.abort().catch(() => {});

@@ -205,11 +205,34 @@ export class PartitionBatchHandler {
     if (labels === undefined) return [];
     const now = Date.now();
     for (const entry of group) if (entry.outcome?.kind === 'linked' && entry.note) labels.selector.observe(entry.note, entry.outcome.linked, now);
-    const taken = labels.selector.take(now);
-    const routed = taken.filter((p) => this.labelTopic(p) !== undefined);
-    // A measure request with no measure topic is not asked; its note stays out of learning all the same.
-    labels.selector.confirm(taken.filter((p) => this.labelTopic(p) === undefined));
-    return routed;
+    return this.routed(labels.selector.take(now));
+  }
+
+  /** A measure request with no measure topic is not asked; its note stays out of learning all the same. */
+  private routed(taken: LabelProposal[]): LabelProposal[] {
+    this.deps.labels?.selector.confirm(taken.filter((p) => this.labelTopic(p) === undefined));
+    return taken.filter((p) => this.labelTopic(p) !== undefined);
+  }
+
+  /**
+   * Sends the label requests of a window that closed while no batch came (an idle stream), alone:
+   * they answer no input, so no offset goes with them. Called on a timer; a failure puts them
+   * back for the next batch or tick (a broker outage is the consumer's to report).
+   */
+  async flushDueLabels(): Promise<void> {
+    const labels = this.deps.labels;
+    if (labels === undefined || this.deps.isStopping()) return;
+    const proposals = this.routed(labels.selector.take(Date.now()));
+    if (proposals.length === 0) return;
+    try {
+      await this.deps.delivery.deliver(await this.labelMessages(proposals, {}));
+    } catch (error) {
+      labels.selector.putBack(proposals);
+      this.deps.logger.warn('label requests not delivered; kept for the next delivery', { requests: proposals.length, code: codeOf(error) });
+      return;
+    }
+    labels.selector.confirm(proposals);
+    for (const p of proposals) this.deps.metrics.recordLabelRequested(p.stream);
   }
 
   private labelTopic(p: LabelProposal): string | undefined {

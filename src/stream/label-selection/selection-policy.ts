@@ -14,8 +14,8 @@ export const SELECTION_POLICIES = ['random-note', 'random-mention', 'confidence'
 export type SelectionPolicy = (typeof SELECTION_POLICIES)[number];
 
 /** The defaults, chosen on the tune split by bench:active (bench/results/active-learning.json). */
-export const DEFAULT_LABEL_POLICY: SelectionPolicy = 'confidence-recurrence';
-export const DEFAULT_RECURRENCE_EXPONENT = 0.5;
+export const DEFAULT_LABEL_POLICY: SelectionPolicy = 'confidence';
+export const DEFAULT_RECURRENCE_EXPONENT = 2;
 
 export function isNeedDriven(policy: SelectionPolicy): boolean {
   return policy === 'confidence' || policy === 'confidence-recurrence';

@@ -41,7 +41,7 @@ test('defaults, then the file, then environment variables', () => {
 
 test('label selection: off by default; topics, policy, budget, window and the measure split from the environment', () => {
   const plain = loadStageConfig({ env: {} });
-  assert.deepEqual([plain.topics.labelRequests, plain.topics.measureRequests, plain.labels.policy, plain.labels.budget, plain.labels.windowMs, plain.labels.measureFraction, plain.labels.splitSeed], [undefined, undefined, 'confidence-recurrence', 100, 3_600_000, 0.02, 20261124]);
+  assert.deepEqual([plain.topics.labelRequests, plain.topics.measureRequests, plain.labels.policy, plain.labels.budget, plain.labels.windowMs, plain.labels.measureFraction, plain.labels.splitSeed], [undefined, undefined, 'confidence', 100, 3_600_000, 0.02, 20261124]);
   const set = loadStageConfig({ env: { CUILINK_LABEL_TOPIC: 'asks', CUILINK_MEASURE_TOPIC: 'measure', CUILINK_LABEL_POLICY: 'confidence', CUILINK_LABEL_BUDGET: '25', CUILINK_LABEL_WINDOW_MS: '86400000', CUILINK_MEASURE_FRACTION: '0.05', CUILINK_MEASURE_BUDGET: '40', CUILINK_LABEL_SPLIT_SEED: '7' } });
   assert.deepEqual([set.topics.labelRequests, set.topics.measureRequests, set.labels.policy, set.labels.budget, set.labels.windowMs, set.labels.measureFraction, set.labels.measureBudget, set.labels.splitSeed], ['asks', 'measure', 'confidence', 25, 86_400_000, 0.05, 40, 7]);
 });
