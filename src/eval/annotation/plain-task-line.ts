@@ -1,3 +1,4 @@
+import type { LabelRequestRecord } from '../../stream/avro/avro-records.ts';
 import { requestLabel } from './label-request-line.ts';
 import type { JoinedRequest } from './request-note-join.ts';
 
@@ -6,23 +7,10 @@ import type { JoinedRequest } from './request-note-join.ts';
  * its mention text, its note and the linker's candidates. `cuilink annotate import --tasks` reads
  * it as the ledger just as it reads the Label Studio tasks file.
  */
-export interface PlainTaskLine {
-  requestId: string;
-  noteId: string;
-  mentionId: string;
-  start: number;
-  end: number;
-  label: string;
-  stream: 'learn' | 'measure';
-  policy: string;
-  priority: number;
+export type PlainTaskLine = { requestId: string } & Pick<LabelRequestRecord, 'noteId' | 'mentionId' | 'start' | 'end' | 'label' | 'stream' | 'policy' | 'priority'> & {
   text: string;
   noteText: string;
-  conceptId: string | null;
-  confidence: number | null;
-  nil: boolean;
-  candidates: { conceptId: string; name: string; score: number }[];
-}
+} & Pick<LabelRequestRecord, 'conceptId' | 'confidence' | 'nil' | 'candidates'>;
 
 export function buildPlainTaskLine({ request: r, noteText, surface }: JoinedRequest): PlainTaskLine {
   return {

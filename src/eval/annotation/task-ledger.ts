@@ -1,3 +1,4 @@
+import type { LabelRequestRecord } from '../../stream/avro/avro-records.ts';
 import { InputError } from '../../kb/errors.ts';
 import { mentionKey } from '../gold.ts';
 import { topLevelElementLines } from './json-array-lines.ts';
@@ -5,13 +6,7 @@ import { requestLabel } from './label-request-line.ts';
 import { isObject, parseJsonSafely } from './safe-json.ts';
 
 /** What the export asked about one mention: the import's truth, whatever an export file claims. */
-export interface LedgerEntry {
-  noteId: string;
-  mentionId: string;
-  start: number;
-  end: number;
-  label: string;
-  stream: 'learn' | 'measure';
+export interface LedgerEntry extends Pick<LabelRequestRecord, 'noteId' | 'mentionId' | 'start' | 'end' | 'label' | 'stream'> {
   /** The candidate ids the task offered as choices. */
   candidateIds: ReadonlySet<string>;
   /** The mention's text: a gold JSONL line carries it for `cuilink memory add --jsonl`. */
