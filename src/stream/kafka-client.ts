@@ -96,5 +96,8 @@ export function createKafkaClient(config: KafkaConnectionConfig, sink: KafkaLogS
 }
 
 function stderrSink(entry: Parameters<KafkaLogSink>[0]): void {
+  // A broker's error response (coordinator loading, leader moved) that kafkajs retries by itself is
+  // no news to a command's user: if the retries run out, the command fails with the error anyway.
+  if (entry.level === 'error' && entry.message.startsWith('Response ')) return;
   process.stderr.write(`${JSON.stringify({ level: entry.level, component: `kafka.${entry.namespace}`, message: entry.message, ...entry.extra })}\n`);
 }

@@ -2,7 +2,10 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
-import { loadPubTatorCorpus } from '../../eval/gold.ts';
+import { loadPubTatorCorpus, type GoldCorpus } from '../../eval/gold.ts';
+import { MemoryStore } from '../../retrieve/memory-store.ts';
+import { resolveMemoryDir } from '../../retrieve/memory-root.ts';
+import { normalizeName } from '../../text/normalize.ts';
 import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { keepSplitPart } from '../../eval/offline-eval.ts';
 import { fitCalibration } from '../../eval/confidence/fit-calibration.ts';
@@ -50,6 +53,9 @@ Options:
                          NIL part, confidence is then P(right) as if every concept were in the KB)
   --nil-prevalence P     share of mentions without a KB concept a deployment is assumed to see
                          (default ${DEFAULT_NIL_PREVALENCE})
+  --with-memory ROOT     also fit on the part's links made with this labelled-mention memory, so
+                         memory-decided links get a fitted confidence (the memory must hold no label
+                         of the part's notes: for the tune part, one from the learn part)
 ${LINKER_FLAGS_HELP}
   -h, --help             this text`;
 
@@ -68,11 +74,13 @@ export const calibrate: Command = {
       l2: { type: 'string' },
       'nil-runs': { type: 'string' },
       'nil-prevalence': { type: 'string' },
+      'with-memory': { type: 'string' },
     });
     const indexDir = requireString(values.index, 'index');
     const corpusFile = requireString(values.corpus, 'corpus');
     const out = requireString(values.out, 'out');
     if (values.calibration !== undefined) throw new InputError('--calibration: calibrate fits one; links are made without any', 'BAD_FLAGS');
+    if (values.memory !== undefined) throw new InputError('--memory: calibrate links without a memory; --with-memory ROOT adds a pass with one', 'BAD_FLAGS');
     const split = parseSplitPart(values.split ?? 'tune')!;
     const seed = parseNumberFlag(values['split-seed'], 'split-seed', TUNING_SPLIT_SEED, { integer: true });
     const l2 = parseNumberFlag(values.l2, 'l2', DEFAULT_L2, { min: 0 });
@@ -81,12 +89,15 @@ export const calibrate: Command = {
     const corpus = await loadPubTatorCorpus(corpusFile);
     keepSplitPart(corpus, split, seed);
     if (corpus.gold.size === 0) throw new InputError(`${corpusFile}: the ${split} part has no annotated mentions: nothing to fit on`, 'BAD_CORPUS');
+    const withMemory = values['with-memory'];
+    if (withMemory !== undefined) refuseMemoryOverlap(withMemory, corpus, split);
     const store = await loadIndexKb(indexDir);
     const { file, rows, labels } = await fitCalibration({
       corpus,
       store,
       view: kbOntologyView(store),
       open: (excludeConcepts) => openLinker({ ...linkerRequest(values), indexDir, calibration: false, excludeConcepts, log: excludeConcepts ? () => {} : undefined }),
+      openWithMemory: withMemory === undefined ? undefined : () => openLinker({ ...linkerRequest(values), indexDir, calibration: false, memoryDir: withMemory, memoryPollMs: 0, log: () => {} }),
       l2,
       nilRuns,
       nilPrevalence,
@@ -100,10 +111,19 @@ export const calibrate: Command = {
     }
     const fitted = ConfidenceCalibrator.load(out);
     const points = rows.map((x, i) => ({ confidence: fitted.probability(x), correct: labels[i]! }));
-    console.log(`calibrate: ${rows.length} linked mentions of the ${split} part (seed ${seed}), ${labels.filter(Boolean).length} right at top-1; written to ${out}`);
+    const memoryPass = file.fit.memoryPass as { mentions: number; memoryDecided: number; memoryVersion: string } | undefined;
+    console.log(`calibrate: ${rows.length} linked mentions of the ${split} part (seed ${seed})${memoryPass ? `, ${memoryPass.mentions} of them linked with memory ${memoryPass.memoryVersion} (${memoryPass.memoryDecided} memory-decided)` : ''}, ${labels.filter(Boolean).length} right at top-1; written to ${out}`);
     console.log(formatConfidence(summarizeConfidence(points), 'in-sample'));
     const nil = file.fit.nil as { runs: number; mentions: number; stranded: number } | undefined;
     if (file.nil && nil) console.log(`NIL part: ${nil.runs} held-out-concept runs, ${nil.stranded} of ${nil.mentions} linked mentions had lost their concept; read at an assumed ${file.nil.assumedPrevalence} of mentions without one`);
     return 0;
   },
 };
+
+/** A memory holding labels of the notes it would be fitted on would make its links look surer than they are. */
+function refuseMemoryOverlap(root: string, corpus: GoldCorpus, split: string): void {
+  const store = MemoryStore.open(resolveMemoryDir(root).dir, normalizeName);
+  const notes = new Set(corpus.notes.map((n) => n.noteId));
+  const overlap = store.list().filter((r) => r.noteId !== null && notes.has(r.noteId));
+  if (overlap.length > 0) throw new InputError(`--with-memory ${root}: holds ${overlap.length} label(s) of the ${split} part's notes (e.g. note ${overlap[0]!.noteId}); fit with a memory learned elsewhere (memory add --split learn for the tune part)`, 'BAD_FLAGS');
+}

@@ -20,6 +20,12 @@ export interface FitCalibrationRequest {
   view: OntologyView;
   /** Opens a linker without calibration, optionally blind to some concepts. */
   open: (excludeConcepts?: ReadonlySet<string>) => Promise<Linker>;
+  /**
+   * Opens the same linker with a labelled-mention memory (learned from notes outside the corpus
+   * part): its links are added to the "top-1 right" examples, so memory-decided links get a
+   * confidence fitted on such links instead of one extrapolated from a fit that never saw one.
+   */
+  openWithMemory?: () => Promise<Linker>;
   l2: number;
   /** Held-out-concept runs (seeds 1..n) the NIL part is fitted on; 0 fits none. */
   nilRuns: number;
@@ -45,6 +51,20 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
   }
   const facts = new ConceptFacts(linker.index.concepts);
   const { rows, labels } = calibrationExamples(corpus, result, facts);
+  let memoryPass: Record<string, unknown> | undefined;
+  if (request.openWithMemory) {
+    const withMemory = await request.openWithMemory();
+    let linked;
+    try {
+      linked = await evaluateCorpus(withMemory, corpus, view);
+      memoryPass = { mentions: linked.scored.length, memoryVersion: withMemory.versions.memoryVersion, memoryDecided: linked.linked.filter((m) => m.memoryDecided).length };
+    } finally {
+      await withMemory.close();
+    }
+    const more = calibrationExamples(corpus, linked, facts);
+    rows.push(...more.rows);
+    labels.push(...more.labels);
+  }
   const right = fitLogistic(rows, labels, { l2 });
   const file: CalibrationFile = {
     format: CALIBRATION_FORMAT,
@@ -55,7 +75,7 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     weights: right.weights,
     bias: right.bias,
     models: linker.modelChecksums!,
-    fit: { ...request.fit, mentions: rows.length, right: labels.filter(Boolean).length, l2, iterations: right.iterations, logLoss: right.logLoss, versions: linker.versions },
+    fit: { ...request.fit, mentions: rows.length, right: labels.filter(Boolean).length, l2, iterations: right.iterations, logLoss: right.logLoss, versions: linker.versions, ...(memoryPass ? { memoryPass } : {}) },
   };
   if (request.nilRuns > 0) {
     const nilRows: Float64Array[] = [];

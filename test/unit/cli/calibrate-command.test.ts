@@ -1,10 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-const run = (...args: string[]) => spawnSync(process.execPath, ['bin/cuilink.js', 'calibrate', ...args], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
+const run = (...args: string[]) => spawnSync(process.execPath, ['bin/cuilink.js', 'calibrate', ...args], { cwd: REPO, encoding: 'utf8', timeout: 180_000 });
 const INDEX = 'test/fixtures/eval/index';
 
 test('calibrate: bad input is one line naming the flag or the split, exit 2, nothing loaded', () => {
@@ -22,5 +25,39 @@ test('calibrate: bad input is one line naming the flag or the split, exit 2, not
     const lines = result.stderr.trim().split('\n').filter((l) => !l.startsWith('npm warn'));
     assert.equal(lines.length, 1, `one line: ${result.stderr}`);
     assert.match(lines[0]!, message);
+  }
+});
+
+test('calibrate --with-memory: a memory holding labels of the fitted part is refused; one from the other part adds a memory pass to the fit', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-calibrate-memory-'));
+  try {
+    // 110 copies of one small note: enough documents for the 100-document tune part. Its coders
+    // file "anemia" under Neoplasms: wrong for the KB alone, learned by a memory.
+    const note = (id: number) => [`${id}|t|Colon cancer and breast cancer.`, `${id}|a|Patients with colon cancer had anemia.`, `${id}\t0\t12\tColon cancer\tSpecificDisease\tD003110`, `${id}\t17\t30\tbreast cancer\tSpecificDisease\tD001943`, `${id}\t46\t58\tcolon cancer\tSpecificDisease\tD003110`, `${id}\t63\t69\tanemia\tDiseaseClass\tD009369`].join('\n');
+    const index = join(dir, 'index');
+    const built = spawnSync(process.execPath, ['bin/cuilink.js', 'index', 'build', '--kb', 'test/fixtures/eval/mini-kb.jsonl', '--out', index, '--provider', 'cpu', '--threads', '1'], { cwd: REPO, encoding: 'utf8', timeout: 120_000 });
+    assert.equal(built.status, 0, built.stderr);
+    const corpus = join(dir, 'corpus.PubTator');
+    writeFileSync(corpus, `${Array.from({ length: 110 }, (_, i) => note(5000 + i)).join('\n\n')}\n`);
+    const memory = (part: string) => {
+      const root = join(dir, `memory-${part}`);
+      const added = spawnSync(process.execPath, ['bin/cuilink.js', 'memory', 'add', '--memory', root, '--corpus', corpus, '--split', part, '--index', index, '--provider', 'cpu', '--threads', '1'], { cwd: REPO, encoding: 'utf8', timeout: 120_000 });
+      assert.equal(added.status, 0, added.stderr);
+      return root;
+    };
+    const base = ['--index', index, '--corpus', corpus, '--provider', 'cpu', '--threads', '1', '--nil-runs', '0'];
+    const refused = run(...base, '--out', join(dir, 'x.json'), '--with-memory', memory('tune'));
+    assert.equal(refused.status, 2, refused.stderr);
+    assert.match(refused.stderr, /--with-memory .*holds 400 label\(s\) of the tune part's notes/);
+    assert.match(run(...base, '--out', join(dir, 'x.json'), '--memory', memory('learn')).stderr, /--memory: calibrate links without a memory/);
+    const out = join(dir, 'calibration.json');
+    const fitted = run(...base, '--out', out, '--with-memory', join(dir, 'memory-learn'));
+    assert.equal(fitted.status, 0, fitted.stderr);
+    const file = JSON.parse(readFileSync(out, 'utf8')) as { fit: { mentions: number; memoryPass?: { mentions: number; memoryDecided: number } } };
+    assert.equal(file.fit.memoryPass?.mentions, 400, 'the tune part linked again with the memory');
+    assert.equal(file.fit.mentions, 800, 'both passes are fitting examples');
+    assert.ok(file.fit.memoryPass!.memoryDecided > 0, 'the memory decided links in its pass');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
