@@ -4,15 +4,24 @@ import { InputError } from '../kb/errors.ts';
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 /**
- * Strict flag parsing for every command: unknown flags and missing values become an InputError
- * with a one-line reason, so the CLI exits non-zero instead of guessing.
+ * Strict flag parsing for every command: unknown flags, missing values and a flag that takes one
+ * value given twice become an InputError with a one-line reason, so the CLI exits non-zero instead
+ * of guessing (node's parseArgs keeps the last of `--corpus a --corpus b` silently).
  */
 export function parseFlags<T extends Options>(argv: string[], options: T, allowPositionals = false) {
+  let parsed;
   try {
-    return parseArgs({ args: argv, options, strict: true, allowPositionals });
+    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals, tokens: true });
   } catch (error) {
     throw new InputError((error as Error).message, 'BAD_FLAGS');
   }
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option' || options[token.name]?.multiple) continue;
+    if (seen.has(token.name)) throw new InputError(`--${token.name} given more than once (it takes one value)`, 'BAD_FLAGS');
+    seen.add(token.name);
+  }
+  return { values: parsed.values, positionals: parsed.positionals };
 }
 
 export function requireString(value: string | boolean | undefined, flag: string): string {

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from '../command.ts';
-import { parseSingleValueFlags } from '../single-value-flags.ts';
+import { parseFlags } from '../args.ts';
 import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-flags.ts';
 import { InputError } from '../../kb/errors.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
@@ -45,7 +45,7 @@ export const annotateExport: Command = {
   summary: 'Label requests → Label Studio tasks (and plain JSONL) for annotators',
   usage,
   async run(argv) {
-    const { values } = parseSingleValueFlags(argv, {
+    const { values } = parseFlags(argv, {
       ...KAFKA_FLAG_OPTIONS,
       requests: { type: 'string' },
       'request-topic': { type: 'string', multiple: true },

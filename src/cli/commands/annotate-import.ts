@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Kafka } from 'kafkajs';
 import type { Command } from '../command.ts';
-import { parseSingleValueFlags } from '../single-value-flags.ts';
-import { requireString } from '../args.ts';
+import { parseFlags, requireString } from '../args.ts';
 import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-flags.ts';
 import { InputError } from '../../kb/errors.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
@@ -66,7 +65,7 @@ export const annotateImport: Command = {
   summary: 'Label Studio export (or JSONL answers) → gold mentions: gold JSONL and/or the gold topic',
   usage,
   async run(argv) {
-    const { values } = parseSingleValueFlags(argv, {
+    const { values } = parseFlags(argv, {
       ...KAFKA_FLAG_OPTIONS,
       export: { type: 'string' },
       jsonl: { type: 'string' },

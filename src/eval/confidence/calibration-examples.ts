@@ -1,3 +1,4 @@
+import type { LinkedMention } from '../../link/types.ts';
 import { confidenceFeatures, noteNeighbours, type ConceptFactsView } from '../../link/confidence-features.ts';
 import { mentionKey, type GoldCorpus } from '../gold.ts';
 import type { OfflineEvalResult } from '../offline-eval.ts';
@@ -14,6 +15,7 @@ export function calibrationExamples(
   result: Pick<OfflineEvalResult, 'scored' | 'linked'>,
   facts: ConceptFactsView,
   label: (scored: ScoredMention) => boolean = (s) => s.scores.hit1,
+  keep: (linked: LinkedMention) => boolean = () => true,
 ): { rows: Float64Array[]; labels: boolean[] } {
   const texts = new Map(corpus.notes.flatMap((n) => n.mentions.map((m) => [mentionKey(n.noteId, m.id), m.text] as const)));
   const byNote = new Map<string, number[]>();
@@ -28,7 +30,7 @@ export function calibrationExamples(
     const mentions = members.map((i) => ({ linked: result.linked[i]!, text: texts.get(mentionKey(result.scored[i]!.noteId, result.scored[i]!.mentionId)) ?? '' }));
     const neighbours = noteNeighbours(mentions);
     mentions.forEach((m, k) => {
-      if (m.linked.candidates.length === 0) return;
+      if (m.linked.candidates.length === 0 || !keep(m.linked)) return;
       rows.push(confidenceFeatures(m.linked, m.text, facts, neighbours[k]));
       labels.push(label(result.scored[members[k]!]!));
     });

@@ -57,11 +57,12 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     let linked;
     try {
       linked = await evaluateCorpus(withMemory, corpus, view);
-      memoryPass = { mentions: linked.scored.length, memoryVersion: withMemory.versions.memoryVersion, memoryDecided: linked.linked.filter((m) => m.memoryDecided).length };
+      memoryPass = { mentions: linked.scored.length, memoryVersion: withMemory.versions.memoryVersion, memoryDecided: linked.linked.filter((m) => m.memoryDecided).length, memorySupported: linked.linked.filter((m) => m.memoryDecided === true || (m.memorySupport ?? 0) > 0).length };
     } finally {
       await withMemory.close();
     }
-    const more = calibrationExamples(corpus, linked, facts);
+    // Only the links the memory moved: the rest repeat the first pass's links and would count twice.
+    const more = calibrationExamples(corpus, linked, facts, undefined, (m) => m.memoryDecided === true || (m.memorySupport ?? 0) > 0);
     rows.push(...more.rows);
     labels.push(...more.labels);
   }
