@@ -122,6 +122,10 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       const store = await loadIndexKb(indexDir);
       const hierarchy = Hierarchy.fromStore(store);
       const view = kbOntologyView(store, hierarchy);
+      const unknown = [...corpus.gold.values()].filter((g) => !g.ids.some((id) => view.resolve(id) !== undefined));
+      // A KB that knows none of the gold ids would score 0.000 everywhere: say so instead of measuring.
+      if (unknown.length === corpus.gold.size) throw new InputError(`--index ${indexDir}: its KB holds none of the ${corpus.gold.size} gold mentions' concepts (e.g. ${unknown[0]!.ids[0]}): the corpus and the index use different vocabularies`, 'BAD_CORPUS');
+      if (unknown.length > 0) process.stderr.write(`eval: ${unknown.length} of ${corpus.gold.size} gold mentions name no concept of the index's KB (e.g. ${unknown[0]!.ids[0]}): they cannot be linked right\n`);
       const heldOut = holdOutFraction === undefined ? undefined : holdOutConcepts(corpus, store, holdOutFraction, holdOutSeed);
       const core = await openCore({ ...linkerRequest(values), indexDir, excludeConcepts: heldOut?.concepts });
       let result;

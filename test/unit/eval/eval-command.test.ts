@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeEvalCommand } from '../../../src/cli/commands/eval.ts';
@@ -83,6 +83,15 @@ test('`cuilink eval`: bad flags and files are one-line InputErrors, before any m
   await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', 'nope.PubTator']), /cannot read nope\.PubTator/);
   await assert.rejects(evalCommand.run(['--index', 'test/fixtures/eval', '--corpus', CORPUS]), /manifest\.json: no such file/);
   await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', CORPUS, '--bogus']), /Unknown option '--bogus'/);
+  // A KB that holds none of the gold concepts would score 0.000 everywhere without a word.
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-eval-vocab-'));
+  try {
+    const foreign = join(dir, 'foreign.PubTator');
+    writeFileSync(foreign, '7|t|Colon cancer.\n7\t0\t12\tColon cancer\tDisease\tICD10CM:C18.9\n\n');
+    await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', foreign]), /--index test\/fixtures\/eval\/index: its KB holds none of the 1 gold mentions' concepts \(e\.g\. ICD10CM:C18\.9\)/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
   assert.equal(opened, false);
 });
 
