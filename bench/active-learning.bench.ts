@@ -6,7 +6,7 @@
 // weight is chosen there) and, once per change, on dev. Writes bench/results/active-learning.json
 // and active-learning.svg.
 //   --budgets 100,250,500,1000,2000  --windows 10  --exponents 0.5,1,2  --no-dev  --out FILE
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -25,7 +25,7 @@ import { SELECTION_POLICIES, type SelectionPolicy } from '../src/stream/label-se
 import { ensureBenchIndex } from './bench-index.ts';
 import { labelCurveSvg, type Curve } from './label-curve-svg.ts';
 import { replaySelection } from './label-replay.ts';
-import { MEDIC_KB_FLAGS, medicKb } from './medic-kb.ts';
+import { MEDIC_KB_FLAGS, medicKb, requireBenchFiles } from './medic-kb.ts';
 
 const SHARED = join('..', 'shared', 'data');
 const { values } = parseArgs({
@@ -41,12 +41,7 @@ const { values } = parseArgs({
   },
 });
 const medic = medicKb(values);
-for (const file of [...medic.files, values['corpus-train'], values['corpus-dev']]) {
-  if (!existsSync(file)) {
-    console.error(`bench:active: ${file} not found (the benchmark needs ../shared/data)`);
-    process.exit(2);
-  }
-}
+requireBenchFiles('bench:active', [...medic.files, values['corpus-train'], values['corpus-dev']]);
 const budgets = values.budgets.split(',').map(Number);
 const windows = Number(values.windows);
 const exponents = values.exponents.split(',').map(Number);

@@ -6,7 +6,7 @@
 // ±1 point of `cuilink eval` of the same notes with the same memory version. Also printed: the
 // whole of dev offline, and the slice estimate's 95% interval. Writes bench/results/measure-stream.json.
 //   --measure-fraction 0.25  --out FILE
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,7 +29,7 @@ import { startLocalBroker } from '../src/stream/local-broker.ts';
 import { stageConfigSchema } from '../src/stream/stage-config.ts';
 import { ensureTopics } from '../src/stream/topics.ts';
 import { ensureBenchIndex } from './bench-index.ts';
-import { MEDIC_KB_FLAGS, medicKb } from './medic-kb.ts';
+import { MEDIC_KB_FLAGS, medicKb, requireBenchFiles } from './medic-kb.ts';
 
 const SHARED = join('..', 'shared', 'data');
 const { values } = parseArgs({
@@ -42,12 +42,7 @@ const { values } = parseArgs({
   },
 });
 const medic = medicKb(values);
-for (const file of [...medic.files, values['corpus-train'], values.corpus]) {
-  if (!existsSync(file)) {
-    console.error(`bench:measure: ${file} not found (the benchmark needs ../shared/data)`);
-    process.exit(2);
-  }
-}
+requireBenchFiles('bench:measure', [...medic.files, values['corpus-train'], values.corpus]);
 const measureFraction = Number(values['measure-fraction']);
 const { indexDir } = ensureBenchIndex({ ...medic, modelDir: DEFAULT_MODEL_DIR, log: console.log });
 const view = kbOntologyView(await loadIndexKb(indexDir));

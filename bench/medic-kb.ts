@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -34,4 +35,14 @@ export function medicKb(values: MedicKbFlagValues): { kb: string; supplements: s
 function listFlag(value: string | undefined): string[] {
   if (value === undefined || value === '' || value === 'none') return [];
   return value.split(',').filter((path) => path.length > 0);
+}
+
+/** Exits 2 naming the first input file that is missing: the benchmarks need ../shared/data. */
+export function requireBenchFiles(benchmark: string, files: readonly string[]): void {
+  for (const file of files) {
+    if (!existsSync(file)) {
+      console.error(`${benchmark}: ${file} not found (the benchmark needs ../shared/data)`);
+      process.exit(2);
+    }
+  }
 }

@@ -17,7 +17,7 @@ import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
 import { parseLinkConfig } from '../src/link/link-config.ts';
 import { ensureBenchIndex } from './bench-index.ts';
-import { MEDIC_KB_FLAGS, medicKb } from './medic-kb.ts';
+import { MEDIC_KB_FLAGS, medicKb, requireBenchFiles } from './medic-kb.ts';
 import { tuneMemory } from './memory-tuning.ts';
 
 const SHARED = join('..', 'shared', 'data');
@@ -32,12 +32,7 @@ const { values } = parseArgs({
   },
 });
 const medic = medicKb(values);
-for (const file of [...medic.files, values['corpus-train'], values['corpus-dev']]) {
-  if (!existsSync(file)) {
-    console.error(`bench:memory: ${file} not found (the benchmark needs ../shared/data)`);
-    process.exit(2);
-  }
-}
+requireBenchFiles('bench:memory', [...medic.files, values['corpus-train'], values['corpus-dev']]);
 
 const cli = (args: string[]): string => {
   const run = spawnSync(process.execPath, ['bin/cuilink.js', ...args], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
