@@ -3,6 +3,9 @@ import { CuilinkError } from '../kb/errors.ts';
 import type { MemoryLearner, LabelledMention } from '../link/memory-learner.ts';
 import { publishMemory } from '../link/memory-learner.ts';
 import type { MemoryStore } from '../retrieve/memory-store.ts';
+import { currentMemoryVersion } from '../retrieve/memory-root.ts';
+import { readMemoryManifest } from '../retrieve/memory-manifest.ts';
+import { join } from 'node:path';
 import { noteEventToNoteInput } from '../stream/avro/avro-conversions.ts';
 import type { RecordCodec } from '../stream/avro/record-codec.ts';
 import { avroToGoldMention } from './gold-avro.ts';
@@ -34,6 +37,8 @@ export interface MemoryUpdaterStats {
   measureSkipped: number;
   duplicates: number;
   waiting: number;
+  /** Gold of notes whose labels were erased (cuilink memory erase): never learned again. */
+  erasedSkipped: number;
   snapshots: number;
   version: string | undefined;
 }
@@ -69,7 +74,7 @@ export class MemoryUpdater {
   readonly failed: Promise<never> = new Promise<never>((_, reject) => {
     this.fail = reject;
   });
-  readonly stats: MemoryUpdaterStats = { learned: 0, measureSkipped: 0, duplicates: 0, waiting: 0, snapshots: 0, version: undefined };
+  readonly stats: MemoryUpdaterStats = { learned: 0, measureSkipped: 0, duplicates: 0, waiting: 0, erasedSkipped: 0, snapshots: 0, version: undefined };
 
   constructor(options: MemoryUpdaterOptions) {
     this.options = options;
@@ -109,8 +114,16 @@ export class MemoryUpdater {
     this.flushing = this.flushing.then(async () => {
       // After a failure nothing more is learned: the store may hold half a batch; a restart rebuilds from disk.
       if (this.pending.length === 0) return;
-      const batch = this.pending;
+      // An erasure made beside us (cuilink memory erase) is kept: never published again.
+      const current = currentMemoryVersion(this.options.root);
+      if (current !== undefined && current !== this.store.version) {
+        const erased = readMemoryManifest(join(this.options.root, current)).erasedNotes;
+        const removed = this.store.adoptErasures(erased);
+        if (removed.length > 0) this.options.log(`memory-updater: ${removed.length} labels of erased notes dropped (erased in ${current})`);
+      }
+      const batch = this.pending.filter((p) => p.record.noteId == null || !this.store.isErased(p.record.noteId));
       this.pending = [];
+      if (batch.length === 0) return;
       await this.options.learner.add(this.store, batch);
       this.stats.version = publishMemory(this.store, this.options.root);
       this.stats.learned += batch.length;
@@ -142,6 +155,10 @@ export class MemoryUpdater {
   private onGold(gold: GoldMention): void {
     if (goldStream(gold.noteId, this.options.learnFraction, this.options.splitSeed ?? MEMORY_SPLIT_SEED) === 'measure') {
       this.stats.measureSkipped++;
+      return;
+    }
+    if (this.store.isErased(gold.noteId)) {
+      this.stats.erasedSkipped++;
       return;
     }
     const key = labelKey(gold.noteId, gold.mentionId, gold.ids);

@@ -26,6 +26,11 @@ const memoryManifestSchema = z.object({
     concepts: z.number().int().nonnegative(),
   }),
   files: z.object({ records: z.string(), prototypes: z.string() }),
+  /**
+   * SHA-256 (hex) of every note id whose labels were erased (`cuilink memory erase`): carried from
+   * version to version so the memory updater, which replays the gold topic, never learns them again.
+   */
+  erasedNotes: z.array(z.string().regex(/^[0-9a-f]{64}$/)).default([]),
 });
 
 export type MemoryManifest = z.infer<typeof memoryManifestSchema>;

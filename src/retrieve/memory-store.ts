@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
 import { HnswIndex } from './hnsw-index.ts';
@@ -32,6 +32,7 @@ export class MemoryStore {
   private readonly conceptCounts = new Map<string, number>();
   private hnsw: HnswIndex;
   private nextSeq: number;
+  private readonly erased: Set<string>;
 
   private constructor(model: MemoryModel, normalize: (s: string) => string, hnsw: HnswIndex, manifest: MemoryManifest | undefined) {
     this.model = model;
@@ -39,6 +40,7 @@ export class MemoryStore {
     this.hnsw = hnsw;
     this.current = manifest;
     this.nextSeq = manifest?.counts.nextSeq ?? 0;
+    this.erased = new Set(manifest?.erasedNotes ?? []);
   }
 
   static empty(model: MemoryModel, normalize: (s: string) => string): MemoryStore {
@@ -174,16 +176,47 @@ export class MemoryStore {
   }
 
   /**
+   * Erases every label of these notes (a patient's right to erasure): their records leave the
+   * memory, and the notes are remembered by hash so that no later learner takes them in again.
+   */
+  erase(noteIds: Iterable<string>): MemoryRecord[] {
+    const notes = new Set(noteIds);
+    for (const id of notes) this.erased.add(noteIdHash(id));
+    return this.remove(this.list().filter((r) => r.noteId !== null && notes.has(r.noteId)).map((r) => r.seq));
+  }
+
+  /**
+   * Takes in erasures another writer made (their note hashes, e.g. from the CURRENT version's
+   * manifest): a long-running learner holding an older copy must not publish erased labels again.
+   */
+  adoptErasures(noteHashes: Iterable<string>): MemoryRecord[] {
+    const fresh = [...noteHashes].filter((h) => !this.erased.has(h));
+    if (fresh.length === 0) return [];
+    for (const h of fresh) this.erased.add(h);
+    const gone = new Set(fresh);
+    return this.remove(this.list().filter((r) => r.noteId !== null && gone.has(noteIdHash(r.noteId))).map((r) => r.seq));
+  }
+
+  /** Whether a note's labels were erased from this memory (the memory updater skips its gold). */
+  isErased(noteId: string): boolean {
+    return this.erased.size > 0 && this.erased.has(noteIdHash(noteId));
+  }
+
+  /**
    * Writes this memory as a new version directory under `root` (staged, then renamed: a reader
    * never sees a partial version) and returns its manifest. `CURRENT` is not touched here.
    */
   save(root: string): MemoryManifest {
     const parent = this.current;
-    mkdirSync(root, { recursive: true });
+    // Records hold mention text (PHI): only the owner may read a version (docs/memory.md).
+    mkdirSync(root, { recursive: true, mode: 0o700 });
     const lines = this.list().map((r) => JSON.stringify(r)).join('\n');
     const body = lines === '' ? '' : `${lines}\n`;
     const sequence = (parent?.sequence ?? 0) + 1;
-    const digest = createHash('sha256').update(parent?.memoryVersion ?? '').update('\u0000').update(body).digest('hex');
+    const hash = createHash('sha256').update(parent?.memoryVersion ?? '').update('\u0000').update(body);
+    // An erasure that removed no record (labels not learned yet) is still a new version.
+    if (this.erased.size > 0) hash.update('\u0000').update([...this.erased].sort().join(','));
+    const digest = hash.digest('hex');
     const version = `${String(sequence).padStart(6, '0')}-${digest.slice(0, 10)}`;
     const manifest: MemoryManifest = {
       format: 'cuilink-memory',
@@ -196,15 +229,17 @@ export class MemoryStore {
       hnsw: { m: MEMORY_HNSW.m, efConstruction: MEMORY_HNSW.efConstruction, efSearch: MEMORY_HNSW.efSearch },
       counts: { records: this.records.size, nextSeq: this.nextSeq, surfaces: this.surfaces.size, concepts: this.conceptCounts.size },
       files: { records: RECORDS_FILE, prototypes: PROTOTYPES_FILE },
+      erasedNotes: [...this.erased].sort(),
     };
     const final = join(root, version);
     if (existsSync(final)) return (this.current = readMemoryManifest(final));
     const staging = join(root, `.building-${version}-${process.pid}`);
     rmSync(staging, { recursive: true, force: true });
-    mkdirSync(staging);
-    writeFileSync(join(staging, RECORDS_FILE), body);
+    mkdirSync(staging, { mode: 0o700 });
+    writeFileSync(join(staging, RECORDS_FILE), body, { mode: 0o600 });
     this.hnsw.save(join(staging, PROTOTYPES_FILE));
-    writeFileSync(join(staging, MEMORY_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+    chmodSync(join(staging, PROTOTYPES_FILE), 0o600);
+    writeFileSync(join(staging, MEMORY_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
     renameSync(staging, final);
     this.current = manifest;
     return manifest;
@@ -223,6 +258,11 @@ export class MemoryStore {
 }
 
 const EMPTY: ReadonlyMap<string, number> = new Map();
+
+/** A note id as the erase list keeps it: hashed, so the list itself names no note. */
+export function noteIdHash(noteId: string): string {
+  return createHash('sha256').update(noteId).digest('hex');
+}
 
 function decrement(map: Map<string, number>, key: string): void {
   const n = (map.get(key) ?? 0) - 1;

@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { memoryAdd, memoryExport, memoryInfo, memoryRemove } from '../../src/cli/commands/memory.ts';
+import { memoryErase } from '../../src/cli/commands/memory-erase.ts';
 import { resolveMemoryDir } from '../../src/retrieve/memory-root.ts';
 import { MemoryStore } from '../../src/retrieve/memory-store.ts';
 import { normalizeName } from '../../src/text/normalize.ts';
@@ -45,6 +46,44 @@ test('memory add (gold JSONL, PubTator), info, export, remove: each change a new
     const mem2 = join(root, 'mem2');
     assert.equal(await memoryAdd.run(['--memory', mem2, '--jsonl', out, ...encoder]), 0);
     assert.equal(MemoryStore.open(resolveMemoryDir(mem2).dir, normalizeName).size, exported.length);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('memory erase: a note’s labels leave the memory and every older version holding them; the files are the owner’s only; the erasure outlives later writers', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-memory-erase-'));
+  try {
+    const mem = join(root, 'mem');
+    const encoder = ['--provider', 'cpu', '--threads', '1'];
+    const jsonl = join(root, 'gold.jsonl');
+    writeFileSync(jsonl, `${JSON.stringify({ text: 'sugar sickness', label: 'Disease', conceptId: 'MESH:D003920', noteId: '7001' })}\n`);
+    assert.equal(await memoryAdd.run(['--memory', mem, '--jsonl', jsonl, ...encoder]), 0);
+    const untouched = resolveMemoryDir(mem).version; // holds no label of note 1001: kept
+    assert.equal(await memoryAdd.run(['--memory', mem, '--corpus', 'test/fixtures/eval/sample.PubTator', ...encoder]), 0);
+    const before = MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName);
+    const labelsOf1001 = before.list().filter((r) => r.noteId === '1001').length;
+    assert.ok(labelsOf1001 > 0);
+    const beforeVersion = before.version!;
+    assert.equal((statSync(join(resolveMemoryDir(mem).dir, 'records.jsonl')).mode & 0o777), 0o600, 'records (mention text) readable by the owner only');
+    assert.equal((statSync(resolveMemoryDir(mem).dir).mode & 0o777), 0o700);
+
+    assert.equal(await memoryErase.run(['--memory', mem, '--note-id', '1001']), 0);
+    const after = MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName);
+    assert.equal(after.size, before.size - labelsOf1001);
+    assert.ok(after.list().every((r) => r.noteId !== '1001'));
+    assert.ok(after.isErased('1001') && !after.isErased('1002'));
+    assert.ok(!readFileSync(join(resolveMemoryDir(mem).dir, 'manifest.json'), 'utf8').includes('"1001"'), 'the erase list names no note in plain text');
+    assert.ok(!existsSync(join(mem, beforeVersion)), 'the version that held the labels is gone (no rollback to them)');
+    assert.ok(existsSync(join(mem, untouched)), 'a version without them stays');
+
+    // A later writer (memory add, or an updater holding an older copy) keeps the erasure.
+    assert.equal(await memoryAdd.run(['--memory', mem, '--jsonl', jsonl, ...encoder]), 0);
+    assert.ok(MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName).isErased('1001'));
+    // `before` is such a stale copy (an updater opened it before the erasure): it drops the labels too.
+    assert.equal(before.adoptErasures(after.manifest!.erasedNotes).length, labelsOf1001);
+    assert.ok(before.isErased('1001') && before.list().every((r) => r.noteId !== '1001'));
+    await assert.rejects(memoryErase.run(['--memory', mem]), /give exactly one of --note-id or --note-ids/);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

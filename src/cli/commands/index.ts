@@ -12,10 +12,11 @@ import { goldSample } from './gold-sample.ts';
 import { run } from './run.ts';
 import { demo } from './demo.ts';
 import { memoryAdd, memoryExport, memoryInfo, memoryRemove } from './memory.ts';
+import { memoryErase } from './memory-erase.ts';
 import { memoryUpdater } from './memory-updater.ts';
 import { annotateExport } from './annotate-export.ts';
 import { annotateImport } from './annotate-import.ts';
 import { openLinker } from '../../link/open-linker.ts';
 
 /** Every command, in the order `cuilink --help` lists them. Add yours here. */
-export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), calibrate, compare, evaluator, goldSample, run, demo, memoryAdd, memoryInfo, memoryExport, memoryRemove, memoryUpdater, annotateExport, annotateImport];
+export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), calibrate, compare, evaluator, goldSample, run, demo, memoryAdd, memoryInfo, memoryExport, memoryRemove, memoryErase, memoryUpdater, annotateExport, annotateImport];

@@ -1,0 +1,69 @@
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from '../command.ts';
+import { parseFlags, requireString } from '../args.ts';
+import { InputError } from '../../kb/errors.ts';
+import { normalizeName } from '../../text/normalize.ts';
+import { readMemoryManifest } from '../../retrieve/memory-manifest.ts';
+import { MemoryStore } from '../../retrieve/memory-store.ts';
+import { resolveMemoryDir } from '../../retrieve/memory-root.ts';
+import { publishMemory } from '../../link/memory-learner.ts';
+
+const usage = `Usage: cuilink memory erase --memory ROOT (--note-id ID[,ID…] | --note-ids FILE)
+
+Erases every label learned from these notes (a patient's erasure request): a new version without
+their records becomes CURRENT (running linkers swap to it), every older version directory that
+still holds one of them is deleted (so no rollback can bring the text back), and the notes are
+remembered by SHA-256 in the memory's manifest so that 'cuilink memory updater', which replays the
+gold topic, never learns them again (a running updater takes the erasure in before its next
+snapshot). Prints counts only.
+
+Options:
+  --memory ROOT          memory root (version directories + CURRENT)
+  --note-id ID[,ID…]     note ids to erase
+  --note-ids FILE        a file of note ids, one per line
+  -h, --help             this text`;
+
+export const memoryErase: Command = {
+  name: 'memory erase',
+  summary: "Erase every label of given notes from a memory, its older versions included (a patient's erasure)",
+  usage,
+  async run(argv) {
+    const { values } = parseFlags(argv, { memory: { type: 'string' }, 'note-id': { type: 'string' }, 'note-ids': { type: 'string' } });
+    const root = requireString(values.memory, 'memory');
+    if ((values['note-id'] === undefined) === (values['note-ids'] === undefined)) throw new InputError('give exactly one of --note-id or --note-ids', 'BAD_FLAGS');
+    const noteIds = new Set((values['note-id'] ?? readNoteIds(values['note-ids']!)).split(/[,\n]/).map((s) => s.trim()).filter((s) => s !== ''));
+    if (noteIds.size === 0) throw new InputError('no note id given', 'BAD_FLAGS');
+    const resolved = resolveMemoryDir(root);
+    if (resolved.root === undefined) throw new InputError(`${root}: erase needs a memory root (with CURRENT), not a version directory`, 'BAD_FLAGS');
+    const store = MemoryStore.open(resolved.dir, normalizeName);
+    const removed = store.erase(noteIds);
+    const version = publishMemory(store, root);
+    let purged = 0;
+    for (const name of readdirSync(root)) {
+      if (name === version || name.startsWith('.')) continue;
+      const dir = join(root, name);
+      let manifest;
+      try {
+        manifest = readMemoryManifest(dir);
+      } catch {
+        continue; // not a version directory (CURRENT, a stray file)
+      }
+      const records = readFileSync(join(dir, manifest.files.records), 'utf8');
+      if (records.split('\n').some((line) => line !== '' && noteIds.has((JSON.parse(line) as { noteId: string | null }).noteId ?? '\u0000'))) {
+        rmSync(dir, { recursive: true, force: true });
+        purged++;
+      }
+    }
+    console.log(`erased ${noteIds.size} note(s): ${removed.length} label(s) removed; ${purged} older version(s) holding them deleted; CURRENT = ${version}`);
+    return 0;
+  },
+};
+
+function readNoteIds(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new InputError(`--note-ids: cannot read ${file}: ${(error as Error).message}`, 'BAD_FLAGS', error);
+  }
+}
