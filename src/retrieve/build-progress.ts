@@ -35,13 +35,14 @@ export class BuildProgress {
 
   private print(now: number): void {
     const seconds = (now - this.startedAt) / 1000;
-    const rate = this.done / Math.max(seconds, 1e-9);
-    const remaining = rate > 0 ? (this.total - this.done) / rate : Number.POSITIVE_INFINITY;
+    // Under a second a rate is noise (the first batch done a microsecond after start read 6,746,002/s).
+    const rate = seconds >= 1 ? this.done / seconds : undefined;
+    const remaining = rate !== undefined && rate > 0 ? (this.total - this.done) / rate : Number.POSITIVE_INFINITY;
     const width = 30;
     const filled = this.total === 0 ? width : Math.round((this.done / this.total) * width);
     const bar = `${'#'.repeat(filled)}${'.'.repeat(width - filled)}`;
     const eta = Number.isFinite(remaining) ? `${Math.ceil(remaining)}s` : '?';
-    const line = `${this.label} [${bar}] ${this.done}/${this.total} ${rate.toFixed(0)}/s ETA ${eta}`;
+    const line = `${this.label} [${bar}] ${this.done}/${this.total}${rate === undefined ? '' : ` ${rate.toFixed(0)}/s ETA ${eta}`}`;
     this.stream.write(this.stream.isTTY ? `\r${line}` : `${line}\n`);
   }
 }

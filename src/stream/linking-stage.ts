@@ -74,8 +74,9 @@ export class LinkingStage {
     this.logger = logger;
     const kafkaLog = logger.child({ component: 'kafkajs' });
     this.kafka = createKafkaClient(connectionOf(config, options.brokers ?? config.brokers), (entry) => {
-      // kafkajs logs protocol errors it then retries (coordinator loading, leader moved) as errors.
-      const level = entry.level === 'error' && entry.message.startsWith('Response ') ? 'warn' : entry.level;
+      // kafkajs logs protocol errors it then retries (coordinator loading, leader moved) as errors:
+      // routine at every start, so debug; when the retries run out the stage reports the failure itself.
+      const level = entry.level === 'error' && entry.message.startsWith('Response ') ? 'debug' : entry.level;
       const write = level === 'error' ? kafkaLog.error : level === 'warn' ? kafkaLog.warn : level === 'debug' ? kafkaLog.debug : kafkaLog.info;
       write(entry.message, { namespace: entry.namespace, ...entry.extra });
     });

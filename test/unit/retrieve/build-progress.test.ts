@@ -18,7 +18,7 @@ test('not a terminal: plain lines (no carriage return), at most one per interval
     assert.ok(!line.includes('\r'));
     assert.ok(line.endsWith('\n'));
   }
-  assert.match(writes[1]!, /^encoding \[#+\] 10\/10 /);
+  assert.match(writes[1]!, /^encoding \[#+\] 10\/10\b/);
 });
 
 test('a terminal: redrawn in place, a newline at the end', () => {
@@ -29,4 +29,11 @@ test('a terminal: redrawn in place, a newline at the end', () => {
   progress.finish();
   assert.ok(writes.slice(0, -1).every((w) => w.startsWith('\r')));
   assert.equal(writes.at(-1), '\n');
+});
+
+test('no rate and no ETA before a second has passed: a first batch done at once is no speed', () => {
+  const { writes, stream: s } = stream(false);
+  const progress = new BuildProgress('eval: linking mentions', 917, s, 60_000);
+  progress.advance(267);
+  assert.equal(writes[0], 'eval: linking mentions [#########.....................] 267/917\n');
 });
