@@ -26,7 +26,21 @@ interface LinkSystem {
   mentionsPerSecond: number;
 }
 
+interface FirstPassResult {
+  name: string;
+  medianMentionsPerSecond: number;
+  medianWorstCaseMentionsPerSecond: number;
+  hitRatio: number;
+  devAcc1: number;
+  devAcc5: number;
+  top1DiffersFromUncached: number;
+}
+
 interface LinkBench {
+  kb: string;
+  kbSupplements?: string[];
+  kbXrefNames?: string[];
+  firstPass?: { stream: { mentions: number; distinctMentions: number }; rounds: number; results: FirstPassResult[] };
   systems: LinkSystem[];
   index: { names: number; buildSeconds: number; recallAt10VsExact: number };
   peakRssBytesWhileLinking: number;
@@ -77,6 +91,30 @@ export const REGIONS: FigureRegion[] = [
         return `| ${label} | ${f3(s.acc1)} | ${f3(s.acc5)} | ${f3(s.mrr)} | ${Math.round(s.mentionsPerSecond)} |`;
       });
       return ['| system | acc@1 | acc@5 | MRR | mentions/s |', '|---|---:|---:|---:|---:|', ...rows].join('\n');
+    },
+  },
+  {
+    name: 'readme-first-pass',
+    file: 'README.md',
+    sources: ['bench/results/link.json'],
+    render(read) {
+      const bench = read('bench/results/link.json') as LinkBench;
+      const pass = bench.firstPass;
+      if (!pass) throw new Error('bench/results/link.json has no firstPass (run npm run bench:link with the reranker)');
+      const run = (name: string) => {
+        const found = pass.results.find((r) => r.name === name);
+        if (!found) throw new Error(`bench/results/link.json firstPass has no '${name}'`);
+        return found;
+      };
+      const cold = run('uncached');
+      const warm = run('cache + exact vectors (default)');
+      return (
+        `First pass over NCBI-disease train + dev (${thousands(pass.stream.mentions)} mentions, ${Math.round((1 - pass.stream.distinctMentions / pass.stream.mentions) * 100)}% repeats, ` +
+        `cold cache; medians of ${pass.rounds} interleaved rounds): the default links **${thousands(Math.round(warm.medianMentionsPerSecond))} mentions/s** against ` +
+        `${thousands(Math.round(cold.medianMentionsPerSecond))} uncached (${(warm.medianMentionsPerSecond / cold.medianMentionsPerSecond).toFixed(2)}×), ` +
+        `${warm.top1DiffersFromUncached === 0 ? 'every top-1 link identical to the uncached one' : `${warm.top1DiffersFromUncached} top-1 links differing from the uncached ones`}; ` +
+        `each distinct mention once (the worst case) ${thousands(Math.round(warm.medianWorstCaseMentionsPerSecond))} mentions/s (bench/results/link.json \`firstPass\`).`
+      );
     },
   },
   {
