@@ -49,7 +49,7 @@ const rerankerPresent = values.reranker !== 'none' && existsSync(join(values.rer
 try {
   // 1. Tuning on train: memory from `learn`, scored on `tune`.
   const learnRoot = join(work, 'learn');
-  console.log(cli(['memory', 'add', '--memory', learnRoot, '--corpus', values['corpus-train'], '--split', 'learn', '--index', indexDir, '--provider', 'cpu']).trim());
+  console.log(cli(['memory', 'add', '--memory', learnRoot, '--corpus', values['corpus-train'], '--split', 'learn', '--index', indexDir, '--outside-kb', '--provider', 'cpu']).trim());
   const tune = await loadPubTatorCorpus(values['corpus-train']);
   tune.notes = selectSplit(tune.notes, (n) => n.noteId, 'tune');
   const kept = new Set(tune.notes.map((n) => n.noteId));
@@ -63,7 +63,7 @@ try {
 
   // 2. Tune-split scores of every setting (what the choice saw), then dev once with a memory from all of train.
   const trainRoot = join(work, 'train');
-  const addOut = cli(['memory', 'add', '--memory', trainRoot, '--corpus', values['corpus-train'], '--index', indexDir, '--provider', 'cpu']).trim();
+  const addOut = cli(['memory', 'add', '--memory', trainRoot, '--corpus', values['corpus-train'], '--index', indexDir, '--outside-kb', '--provider', 'cpu']).trim();
   console.log(addOut);
   const settings = [
     { name: 'bi-encoder, no memory', reranker: 'none', memory: null as string | null },

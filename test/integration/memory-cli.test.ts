@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { memoryAdd, memoryExport, memoryInfo, memoryRemove } from '../../src/cli/commands/memory.ts';
 import { memoryErase } from '../../src/cli/commands/memory-erase.ts';
+import { buildIndexFromKb } from '../../src/link/build-index-from-kb.ts';
+import { DEFAULT_MODEL_DIR } from '../../src/link/default-index.ts';
 import { resolveMemoryDir } from '../../src/retrieve/memory-root.ts';
 import { MemoryStore } from '../../src/retrieve/memory-store.ts';
 import { normalizeName } from '../../src/text/normalize.ts';
@@ -84,6 +86,24 @@ test('memory erase: a note’s labels leave the memory and every older version h
     assert.equal(before.adoptErasures(after.manifest!.erasedNotes).length, labelsOf1001);
     assert.ok(before.isErased('1001') && before.list().every((r) => r.noteId !== '1001'));
     await assert.rejects(memoryErase.run(['--memory', mem]), /give exactly one of --note-id or --note-ids/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('memory add --index: a label whose concept id the KB lacks is refused naming the id; --outside-kb keeps it on purpose', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-memory-ids-'));
+  try {
+    const index = join(root, 'index');
+    await buildIndexFromKb({ kbPaths: ['test/fixtures/eval/mini-kb.jsonl'], modelDir: DEFAULT_MODEL_DIR, outDir: index, overwrite: true, progress: false });
+    const jsonl = join(root, 'gold.jsonl');
+    writeFileSync(jsonl, [JSON.stringify({ text: 'bloodlessness', label: 'Disease', conceptId: 'MESH:D000740' }), JSON.stringify({ text: 'thing', label: 'Disease', conceptId: 'NOPE:1' })].join('\n'));
+    const mem = join(root, 'mem');
+    const args = ['--memory', mem, '--jsonl', jsonl, '--index', index, '--provider', 'cpu', '--threads', '1'];
+    await assert.rejects(memoryAdd.run(args), /concept id NOPE:1 is not in the KB of --index .*: fix the labels, or keep them with --outside-kb/);
+    assert.ok(!existsSync(join(mem, 'CURRENT')), 'nothing written');
+    assert.equal(await memoryAdd.run([...args, '--outside-kb']), 0);
+    assert.equal(MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName).size, 2);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

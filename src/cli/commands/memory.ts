@@ -10,7 +10,8 @@ import { resolveIndexDir } from '../../retrieve/index-versions.ts';
 import { MemoryStore } from '../../retrieve/memory-store.ts';
 import { resolveMemoryDir } from '../../retrieve/memory-root.ts';
 import { DEFAULT_MODEL_DIR } from '../../link/default-index.ts';
-import { MemoryLearner, publishMemory } from '../../link/memory-learner.ts';
+import { MemoryLearner, publishMemory, type LabelledMention } from '../../link/memory-learner.ts';
+import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { labelledMentionsFromJsonl, labelledMentionsFromPubTator } from '../../eval/memory-sources.ts';
 import { TUNING_SPLIT_SEED, parseSplitPart } from '../../eval/tuning-split.ts';
 
@@ -28,7 +29,9 @@ Options:
   --split-seed N         seed of the split (default ${TUNING_SPLIT_SEED})
   --types REGEX          only annotations whose type matches
   --jsonl FILE           gold JSONL: {"text", "label", "ids": [..] | "conceptId", "context"?, "source"?, "time"?}
-  --index DIR            take the bi-encoder from this index's manifest (the one the linker uses)
+  --index DIR            take the bi-encoder from this index's manifest (the one the linker uses) and
+                         refuse a label whose concept id its KB lacks
+  --outside-kb           keep labels of ids the index's KB lacks (local codes; memory.outsideKb links them)
   --model DIR            bi-encoder directory (default: the index's, else ${DEFAULT_MODEL_DIR})
 ${ENCODER_FLAGS_HELP}
   -h, --help             this text`;
@@ -53,12 +56,15 @@ export const memoryAdd: Command = {
       types: { type: 'string' },
       index: { type: 'string' },
       model: { type: 'string' },
+      'outside-kb': { type: 'boolean', default: false },
     });
     const root = requireString(values.memory, 'memory');
     if ((values.corpus === undefined) === (values.jsonl === undefined)) throw new InputError('give exactly one of --corpus or --jsonl', 'BAD_FLAGS');
     const split = parseSplitPart(values.split);
     const splitSeed = parseNumberFlag(values['split-seed'], 'split-seed', TUNING_SPLIT_SEED, { integer: true });
     const mentions = values.corpus !== undefined ? await labelledMentionsFromPubTator(values.corpus, { split, splitSeed, types: values.types === undefined ? undefined : new RegExp(values.types) }) : labelledMentionsFromJsonl(values.jsonl!);
+    if (values.index !== undefined && !values['outside-kb']) await refuseUnknownIds(mentions, values.index);
+    if (values.index === undefined) process.stderr.write('memory add: concept ids not checked against a KB (give --index, the linker\'s index)\n');
     const encoder = await openEncoder(values);
     try {
       const learner = new MemoryLearner(encoder);
@@ -154,3 +160,14 @@ for rollback (\`echo <version> > ROOT/CURRENT\`).`,
     return 0;
   },
 };
+
+/** A label naming an id the linker's KB lacks (a typo, another vocabulary) would never be a link: refused, unless asked for. */
+async function refuseUnknownIds(mentions: readonly LabelledMention[], index: string): Promise<void> {
+  const view = kbOntologyView(await loadIndexKb(index));
+  const unknown = new Map<string, number>();
+  for (const m of mentions) for (const id of m.record.ids) if (view.resolve(id) === undefined) unknown.set(id, (unknown.get(id) ?? 0) + 1);
+  if (unknown.size === 0) return;
+  const [first] = unknown.keys();
+  const labels = [...unknown.values()].reduce((a, b) => a + b, 0);
+  throw new InputError(`concept id ${first} is not in the KB of --index ${index}${unknown.size > 1 ? ` (nor ${unknown.size - 1} other id(s); ${labels} labels in all)` : ''}: fix the labels, or keep them with --outside-kb`, 'BAD_MEMORY');
+}
