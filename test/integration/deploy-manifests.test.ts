@@ -142,7 +142,7 @@ test('the stage config and environment of the manifests pass the stage\'s own co
   }
 });
 
-test('the linker reads the index volume read-only, the index-build Job writes it, and nothing else is writable', (t) => {
+test('the linker reads the index and memory volumes read-only, the index-build Job and the memory updater write them, and nothing else is writable', (t) => {
   if (setupSkip) return t.skip(setupSkip);
   const docs = rendered.get('cpu')!.docs;
   const mountOf = (podSpec: Json, volume: string) => {
@@ -159,6 +159,21 @@ test('the linker reads the index volume read-only, the index-build Job writes it
   assert.equal(byKind(docs, 'PersistentVolumeClaim', linker.claim.claimName).spec.accessModes[0], 'ReadWriteMany');
   const env = docs.find((d) => d.kind === 'ConfigMap' && d.data?.CUILINK_INDEX_DIR)!.data;
   assert.ok(env.CUILINK_INDEX_DIR.startsWith(linker.mount.mountPath), 'CUILINK_INDEX_DIR is on the index volume');
+  // The memory: one updater writes versions, every linker reads CURRENT from the same claim (PHI: docs/memory.md).
+  const linkerMemory = mountOf(byKind(docs, 'Deployment', 'cuilink').spec.template.spec, 'memory');
+  const updaterPod = byKind(docs, 'Deployment', 'cuilink-memory-updater').spec.template.spec;
+  const updaterMemory = mountOf(updaterPod, 'memory');
+  assert.equal(linkerMemory.claim.claimName, updaterMemory.claim.claimName);
+  assert.equal(linkerMemory.claim.readOnly, true);
+  assert.equal(linkerMemory.mount.readOnly, true);
+  assert.notEqual(updaterMemory.mount.readOnly, true);
+  assert.equal(byKind(docs, 'Deployment', 'cuilink-memory-updater').spec.replicas, 1, 'one writer');
+  assert.equal(byKind(docs, 'PersistentVolumeClaim', linkerMemory.claim.claimName).spec.accessModes[0], 'ReadWriteMany');
+  assert.equal(env.CUILINK_MEMORY, linkerMemory.mount.mountPath, 'the linkers serve the memory root the updater writes');
+  const args: string[] = updaterPod.containers[0].args;
+  assert.equal(args[args.indexOf('--memory') + 1], updaterMemory.mount.mountPath);
+  const evaluatorArgs: string[] = byKind(docs, 'Deployment', 'cuilink-evaluator').spec.template.spec.containers[0].args;
+  assert.equal(evaluatorArgs[evaluatorArgs.indexOf('--learn-fraction') + 1], args[args.indexOf('--learn-fraction') + 1], 'the evaluator scores exactly the notes the updater does not learn');
   for (const workload of docs.filter((d) => d.kind === 'Deployment' || d.kind === 'Job')) {
     const pod = workload.spec.template.spec;
     assert.equal(pod.securityContext.runAsNonRoot, true, workload.metadata.name);

@@ -91,7 +91,7 @@ test('compose.yaml loads with compose-go (docker compose config) and wires the s
   assert.equal(result.code, 0, result.stderr);
   const project = JSON.parse(result.stdout) as Json;
   const services = project.services as Record<string, Json>;
-  for (const name of ['kafka', 'kafka-topics', 'cuilink', 'evaluator', 'sample-notes', 'otel-collector', 'jaeger', 'prometheus', 'grafana']) assert.ok(services[name], `service ${name}`);
+  for (const name of ['kafka', 'kafka-topics', 'cuilink', 'evaluator', 'memory-updater', 'sample-notes', 'otel-collector', 'jaeger', 'prometheus', 'grafana']) assert.ok(services[name], `service ${name}`);
   assert.equal(services.kafka!.environment.KAFKA_PROCESS_ROLES, 'broker,controller', 'Kafka runs in KRaft mode');
 
   const config = loadStageConfig({ file: 'deploy/compose/stage.json', env: services.cuilink!.environment });
@@ -100,7 +100,7 @@ test('compose.yaml loads with compose-go (docker compose config) and wires the s
   assert.equal(services.cuilink!.read_only, true);
   assert.ok(services.cuilink!.tmpfs.some((p: string) => p.startsWith('/tmp')));
   assert.equal(services.cuilink!.depends_on['kafka-topics'].condition, 'service_completed_successfully');
-  for (const service of ['cuilink', 'evaluator', 'sample-notes']) {
+  for (const service of ['cuilink', 'evaluator', 'sample-notes', 'memory-updater']) {
     for (const name of Object.keys(services[service]!.environment ?? {})) assert.ok(ENV_VARS.some(([n]) => n === name), `${service}: ${name} is read by nobody`);
   }
   assert.ok(Number(services.cuilink!.stop_grace_period.replace(/s$/, '')) * 1000 > config.drainTimeoutMs, 'stop grace period outlasts the drain');
@@ -112,6 +112,17 @@ test('compose.yaml loads with compose-go (docker compose config) and wires the s
   assert.match(prometheus, new RegExp(`evaluator:${evaluatorArgs[evaluatorArgs.indexOf('--port') + 1]}`));
   assert.equal(evaluatorArgs[evaluatorArgs.indexOf('--index') + 1], services.cuilink!.environment.CUILINK_INDEX_DIR ?? '/opt/cuilink/indexes/default', 'the evaluator judges against the index the linker serves');
   assert.match((services['sample-notes']!.command as string[]).join(' '), new RegExp(`gold-sample [^]*--notes-topic ${config.topics.input.replace(/\./g, '\\.')}`));
+  // The memory: the updater writes it, the linker serves it read-only, the evaluator scores the notes it does not learn.
+  const updaterArgs = services['memory-updater']!.command as string[];
+  assert.deepEqual(updaterArgs.slice(0, 2), ['memory', 'updater']);
+  const memoryRoot = updaterArgs[updaterArgs.indexOf('--memory') + 1];
+  assert.equal(services.cuilink!.environment.CUILINK_MEMORY, memoryRoot);
+  const mountOf = (service: string) => (services[service]!.volumes as Json[]).find((v) => v.target === memoryRoot);
+  assert.equal(mountOf('cuilink')?.read_only, true, 'the linker reads the memory');
+  assert.ok(mountOf('memory-updater') && !mountOf('memory-updater')!.read_only, 'the updater writes it');
+  assert.equal(mountOf('cuilink')!.source, mountOf('memory-updater')!.source, 'one volume');
+  assert.equal(evaluatorArgs[evaluatorArgs.indexOf('--learn-fraction') + 1], updaterArgs[updaterArgs.indexOf('--learn-fraction') + 1]);
+  assert.match(updaterArgs.join(' '), new RegExp(`--notes-topic ${config.topics.input.replace(/\./g, '\\.')}`));
   const collector = (JSON.parse((await run(lint!, ['yaml', 'deploy/compose/otel/collector.yaml'])).stdout) as Json[])[0]!;
   assert.equal(collector.receivers.otlp.protocols.http.endpoint, '0.0.0.0:4318');
   for (const [name, pipeline] of Object.entries(collector.service.pipelines as Record<string, Json>)) {
