@@ -14,6 +14,8 @@ import { avroToLinkedNote, createRecordCodec } from '../../src/stream/avro/index
 import { readIndexManifest } from '../../src/retrieve/index-manifest.ts';
 import { PHENOTYPE_KB, readTopics, waitFor } from '../support/stream-fixtures.ts';
 import { deployLint, installOrSkip, run } from '../support/deploy-tools.ts';
+import { loadPubTatorCorpus } from '../../src/eval/gold.ts';
+import { goldStream } from '../../src/stream/label-selection/note-draw.ts';
 
 // The container, minus the container: the stage is started with the image's ENTRYPOINT + the
 // compose/k8s command, the image's ENV (paths mapped to temporary directories), from a working
@@ -233,8 +235,16 @@ test('the image\'s command line serves the stage from an index root, links the s
   assert.ok(Number(metrics.match(/cuilink_stream_consumed_total\{[^}]*\} (\d+)/)![1]) >= 8);
   await stopStage(first, drainTimeoutMs);
   if (evaluator) {
-    // Every gold mention of the sample joins its prediction; acc@1 is served for the dashboard.
-    await waitFor(async () => ((await (await fetch(`${evaluator.url}/report`)).json()) as { samplesScored: number }).samplesScored >= 29, 60_000, 'the evaluator to score the 29 gold mentions');
+    // Compose's evaluator scores the measure stream: every gold mention of the notes the memory
+    // updater does not learn (the same --learn-fraction) joins its prediction, the rest are counted
+    // as learn-stream gold; acc@1 is served for the dashboard.
+    const learnFraction = Number(evaluatorCommand![evaluatorCommand!.indexOf('--learn-fraction') + 1]);
+    const gold = [...(await loadPubTatorCorpus(SAMPLE)).gold.values()];
+    const measured = gold.filter((g) => goldStream(g.noteId, learnFraction) === 'measure').length;
+    assert.ok(measured > 0 && measured < gold.length, 'the sample has notes in both streams');
+    const report = async () => (await (await fetch(`${evaluator.url}/report`)).json()) as { samplesScored: number; goldByStream: { learn: number; measure: number } };
+    await waitFor(async () => (await report()).samplesScored >= measured, 60_000, `the evaluator to score the ${measured} measure-stream gold mentions`);
+    assert.deepEqual((await report()).goldByStream, { learn: gold.length - measured, measure: measured });
     const evalMetrics = await (await fetch(`${evaluator.url}/metrics`)).text();
     assert.match(evalMetrics, /^cuilink_eval_acc1\{window="count",by="overall",group="all"\} [0-9.]+$/m);
     await stopStage(evaluator, 10_000);
