@@ -91,6 +91,9 @@ interface Stage {
   exited: Promise<number | null>;
 }
 
+/** Every stage and evaluator process still running, killed by `after` whatever failed. */
+const running = new Set<ChildProcess>();
+
 async function startStage(image: Image, command: string[], options: { portFlag?: string } = {}): Promise<Stage> {
   const port = await freePort();
   const mapped: Record<string, string> = {
@@ -111,6 +114,8 @@ async function startStage(image: Image, command: string[], options: { portFlag?:
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  running.add(child);
+  void exited.then(() => running.delete(child));
   return { child, output: () => output, url: `http://127.0.0.1:${port}`, exited };
 }
 
@@ -200,6 +205,8 @@ before(async () => {
 });
 
 after(async () => {
+  // A failed assertion leaves its stage or evaluator running: the test file would never end.
+  for (const child of running) child.kill('SIGKILL');
   await broker?.stop();
   rmSync(scratch, { recursive: true, force: true });
 });
