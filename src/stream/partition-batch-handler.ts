@@ -170,8 +170,7 @@ export class PartitionBatchHandler {
           }
         }
         payload.resolveOffset(last);
-        this.deps.labels?.selector.confirm(proposals);
-        for (const p of proposals) metrics.recordLabelRequested(p.stream);
+        for (const p of this.deps.labels?.selector.confirm(proposals) ?? []) metrics.recordLabelRequested(p.stream);
         proposals = [];
         metrics.recordLag(batch.topic, batch.partition, batch.highWatermark, commit.offset);
         const ackedAt = Date.now();
@@ -231,8 +230,7 @@ export class PartitionBatchHandler {
       this.deps.logger.warn('label requests not delivered; kept for the next delivery', { requests: proposals.length, code: codeOf(error) });
       return;
     }
-    labels.selector.confirm(proposals);
-    for (const p of proposals) this.deps.metrics.recordLabelRequested(p.stream);
+    for (const p of labels.selector.confirm(proposals)) this.deps.metrics.recordLabelRequested(p.stream);
   }
 
   private labelTopic(p: LabelProposal): string | undefined {
@@ -242,7 +240,17 @@ export class PartitionBatchHandler {
   private async labelMessages(proposals: LabelProposal[], traceHeaders: Record<string, string>): Promise<TopicMessages[]> {
     const byTopic = new Map<string, Message[]>();
     for (const p of proposals) {
-      const encoded = await this.deps.codec.encodeLabelRequest(p);
+      let encoded;
+      try {
+        encoded = await this.deps.codec.encodeLabelRequest(p);
+      } catch (error) {
+        // A request the schema cannot carry must not hold up the notes' output; a retriable
+        // failure (registry unreachable) fails the delivery, which puts the proposals back.
+        if (!(error instanceof CuilinkError) || error.retriable) throw error;
+        this.deps.labels?.selector.discard([p]);
+        this.deps.logger.warn('label request not encodable; dropped', { noteId: p.noteId, mentionId: p.mention.mentionId, code: error.code });
+        continue;
+      }
       const topic = this.labelTopic(p)!;
       const list = byTopic.get(topic) ?? [];
       list.push({ key: p.noteId, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders } });

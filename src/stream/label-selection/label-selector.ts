@@ -43,6 +43,8 @@ export interface LabelSelectorStats {
   measureDropped: number;
   /** Notes observed again (a redelivered batch) and ignored. */
   repeatedNotes: number;
+  /** Proposals that could not be encoded as a LabelRequest and were dropped (the stream goes on). */
+  discarded: number;
   pool: number;
 }
 
@@ -72,13 +74,14 @@ export interface ObservedNote {
  */
 export class LabelSelector {
   readonly options: LabelSelectorOptions;
-  readonly stats: LabelSelectorStats = { observedNotes: 0, observedMentions: 0, proposedLearn: 0, proposedMeasure: 0, skippedAsked: 0, skippedInMemory: 0, poolDropped: 0, measureDropped: 0, repeatedNotes: 0, pool: 0 };
+  readonly stats: LabelSelectorStats = { observedNotes: 0, observedMentions: 0, proposedLearn: 0, proposedMeasure: 0, skippedAsked: 0, skippedInMemory: 0, poolDropped: 0, measureDropped: 0, repeatedNotes: 0, discarded: 0, pool: 0 };
   private readonly recurrence: BoundedRecencyMap<string, number>;
   private readonly asked: BoundedRecencyMap<string, true>;
   private readonly seenNotes: BoundedRecencyMap<string, true>;
   private readonly pool = new Map<string, PoolEntry>();
   private measureQueue: LabelProposal[] = [];
-  private readonly outstanding = new Set<LabelProposal>();
+  /** Taken, not yet confirmed or put back; a learn proposal keeps the pool entry it came from. */
+  private readonly outstanding = new Map<LabelProposal, { key: string; entry: PoolEntry } | undefined>();
   private windowStart: number | undefined;
   private measureLeft: number;
 
@@ -140,44 +143,48 @@ export class LabelSelector {
   take(now: number, options: { closeWindow?: boolean } = {}): LabelProposal[] {
     const out = this.measureQueue;
     this.measureQueue = [];
+    for (const p of out) this.outstanding.set(p, undefined);
     if (this.windowStart !== undefined && (options.closeWindow || now - this.windowStart >= this.options.windowMs)) {
-      out.push(...this.chooseLearn(now));
+      for (const { proposal, key, entry } of this.chooseLearn(now)) {
+        this.outstanding.set(proposal, { key, entry });
+        out.push(proposal);
+      }
       const elapsed = now - this.windowStart;
       this.windowStart = options.closeWindow && elapsed < this.options.windowMs ? now : now - (elapsed % this.options.windowMs);
       this.measureLeft = this.options.measureBudget;
     }
-    for (const p of out) this.outstanding.add(p);
     return out;
   }
 
-  /** The proposals were produced: they count as asked for good. */
-  confirm(proposals: readonly LabelProposal[]): void {
-    for (const p of proposals) {
-      if (!this.outstanding.delete(p)) continue;
+  /** The proposals were produced: they count as asked for good. Returns those still outstanding (not discarded). */
+  confirm(proposals: readonly LabelProposal[]): LabelProposal[] {
+    const confirmed = proposals.filter((p) => this.outstanding.delete(p));
+    for (const p of confirmed) {
       if (p.stream === 'learn') this.stats.proposedLearn++;
       else this.stats.proposedMeasure++;
     }
+    return confirmed;
+  }
+
+  /** Proposals that can never be sent (not encodable): dropped for good, counted. */
+  discard(proposals: readonly LabelProposal[]): void {
+    for (const p of proposals) if (this.outstanding.delete(p)) this.stats.discarded++;
   }
 
   /** The produce failed: the proposals wait to be taken again (learn ones unasked, back in the pool). */
   putBack(proposals: readonly LabelProposal[]): void {
     for (const p of proposals) {
-      if (!this.outstanding.delete(p)) continue;
-      if (p.stream === 'measure') {
+      if (!this.outstanding.has(p)) continue;
+      const origin = this.outstanding.get(p);
+      this.outstanding.delete(p);
+      if (origin === undefined) {
         this.measureQueue.push(p);
         continue;
       }
-      const key = this.poolKey(p.noteId, p.mention.mentionId, this.surfaceOf(p));
-      if (isNeedDriven(this.options.policy)) this.asked.delete(key);
-      this.pool.set(key, { noteId: p.noteId, mention: p.mention, surface: this.surfaceOf(p), uncertainty: uncertaintyOf(p.mention), versions: p.versions });
+      if (isNeedDriven(this.options.policy)) this.asked.delete(origin.key);
+      this.pool.set(origin.key, origin.entry);
     }
     this.stats.pool = this.pool.size;
-  }
-
-  private readonly surfaces = new WeakMap<LabelProposal, string>();
-
-  private surfaceOf(p: LabelProposal): string {
-    return this.surfaces.get(p) ?? '';
   }
 
   private poolKey(noteId: string, mentionId: string, surface: string): string {
@@ -221,16 +228,15 @@ export class LabelSelector {
     this.stats.poolDropped += Math.max(0, ranked.length - keep);
   }
 
-  private chooseLearn(now: number): LabelProposal[] {
+  private chooseLearn(now: number): { proposal: LabelProposal; key: string; entry: PoolEntry }[] {
     const ranked = this.prioritized().sort((a, b) => b.priority - a.priority || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const chosen = ranked.slice(0, this.options.budget);
-    const out: LabelProposal[] = [];
+    const out: { proposal: LabelProposal; key: string; entry: PoolEntry }[] = [];
     for (const { key, entry, priority, recurrence } of chosen) {
       this.pool.delete(key);
       if (isNeedDriven(this.options.policy)) this.asked.set(key, true);
       const proposal: LabelProposal = { stream: 'learn', policy: this.options.policy, priority, recurrence, noteId: entry.noteId, mention: entry.mention, versions: entry.versions, requestedAt: now };
-      this.surfaces.set(proposal, entry.surface);
-      out.push(proposal);
+      out.push({ proposal, key, entry });
     }
     this.stats.pool = this.pool.size;
     return out;

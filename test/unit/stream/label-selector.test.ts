@@ -134,3 +134,12 @@ test('uncertainty: calibrated confidence when there is one, else the top score; 
   assert.equal(uncertaintyOf(mention('a', null, { conceptId: null, nil: true, candidates: [] })), 1);
   assert.throws(() => selector({ measureFraction: 2 }), /measureFraction/);
 });
+
+test('a proposal that can never be sent is discarded and counted, not confirmed and not put back', () => {
+  const s = selector({ budget: 2 });
+  feed(s, [note('1', [['DM', 0.1], ['ataxia', 0.5]])], 0);
+  const taken = s.take(100);
+  s.discard([taken[0]!]);
+  assert.deepEqual(s.confirm(taken).map((p) => p.mention.mentionId), [taken[1]!.mention.mentionId], 'only the sent one is confirmed');
+  assert.deepEqual([s.stats.discarded, s.stats.proposedLearn, s.stats.pool], [1, 1, 0]);
+});
