@@ -86,6 +86,11 @@ test('memory erase: a note’s labels leave the memory and every older version h
     assert.equal(before.adoptErasures(after.manifest!.erasedNotes).length, labelsOf1001);
     assert.ok(before.isErased('1001') && before.list().every((r) => r.noteId !== '1001'));
     await assert.rejects(memoryErase.run(['--memory', mem]), /give exactly one of --note-id or --note-ids/);
+    // A version that cannot be read stops the erasure before anything changes, naming the file.
+    const current = resolveMemoryDir(mem).version;
+    writeFileSync(join(mem, untouched, 'records.jsonl'), `${readFileSync(join(mem, untouched, 'records.jsonl'), 'utf8')}not json\n`);
+    await assert.rejects(memoryErase.run(['--memory', mem, '--note-id', '1002']), /records\.jsonl:2: not a memory record; nothing erased/);
+    assert.equal(resolveMemoryDir(mem).version, current);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

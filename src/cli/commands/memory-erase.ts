@@ -36,29 +36,37 @@ export const memoryErase: Command = {
     if (noteIds.size === 0) throw new InputError('no note id given', 'BAD_FLAGS');
     const resolved = resolveMemoryDir(root);
     if (resolved.root === undefined) throw new InputError(`${root}: erase needs a memory root (with CURRENT), not a version directory`, 'BAD_FLAGS');
+    // The older versions that hold the notes are found first: a version that cannot be read
+    // stops the erasure before anything changes, naming its file.
+    const holding = readdirSync(root).filter((name) => !name.startsWith('.') && versionHolds(join(root, name), noteIds));
     const store = MemoryStore.open(resolved.dir, normalizeName);
     const removed = store.erase(noteIds);
     const version = publishMemory(store, root);
-    let purged = 0;
-    for (const name of readdirSync(root)) {
-      if (name === version || name.startsWith('.')) continue;
-      const dir = join(root, name);
-      let manifest;
-      try {
-        manifest = readMemoryManifest(dir);
-      } catch {
-        continue; // not a version directory (CURRENT, a stray file)
-      }
-      const records = readFileSync(join(dir, manifest.files.records), 'utf8');
-      if (records.split('\n').some((line) => line !== '' && noteIds.has((JSON.parse(line) as { noteId: string | null }).noteId ?? '\u0000'))) {
-        rmSync(dir, { recursive: true, force: true });
-        purged++;
-      }
-    }
+    for (const name of holding) if (name !== version) rmSync(join(root, name), { recursive: true, force: true });
+    const purged = holding.filter((name) => name !== version).length;
     console.log(`erased ${noteIds.size} note(s): ${removed.length} label(s) removed; ${purged} older version(s) holding them deleted; CURRENT = ${version}`);
     return 0;
   },
 };
+
+/** Whether a version directory's records hold a label of these notes; false for what is no version (CURRENT, a stray file). */
+function versionHolds(dir: string, noteIds: ReadonlySet<string>): boolean {
+  let manifest;
+  try {
+    manifest = readMemoryManifest(dir);
+  } catch {
+    return false;
+  }
+  const file = join(dir, manifest.files.records);
+  return readFileSync(file, 'utf8').split('\n').some((line, i) => {
+    if (line === '') return false;
+    try {
+      return noteIds.has((JSON.parse(line) as { noteId: string | null }).noteId ?? '\u0000');
+    } catch {
+      throw new InputError(`${file}:${i + 1}: not a memory record; nothing erased (repair or remove that version first)`, 'BAD_MEMORY');
+    }
+  });
+}
 
 function readNoteIds(file: string): string {
   try {
