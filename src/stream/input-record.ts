@@ -1,9 +1,9 @@
-import type { KafkaMessage } from 'kafkajs';
 import { CuilinkError } from '../kb/errors.ts';
 import { validateNote, type NoteLimits } from '../link/validate-note.ts';
 import { recordSpanContext, type RecordHeaders } from '../telemetry/kafka-trace-context.ts';
 import type { QueuedNote } from './note-batch-linker.ts';
 import type { StageCodec } from './stage-codec.ts';
+import type { InboundRecord } from './kafka/client-types.ts';
 
 export type DecodedRecord = { kind: 'note'; queued: QueuedNote } | RejectedRecord;
 
@@ -19,9 +19,9 @@ export interface RejectedRecord {
  * errors (e.g. a schema registry that does not answer) are thrown; everything the record itself
  * is to blame for comes back as `rejected` with the codec's or the validator's code.
  */
-export async function decodeInputRecord(codec: StageCodec, message: KafkaMessage, limits: NoteLimits): Promise<DecodedRecord> {
+export async function decodeInputRecord(codec: StageCodec, message: InboundRecord, limits: NoteLimits): Promise<DecodedRecord> {
   if (message.value === null || message.value.length === 0) return { kind: 'rejected', step: 'decode', error: new CuilinkError('EMPTY_RECORD', 'record has no value (tombstone or empty)') };
-  const headers = (message.headers ?? {}) as RecordHeaders;
+  const headers: RecordHeaders = message.headers;
   let note: unknown;
   try {
     // No string of more than 3 UTF-8 bytes per UTF-16 unit of the longest note, and no more items

@@ -1,12 +1,13 @@
 import type { ConnectionOptions } from 'node:tls';
-import { Kafka, logLevel as KafkaLogLevel, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
 import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
+import type { KafkaClient } from './kafka/client-types.ts';
+import { PlatformaticKafkaClient, type ConnectionBase } from './kafka/platformatic-client.ts';
 
 /**
- * The one place that constructs a Kafka client. Everything else receives a `Kafka` from here, so
- * that replacing kafkajs (no release since 2023) with @confluentinc/kafka-javascript, whose
- * KafkaJS-compatible API takes the same config under `kafkaJS`, touches this file only.
+ * The one place that constructs a Kafka client from cuilink's connection config. Everything else
+ * receives our own KafkaClient interface (src/stream/kafka/client-types.ts); the implementation is
+ * @platformatic/kafka (maintained, KIP-447 transactional offset commits).
  */
 
 const saslSchema = z.object({
@@ -43,21 +44,6 @@ export type ValidatedKafkaConnection = z.output<typeof kafkaConnectionSchema>;
 /** Where client log lines go; the default writes one JSON line to stderr. */
 export type KafkaLogSink = (entry: { level: string; namespace: string; message: string; extra: Record<string, unknown> }) => void;
 
-const LEVELS: Record<ValidatedKafkaConnection['logLevel'], KafkaLogLevel> = {
-  nothing: KafkaLogLevel.NOTHING,
-  error: KafkaLogLevel.ERROR,
-  warn: KafkaLogLevel.WARN,
-  info: KafkaLogLevel.INFO,
-  debug: KafkaLogLevel.DEBUG,
-};
-
-const LEVEL_NAMES: Record<number, string> = {
-  [KafkaLogLevel.ERROR]: 'error',
-  [KafkaLogLevel.WARN]: 'warn',
-  [KafkaLogLevel.INFO]: 'info',
-  [KafkaLogLevel.DEBUG]: 'debug',
-};
-
 /** Validates a connection config once, at entry; a bad one is an InputError naming the field. */
 export function validateKafkaConnection(config: KafkaConnectionConfig): ValidatedKafkaConnection {
   const parsed = kafkaConnectionSchema.safeParse(config);
@@ -76,28 +62,34 @@ export function parseBrokerList(value: string): string[] {
     .filter((b) => b.length > 0);
 }
 
-export function createKafkaClient(config: KafkaConnectionConfig, sink: KafkaLogSink = stderrSink): Kafka {
+const SASL_MECHANISMS = { plain: 'PLAIN', 'scram-sha-256': 'SCRAM-SHA-256', 'scram-sha-512': 'SCRAM-SHA-512' } as const;
+const LEVEL_RANK: Record<ValidatedKafkaConnection['logLevel'], number> = { nothing: 0, error: 1, warn: 2, info: 3, debug: 4 };
+/** A broker that keeps failing is reported once per this interval, not once per reconnect attempt. */
+const BROKER_FAILURE_REPORT_MS = 60_000;
+
+export function createKafkaClient(config: KafkaConnectionConfig, sink: KafkaLogSink = stderrSink): KafkaClient {
   const valid = validateKafkaConnection(config);
-  const kafkaConfig: KafkaConfig = {
-    brokers: valid.brokers,
+  const base: ConnectionBase = {
     clientId: valid.clientId,
-    connectionTimeout: valid.connectionTimeoutMs,
-    requestTimeout: valid.requestTimeoutMs,
-    logLevel: LEVELS[valid.logLevel],
-    logCreator: () => (entry: LogEntry) => {
-      const { message, timestamp: _timestamp, logger: _logger, ...extra } = entry.log;
-      sink({ level: LEVEL_NAMES[entry.level] ?? 'info', namespace: entry.namespace, message, extra });
-    },
+    bootstrapBrokers: valid.brokers,
+    connectTimeout: valid.connectionTimeoutMs,
+    timeout: valid.requestTimeoutMs,
   };
-  if (valid.ssl !== undefined) kafkaConfig.ssl = valid.ssl as ConnectionOptions | boolean;
-  if (valid.sasl !== undefined) kafkaConfig.sasl = valid.sasl as SASLOptions;
-  if (valid.retry !== undefined) kafkaConfig.retry = valid.retry;
-  return new Kafka(kafkaConfig);
+  if (valid.ssl !== undefined && valid.ssl !== false) base.tls = valid.ssl === true ? {} : (valid.ssl as ConnectionOptions);
+  if (valid.sasl !== undefined) base.sasl = { mechanism: SASL_MECHANISMS[valid.sasl.mechanism], username: valid.sasl.username, password: valid.sasl.password };
+  if (valid.retry?.retries !== undefined) base.retries = valid.retry.retries;
+  if (valid.retry?.initialRetryTime !== undefined) base.retryDelay = valid.retry.initialRetryTime;
+  const reported = new Map<string, number>();
+  const onBrokerFailed = (broker: string): void => {
+    if (LEVEL_RANK[valid.logLevel] < LEVEL_RANK.warn) return;
+    const now = Date.now();
+    if (now - (reported.get(broker) ?? 0) < BROKER_FAILURE_REPORT_MS) return;
+    reported.set(broker, now);
+    sink({ level: 'warn', namespace: 'connection', message: 'cannot connect to broker; retrying', extra: { broker } });
+  };
+  return new PlatformaticKafkaClient(base, onBrokerFailed);
 }
 
 function stderrSink(entry: Parameters<KafkaLogSink>[0]): void {
-  // A broker's error response (coordinator loading, leader moved) that kafkajs retries by itself is
-  // no news to a command's user: if the retries run out, the command fails with the error anyway.
-  if (entry.level === 'error' && entry.message.startsWith('Response ')) return;
   process.stderr.write(`${JSON.stringify({ level: entry.level, component: `kafka.${entry.namespace}`, message: entry.message, ...entry.extra })}\n`);
 }

@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { metrics as otelMetrics, trace, type Meter, type Tracer } from '@opentelemetry/api';
-import { Partitioners, type Consumer, type Kafka, type Producer } from 'kafkajs';
 import type { LinkingCore } from '../link/types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { StageMetrics, type StageCounts } from '../telemetry/stage-metrics.ts';
 import { createKafkaClient } from './kafka-client.ts';
+import type { KafkaClient, KafkaConsumerClient, KafkaProducerClient } from './kafka/client-types.ts';
+import { isFencedCode } from './kafka/kafka-errors.ts';
 import { MentionBatcher, type BatcherStats } from './mention-batcher.ts';
 import { NoteBatchLinker, codeOf, type NoteOutcome, type QueuedNote } from './note-batch-linker.ts';
 import { OutputDelivery } from './output-delivery.ts';
@@ -44,8 +45,10 @@ export interface StageStats {
 export class LinkingStage {
   readonly metrics: StageMetrics;
   private readonly options: LinkingStageOptions;
-  private readonly kafka: Kafka;
-  private readonly consumer: Consumer;
+  private readonly kafka: KafkaClient;
+  private readonly consumer: KafkaConsumerClient;
+  /** How long the broker may stay silent (no heartbeat, no fetch) before the stage calls itself unready. */
+  private readonly brokerSilenceMs: number;
   private readonly delivery: OutputDelivery;
   private readonly batcher: MentionBatcher<QueuedNote, NoteOutcome>;
   private readonly logger: Logger;
@@ -57,7 +60,7 @@ export class LinkingStage {
   readonly progress = new StageProgress();
   /** The output and dead-letter topics' record size limits, read at start. */
   readonly sizes = new TopicSizeLimits();
-  /** eachBatch calls in progress: stop() waits for them, since kafkajs' consumer.stop() may return first. */
+  /** eachBatch calls in progress: stop() waits for them before it closes the consumer. */
   private readonly activeBatches = new Set<Promise<void>>();
   private joined = false;
   /** The consumer is running (start() got that far): stop() drains only then. */
@@ -72,30 +75,24 @@ export class LinkingStage {
     this.options = options;
     const { config, logger } = options;
     this.logger = logger;
-    const kafkaLog = logger.child({ component: 'kafkajs' });
+    const kafkaLog = logger.child({ component: 'kafka' });
     this.kafka = createKafkaClient(connectionOf(config, options.brokers ?? config.brokers), (entry) => {
-      // kafkajs logs protocol errors it then retries (coordinator loading, leader moved) as errors:
-      // routine at every start, so debug; when the retries run out the stage reports the failure itself.
-      const level = entry.level === 'error' && entry.message.startsWith('Response ') ? 'debug' : entry.level;
-      const write = level === 'error' ? kafkaLog.error : level === 'warn' ? kafkaLog.warn : level === 'debug' ? kafkaLog.debug : kafkaLog.info;
+      const write = entry.level === 'error' ? kafkaLog.error : entry.level === 'warn' ? kafkaLog.warn : entry.level === 'debug' ? kafkaLog.debug : kafkaLog.info;
       write(entry.message, { namespace: entry.namespace, ...entry.extra });
     });
     const exactlyOnce = config.delivery === 'exactly-once';
     this.consumer = this.kafka.consumer({
       groupId: config.groupId,
-      sessionTimeout: config.consumer.sessionTimeoutMs,
-      heartbeatInterval: config.consumer.heartbeatIntervalMs,
+      sessionTimeoutMs: config.consumer.sessionTimeoutMs,
+      heartbeatIntervalMs: config.consumer.heartbeatIntervalMs,
       maxBytesPerPartition: config.consumer.maxBytesPerPartition,
-      readUncommitted: false,
-      allowAutoTopicCreation: false,
+      readCommitted: true,
     });
-    const createProducer = (): Producer => this.kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
-      ...(exactlyOnce ? { transactionalId: config.transactionalId ?? `${config.groupId}-${config.clientId}`, transactionTimeout: config.transactionTimeoutMs } : {}),
-    });
+    this.brokerSilenceMs = Math.max(10_000, 3 * config.consumer.heartbeatIntervalMs);
+    // The transactional id must be the same for an instance across its restarts (a StatefulSet
+    // pod name, or config), so that a restarted instance fences the stalled one it replaces.
+    const createProducer = (): KafkaProducerClient =>
+      this.kafka.producer(exactlyOnce ? { transactionalId: config.transactionalId ?? `${config.groupId}-${config.clientId}`, transactionTimeoutMs: config.transactionTimeoutMs } : {});
     const retry = { maxAttempts: config.retry.maxAttempts, initialBackoffMs: config.retry.initialBackoffMs, maxBackoffMs: config.retry.maxBackoffMs };
     const tracer = options.tracer ?? trace.getTracer('cuilink.stream');
     this.metrics = new StageMetrics(() => this.batcher.inFlightMentions, options.meter ?? otelMetrics.getMeter('cuilink.stream'));
@@ -106,9 +103,10 @@ export class LinkingStage {
     noteLinker.onFatal((error) => this.fail('linker failed', error));
     this.batcher = new MentionBatcher<QueuedNote, NoteOutcome>(config.batching, (q) => q.mentionCount, (items) => noteLinker.link(items));
     this.batcher.onPressure((high) => {
-      const topics = [{ topic: config.topics.input }];
-      if (high) this.consumer.pause(topics);
-      else this.consumer.resume(topics);
+      // A drain has paused the input for good: pressure falling must not resume it.
+      if (this.stopping) return;
+      if (high) this.consumer.pause();
+      else this.consumer.resume();
       logger.debug(high ? 'in-flight mentions at the limit: consumer paused' : 'consumer resumed', { inFlightMentions: this.batcher.inFlightMentions });
     });
     this.delivery = new OutputDelivery(createProducer, this.consumer, config, this.sizes);
@@ -128,32 +126,34 @@ export class LinkingStage {
     const { input, output, deadLetter, review, labelRequests, measureRequests } = config.topics;
     await requireTopics(this.kafka, [input, output, deadLetter, review, labelRequests, measureRequests].filter((t) => t !== undefined));
     await this.sizes.load(this.kafka, [config.topics.output, config.topics.deadLetter], config.topics.maxMessageBytes, this.logger);
-    this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
+    this.consumer.onJoin((join) => {
       this.joined = true;
-      this.logger.info('joined consumer group', { groupId: config.groupId, memberId: event.payload.memberId, assignment: event.payload.memberAssignment });
+      this.logger.info('joined consumer group', { groupId: config.groupId, memberId: join.memberId, generationId: join.generationId, assignment: join.assignment });
       for (const wake of this.joinWaiters.splice(0)) wake();
     });
-    this.consumer.on(this.consumer.events.CRASH, (event) => {
-      // Not ready until the restarted consumer has joined again (broker unreachable, batch handed back).
+    this.consumer.onCrash((error, restarting) => {
+      // Not ready until the consumer fetches again (broker unreachable, batch handed back).
       this.joined = false;
-      this.logger.error('consumer crashed', { error: event.payload.error, restart: event.payload.restart });
-      if (!event.payload.restart) this.fail('consumer crashed', event.payload.error);
+      this.logger.error('consumer failed', { code: codeOf(error), error, restarting });
+      if (!restarting) this.fail('consumer failed', error);
     });
     await this.delivery.connect();
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topics: [config.topics.input], fromBeginning: config.consumer.fromBeginning });
     await this.consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: config.consumer.partitionsConsumedConcurrently,
-      eachBatch: async (payload) => {
-        const handling = this.handle(payload);
+      topics: [config.topics.input],
+      fromBeginning: config.consumer.fromBeginning,
+      partitionsConcurrently: config.consumer.partitionsConsumedConcurrently,
+      eachBatch: async (batch) => {
+        const handling = this.handle(batch);
         const tracked = handling.catch(() => {});
         this.activeBatches.add(tracked);
         try {
           await handling;
         } catch (error) {
-          this.logger.warn('partition batch handed back to Kafka', { topic: payload.batch.topic, partition: payload.batch.partition, code: codeOf(error) });
+          const code = codeOf(error);
+          // Another instance took our transactional id: this one is the zombie and must write nothing more.
+          if (code === 'KAFKA_PRODUCER_FENCED' || code === 'KAFKA_INVALID_PRODUCER_EPOCH' || code === 'KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED') this.fail('fenced by another instance with the same transactional id', error);
+          else if (isFencedCode(code)) this.logger.warn('partition moved to another member before its records were committed; they will be read again by their owner', { topic: batch.topic, partition: batch.partition, code });
+          else this.logger.warn('partition batch handed back to Kafka', { topic: batch.topic, partition: batch.partition, code });
           throw error;
         } finally {
           this.activeBatches.delete(tracked);
@@ -174,7 +174,12 @@ export class LinkingStage {
    * crashed since), the linker's last attempt succeeded, and no partition is stuck retrying.
    */
   get ready(): boolean {
-    return this.joined && !this.stopping && !this.failed && this.noteLinker.available && this.progress.progressing;
+    return this.joined && !this.stopping && !this.failed && this.brokerAnswering && this.noteLinker.available && this.progress.progressing;
+  }
+
+  /** The broker answered a heartbeat or a fetch within brokerSilenceMs: /readyz goes 503 within that time of an outage. */
+  get brokerAnswering(): boolean {
+    return Date.now() - this.consumer.lastBrokerContactAt() < this.brokerSilenceMs;
   }
 
   private fail(what: string, error: unknown): void {
@@ -214,7 +219,7 @@ export class LinkingStage {
       const { drainTimeoutMs } = config;
       if (!this.running) {
         // start() failed or never ran: nothing was taken, so there is nothing to drain.
-        await this.consumer.disconnect().catch(() => {});
+        await this.consumer.close().catch(() => {});
         await this.delivery.disconnect().catch(() => {});
         return true;
       }
@@ -222,11 +227,11 @@ export class LinkingStage {
       const drain = (async (): Promise<'drained' | 'failed'> => {
         try {
           // Handlers see `stopping`, take no new records, and finish (produce + commit) those already taken.
-          this.consumer.pause([{ topic: config.topics.input }]);
+          this.consumer.pause();
           while (this.activeBatches.size > 0) await Promise.all([...this.activeBatches]);
           await this.consumer.stop();
           await this.batcher.shutdown();
-          await this.consumer.disconnect();
+          await this.consumer.close();
           await this.delivery.disconnect();
           return 'drained';
         } catch (error) {

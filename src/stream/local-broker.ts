@@ -132,16 +132,15 @@ async function waitUntilAnswering(brokers: string[], child: ChildProcess, logFil
       throw new CuilinkError('BROKER_START_FAILED', `the Kafka broker exited during start (code ${child.exitCode ?? child.signalCode}); see ${logFile}: ${tail(logFile)}`);
     }
     try {
-      await admin.connect();
-      const cluster = await admin.describeCluster();
-      await admin.disconnect();
-      if (cluster.brokers.length > 0 && cluster.controller !== null) return;
+      await admin.listTopics();
+      await admin.close();
+      return;
     } catch (error) {
       lastError = error;
-      await admin.disconnect().catch(() => {});
     }
     await new Promise((r) => setTimeout(r, 250));
   }
+  await admin.close();
   throw new CuilinkError('BROKER_START_TIMEOUT', `the Kafka broker did not answer on ${brokers.join(',')} within ${timeoutMs} ms (${String(lastError)}); see ${logFile}`, {
     retriable: true,
   });

@@ -1,14 +1,10 @@
-import type { Consumer, Producer, TopicMessages } from 'kafkajs';
+import type { InputCommit, KafkaConsumerClient, KafkaProducerClient, TopicRecords as TopicMessages } from './kafka/client-types.ts';
 import { CuilinkError } from '../kb/errors.ts';
 import type { StageConfig } from './stage-config.ts';
 import { isTooLarge, recordBytes, type TopicSizeLimits } from './topic-size-limits.ts';
 
-/** The offset to commit for one partition: the next record to read. */
-export interface PartitionCommit {
-  topic: string;
-  partition: number;
-  offset: string;
-}
+/** The offset to commit for one partition (the next record to read), with the group membership it was read under. */
+export type PartitionCommit = InputCommit;
 
 /**
  * The broker refused a produce request as too large although it fit the known limit: `bytes`
@@ -37,12 +33,12 @@ export class RecordRefusedError extends CuilinkError {
  */
 export class OutputDelivery {
   private tail: Promise<unknown> = Promise.resolve();
-  private producer: Producer | undefined;
+  private producer: KafkaProducerClient | undefined;
 
   constructor(
-    private readonly createProducer: () => Producer,
-    private readonly consumer: Consumer,
-    private readonly config: Pick<StageConfig, 'delivery' | 'groupId'>,
+    private readonly createProducer: () => KafkaProducerClient,
+    private readonly consumer: KafkaConsumerClient,
+    private readonly config: Pick<StageConfig, 'delivery'>,
     private readonly sizes: TopicSizeLimits,
   ) {}
 
@@ -53,12 +49,14 @@ export class OutputDelivery {
   }
 
   async disconnect(): Promise<void> {
-    await this.producer?.disconnect();
+    await this.producer?.close();
   }
 
   /** Without `commit`: records that answer no input (label requests of a closed window), sent alone (in a transaction of their own). */
   deliver(topicMessages: TopicMessages[], commit?: PartitionCommit): Promise<void> {
-    const step = this.tail.then(() => (this.config.delivery === 'exactly-once' ? this.transactional(topicMessages, commit) : this.atLeastOnce(topicMessages, commit)));
+    const step = this.tail.then(async () => {
+      if (this.producer === undefined) await this.connect();
+    }).then(() => (this.config.delivery === 'exactly-once' ? this.transactional(topicMessages, commit) : this.atLeastOnce(topicMessages, commit)));
     this.tail = step.catch(() => {});
     return step;
   }
@@ -74,7 +72,7 @@ export class OutputDelivery {
         await send(request);
       } catch (error) {
         if (!isTooLarge(error)) throw error;
-        await this.producer?.disconnect().catch(() => {});
+        await this.producer?.close().catch(() => {});
         await this.connect();
         throw new RecordRefusedError(request.topic, request.messages.reduce((sum, m) => sum + recordBytes(m), 0), error);
       }
@@ -82,18 +80,25 @@ export class OutputDelivery {
   }
 
   private async atLeastOnce(topicMessages: TopicMessages[], commit: PartitionCommit | undefined): Promise<void> {
-    await this.sendAll(topicMessages, (request) => this.producer!.sendBatch({ topicMessages: [request], acks: -1 }));
-    if (commit) await this.consumer.commitOffsets([commit]);
+    await this.sendAll(topicMessages, (request) => this.producer!.send([request]));
+    if (commit) await this.consumer.commit([commit]);
   }
 
   private async transactional(topicMessages: TopicMessages[], commit: PartitionCommit | undefined): Promise<void> {
     const transaction = await this.producer!.transaction();
     try {
-      await this.sendAll(topicMessages, (request) => transaction.sendBatch({ topicMessages: [request], acks: -1 }));
-      if (commit) await transaction.sendOffsets({ consumerGroupId: this.config.groupId, topics: [{ topic: commit.topic, partitions: [{ partition: commit.partition, offset: commit.offset }] }] });
+      await this.sendAll(topicMessages, (request) => transaction.send(request));
+      // KIP-447: the commit carries the membership the records were read under; once the group has moved on, the coordinator refuses it and the transaction aborts.
+      if (commit) await transaction.commitInput(commit);
       await transaction.commit();
     } catch (error) {
-      if (transaction.isActive()) await transaction.abort().catch(() => {});
+      // A transaction that cannot be aborted (broker gone mid-step) would block every later one:
+      // a fresh producer with the same transactional id makes the coordinator abort it instead.
+      await transaction.abort().catch(async () => {
+        const stuck = this.producer;
+        this.producer = undefined;
+        await stuck?.close().catch(() => {});
+      });
       throw error;
     }
   }

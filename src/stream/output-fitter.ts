@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Message } from 'kafkajs';
+import type { OutboundRecord as Message } from './kafka/client-types.ts';
 import { CuilinkError } from '../kb/errors.ts';
 import type { LinkedNote } from '../link/types.ts';
 import type { DeadLetterInfo, EncodedRecord, StageCodec } from './stage-codec.ts';

@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, SpanStatusCode, trace, type Link, type Tracer } from '@opentelemetry/api';
-import type { EachBatchPayload, KafkaMessage, Message, TopicMessages } from 'kafkajs';
+import type { InboundRecord as KafkaMessage, OutboundRecord as Message, PartitionBatch, TopicRecords as TopicMessages } from './kafka/client-types.ts';
 import { injectRecordContext, type RecordHeaders } from '../telemetry/kafka-trace-context.ts';
 import type { LinkedNote, NoteInput } from '../link/types.ts';
 import type { LabelProposal } from './label-selection/label-proposal.ts';
@@ -69,7 +69,7 @@ export interface LabelRouting {
 }
 
 /**
- * Handles one kafkajs fetch batch of one partition (eachBatch): decode and validate each record,
+ * Handles one fetched batch of one partition (eachBatch): decode and validate each record,
  * hand notes to the shared micro-batcher, and as soon as a prefix of the partition's records has
  * an outcome, produce it (linked notes to the output topic keyed by note id, rejects to the
  * dead-letter topic) and commit its offsets — prefix by prefix, so per-partition order holds and
@@ -79,8 +79,7 @@ export interface LabelRouting {
 export class PartitionBatchHandler {
   constructor(private readonly deps: PartitionBatchHandlerDeps) {}
 
-  async handle(payload: EachBatchPayload): Promise<void> {
-    const { batch } = payload;
+  async handle(batch: PartitionBatch): Promise<void> {
     const { batcher, metrics } = this.deps;
     const entries: Entry[] = [];
     // Deliveries run one at a time beside the submission loop, so linking never waits on a produce.
@@ -88,12 +87,12 @@ export class PartitionBatchHandler {
     let deliveryError: unknown;
     const deliverSettled = () => {
       delivering = delivering
-        .then(() => (deliveryError === undefined ? this.flushSettledPrefix(entries, payload) : undefined))
+        .then(() => (deliveryError === undefined ? this.flushSettledPrefix(entries, batch) : undefined))
         .catch((error: unknown) => void (deliveryError ??= error));
     };
     const limits = { maxNoteChars: this.deps.config.limits.maxNoteChars, maxMentions: this.deps.config.limits.maxMentionsPerNote, maxMentionChars: this.deps.config.limits.maxMentionChars };
     for (const message of batch.messages) {
-      if (!payload.isRunning() || payload.isStale() || this.deps.isStopping() || deliveryError !== undefined) break;
+      if (batch.isStale() || this.deps.isStopping() || deliveryError !== undefined) break;
       const started = performance.now();
       const decoded = await this.retrying(`decode ${batch.topic}/${batch.partition}`, () => decodeInputRecord(this.deps.codec, message, limits));
       metrics.recordPhase('decode', (performance.now() - started) / 1000);
@@ -126,18 +125,16 @@ export class PartitionBatchHandler {
     if (deliveryError !== undefined) throw deliveryError;
   }
 
-  private async flushSettledPrefix(entries: Entry[], payload: EachBatchPayload): Promise<void> {
+  private async flushSettledPrefix(entries: Entry[], batch: PartitionBatch): Promise<void> {
     let settled = 0;
     while (settled < entries.length && entries[settled]!.outcome !== undefined) settled++;
     if (settled === 0) return;
     const group = entries.slice(0, settled);
-    await this.deliver(group, payload);
+    await this.deliver(group, batch);
     entries.splice(0, settled);
-    await payload.heartbeat();
   }
 
-  private async deliver(group: Entry[], payload: EachBatchPayload): Promise<void> {
-    const { batch } = payload;
+  private async deliver(group: Entry[], batch: PartitionBatch): Promise<void> {
     const { tracer, metrics } = this.deps;
     const linked = group.filter((e) => e.outcome!.kind === 'linked');
     const batchContexts = linked.map((e) => (e.outcome as Extract<Outcome, { kind: 'linked' }>).batchContext);
@@ -149,7 +146,8 @@ export class PartitionBatchHandler {
       try {
         const traceHeaders = injectRecordContext(trace.setSpan(parent, span));
         const last = group[group.length - 1]!.message.offset;
-        const commit = { topic: batch.topic, partition: batch.partition, offset: nextOffset(last, batch) };
+        // KIP-447: the commit carries the membership the records were read under.
+        const commit = { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString(), membership: batch.membership };
         proposals = this.proposeLabels(group);
         const labelMessages = await this.labelMessages(proposals, traceHeaders);
         let built: BuiltRecords;
@@ -169,10 +167,9 @@ export class PartitionBatchHandler {
             this.deps.logger.warn('the broker refused records as too large; fitting them again under a lower limit', { topic: error.topic, refusedBytes: error.bytes, maxMessageBytes: lowered });
           }
         }
-        payload.resolveOffset(last);
         for (const p of this.deps.labels?.selector.confirm(proposals) ?? []) metrics.recordLabelRequested(p.stream);
         proposals = [];
-        metrics.recordLag(batch.topic, batch.partition, batch.highWatermark, commit.offset);
+        if (batch.highWatermark !== undefined) metrics.recordLag(batch.topic, batch.partition, batch.highWatermark, commit.offset);
         const ackedAt = Date.now();
         metrics.recordProduced(built.produced);
         for (const [stage, n] of built.byStage) metrics.recordLinks(stage, n);
@@ -260,7 +257,7 @@ export class PartitionBatchHandler {
   }
 
   /** The group's output and dead-letter records, each fitted to its topic's size limit. */
-  private async build(group: Entry[], batch: EachBatchPayload['batch'], traceHeaders: Record<string, string>): Promise<BuiltRecords> {
+  private async build(group: Entry[], batch: PartitionBatch, traceHeaders: Record<string, string>): Promise<BuiltRecords> {
     const { output: outputTopic, deadLetter: deadTopic } = this.deps.config.topics;
     const output: Message[] = [];
     const deadLetters: Message[] = [];
@@ -301,7 +298,7 @@ export class PartitionBatchHandler {
   }
 
   /** One entry's record under the current limits: its LinkedNote, or its dead letter (`dead`: the code). */
-  private async make(entry: Entry, batch: EachBatchPayload['batch'], traceHeaders: Record<string, string>): Promise<{ message: Message; dead?: string; cut: boolean }> {
+  private async make(entry: Entry, batch: PartitionBatch, traceHeaders: Record<string, string>): Promise<{ message: Message; dead?: string; cut: boolean }> {
     const { config, fitter, sizes } = this.deps;
     const { output: outputTopic, deadLetter: deadTopic } = config.topics;
     const outcome = entry.outcome!;
@@ -337,14 +334,4 @@ export class PartitionBatchHandler {
     this.deps.progress.succeeded(key);
     return result;
   }
-}
-
-/**
- * The offset to commit after `offset`: the next one, or past the batch's end when `offset` is its
- * last data record, so that trailing transaction control records are not read again.
- */
-function nextOffset(offset: string, batch: EachBatchPayload['batch']): string {
-  const lastData = batch.messages[batch.messages.length - 1]?.offset;
-  const base = lastData === offset ? batch.lastOffset() : offset;
-  return (BigInt(base) + 1n).toString();
 }

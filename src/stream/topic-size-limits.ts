@@ -1,4 +1,5 @@
-import kafkajs, { type Kafka, type Message } from 'kafkajs';
+import type { KafkaClient, OutboundRecord as Message } from './kafka/client-types.ts';
+import { isTooLargeCode } from './kafka/kafka-errors.ts';
 import type { Logger } from '../telemetry/logger.ts';
 
 /** Kafka's default `max.message.bytes` (1 MiB + 12), used when a topic's own cannot be read. */
@@ -35,24 +36,23 @@ export class TopicSizeLimits {
   private readonly maxBytes = new Map<string, number>();
 
   /** Reads the topics' `max.message.bytes`; `override` (config) wins; Kafka's default when neither is known. */
-  async load(kafka: Kafka, topics: string[], override: number | undefined, logger: Logger): Promise<void> {
+  async load(kafka: KafkaClient, topics: string[], override: number | undefined, logger: Logger): Promise<void> {
     if (override !== undefined) {
       for (const topic of topics) this.maxBytes.set(topic, override);
       logger.info('record size limits (configured)', { maxMessageBytes: override, topics });
       return;
     }
     const admin = kafka.admin();
-    await admin.connect();
     try {
-      const described = await admin.describeConfigs({ includeSynonyms: false, resources: topics.map((name) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['max.message.bytes'] })) });
-      for (const resource of described.resources) {
-        const value = Number(resource.configEntries.find((e) => e.configName === 'max.message.bytes')?.configValue);
-        if (resource.errorCode === 0 && Number.isFinite(value) && value > 0) this.maxBytes.set(resource.resourceName, value);
+      const described = await admin.describeTopicConfigs(topics, ['max.message.bytes']);
+      for (const [topic, configs] of described) {
+        const value = Number(configs.get('max.message.bytes'));
+        if (Number.isFinite(value) && value > 0) this.maxBytes.set(topic, value);
       }
     } catch (error) {
       logger.warn('cannot describe the output topics’ configs; assuming Kafka’s default max.message.bytes (set topics.maxMessageBytes)', { error, assumed: KAFKA_DEFAULT_MAX_MESSAGE_BYTES });
     } finally {
-      await admin.disconnect();
+      await admin.close();
     }
     logger.info('record size limits', { maxMessageBytes: Object.fromEntries(topics.map((t) => [t, this.maxMessageBytes(t)])) });
   }
@@ -106,11 +106,8 @@ export class TopicSizeLimits {
   }
 }
 
-/** Whether a produce failed because the broker found a record or batch too large (kafkajs wraps causes). */
-export function isTooLarge(error: unknown, depth = 0): boolean {
-  if (typeof error !== 'object' || error === null || depth > 5) return false;
-  const e = error as { type?: unknown; cause?: unknown; originalError?: unknown; errors?: unknown };
-  if (e.type === 'MESSAGE_TOO_LARGE' || e.type === 'RECORD_LIST_TOO_LARGE') return true;
-  if (Array.isArray(e.errors) && e.errors.some((inner) => isTooLarge(inner, depth + 1))) return true;
-  return isTooLarge(e.cause, depth + 1) || isTooLarge(e.originalError, depth + 1);
+/** Whether a produce failed because the broker found a record or batch too large. */
+export function isTooLarge(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && isTooLargeCode(code);
 }

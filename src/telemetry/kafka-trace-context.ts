@@ -1,7 +1,7 @@
 import { context, trace, type Context, type SpanContext, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
-/** Kafka record headers as kafkajs gives them. */
+/** Kafka record headers: one value per key, or several where a key repeats. */
 export type RecordHeaders = Record<string, Buffer | string | (Buffer | string)[] | undefined>;
 
 // W3C trace context directly rather than the global propagator, so headers flow even when no SDK is set up.

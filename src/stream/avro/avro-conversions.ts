@@ -143,7 +143,7 @@ export function labelProposalToAvro(p: LabelProposal): LabelRequestRecord {
   };
 }
 
-/** kafkajs headers as the DeadLetter's ordered (key, bytes) list; repeated keys stay repeated. */
+/** Record headers as the DeadLetter's ordered (key, bytes) list; repeated keys stay repeated. */
 export function headersToAvro(headers: RecordHeaders | undefined): HeaderRecord[] {
   const out: HeaderRecord[] = [];
   for (const [key, value] of Object.entries(headers ?? {})) {
@@ -153,7 +153,7 @@ export function headersToAvro(headers: RecordHeaders | undefined): HeaderRecord[
   return out;
 }
 
-/** The DeadLetter's header list back as kafkajs headers, e.g. to replay the original record. */
+/** The DeadLetter's header list back as record headers, e.g. to replay the original record. */
 export function avroToHeaders(headers: HeaderRecord[]): Record<string, Buffer | Buffer[]> {
   const out: Record<string, Buffer | Buffer[]> = {};
   for (const { key, value } of headers) {

@@ -1,8 +1,8 @@
 /**
  * The stage's own Kafka client interface. Everything in cuilink that talks to Kafka (the stage, the
  * evaluator, the memory updater, the tools, the tests and benchmarks) uses these types only; the
- * one implementation (platformatic-client.ts, on @platformatic/kafka) is the only file that imports
- * a Kafka library, so a later swap is one file.
+ * implementation (platformatic-client.ts with partition-batch-consumer.ts, on @platformatic/kafka)
+ * is the only code that imports a Kafka library, so a later swap touches this folder only.
  */
 
 /** A record as read: offsets and timestamps as decimal strings (int64 does not fit a number). */
@@ -39,6 +39,8 @@ export interface GroupMembership {
   groupId: string;
   memberId: string;
   generationId: number;
+  /** The group coordinator's broker id when the membership was read (a transactional commit goes there). */
+  coordinatorId?: number;
 }
 
 /** The position to commit for one input partition (the next offset to read) and the membership it was read under. */
@@ -93,7 +95,9 @@ export interface KafkaConsumerClient {
   /** Stops handing out new batches (records already fetched wait); `resume` undoes it. */
   pause(): void;
   resume(): void;
-  /** Called on every (re)join with the assignment. */
+  /** When the broker last answered this consumer (a heartbeat, a join or a fetch), ms since the epoch; 0 before the first. */
+  lastBrokerContactAt(): number;
+  /** Called on every (re)join with the assignment, and when fetching resumes after a failure. */
   onJoin(listener: (join: ConsumerJoin) => void): void;
   /** Called when the consumer failed; `restarting` false means it gave up for good. */
   onCrash(listener: (error: unknown, restarting: boolean) => void): void;

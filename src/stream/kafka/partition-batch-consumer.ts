@@ -1,0 +1,259 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Consumer, Message, MessagesStream } from '@platformatic/kafka';
+import type { ConsumerJoin, ConsumerOptions, ConsumerRunOptions, GroupMembership, InboundRecord, InputCommit, KafkaConsumerClient } from './client-types.ts';
+import { asKafkaError, kafkaCall } from './kafka-errors.ts';
+import { closeConsumer, membershipOf, toInboundRecord } from './platformatic-client.ts';
+
+export type LibraryConsumer = Consumer;
+
+interface PartitionQueue {
+  topic: string;
+  partition: number;
+  records: InboundRecord[];
+  membership: GroupMembership | undefined;
+  running: boolean;
+}
+
+/**
+ * One fetch stream's life. It ends (goes stale) on a rebalance, on a batch that failed, or on
+ * stop; the next one starts from the committed offsets. Ending a whole epoch rather than seeking
+ * one partition keeps the rule simple: after any doubt, read again from what is committed.
+ */
+class Epoch {
+  stale = false;
+  generationId: number | undefined;
+  buffered = 0;
+  pausedByUs = false;
+  readonly queues = new Map<string, PartitionQueue>();
+  readonly running = new Set<Promise<void>>();
+  constructor(readonly stream: MessagesStream<Buffer, Buffer, Buffer, Buffer>) {}
+}
+
+const MAX_RECORDS_PER_BATCH = 1000;
+const DEFAULT_MAX_BUFFERED = 2000;
+const HIGH_WATERMARK_REFRESH_MS = 5000;
+
+/**
+ * Our KafkaConsumerClient on the library's record stream: records are queued per partition and
+ * handed to `eachBatch` one partition batch at a time (never two at once for a partition, up to
+ * `partitionsConcurrently` partitions at once). Fetching pauses while `maxBufferedRecords` wait.
+ * Commits carry the membership the records were read under (KIP-447), so a member that stalled
+ * past a rebalance has them refused.
+ */
+export class PartitionBatchConsumer implements KafkaConsumerClient {
+  private consumer: LibraryConsumer | undefined;
+  private runOptions: ConsumerRunOptions | undefined;
+  private epoch: Epoch | undefined;
+  private paused = false;
+  private active = 0;
+  private stopping = false;
+  private stopPromise: Promise<void> | undefined;
+  private closePromise: Promise<void> | undefined;
+  private restarting: Promise<void> | undefined;
+  private lastContact = 0;
+  private readonly highWatermarks = new Map<string, string>();
+  private watermarkTimer: NodeJS.Timeout | undefined;
+  private readonly joinListeners: ((join: ConsumerJoin) => void)[] = [];
+  private readonly crashListeners: ((error: unknown, restarting: boolean) => void)[] = [];
+
+  constructor(
+    private readonly create: () => LibraryConsumer,
+    private readonly options: ConsumerOptions,
+  ) {}
+
+  async run(options: ConsumerRunOptions): Promise<void> {
+    if (this.runOptions !== undefined) throw new Error('consumer already running');
+    this.runOptions = options;
+    const consumer = this.create();
+    this.consumer = consumer;
+    consumer.on('consumer:group:join', (payload) => {
+      this.lastContact = Date.now();
+      const join: ConsumerJoin = { memberId: payload.memberId, generationId: payload.generationId ?? consumer.generationId, assignment: (payload.assignments ?? consumer.assignments ?? []).map((a) => ({ topic: a.topic, partitions: [...a.partitions] })) };
+      for (const listener of this.joinListeners) listener(join);
+      const epoch = this.epoch;
+      if (epoch !== undefined && epoch.generationId !== undefined && join.generationId !== epoch.generationId) this.restart(epoch, undefined);
+    });
+    consumer.on('consumer:heartbeat:end', () => (this.lastContact = Date.now()));
+    await this.startEpoch();
+    this.watermarkTimer = setInterval(() => void this.refreshHighWatermarks(), HIGH_WATERMARK_REFRESH_MS);
+    this.watermarkTimer.unref();
+    void this.refreshHighWatermarks();
+  }
+
+  /** When the broker last answered this consumer (a heartbeat, a join or a fetch); 0 before the first. */
+  lastBrokerContactAt(): number {
+    return this.lastContact;
+  }
+
+  async commit(commits: InputCommit[]): Promise<void> {
+    const consumer = this.consumer;
+    if (consumer === undefined || commits.length === 0) return;
+    for (const c of commits) {
+      // The library would rejoin and commit under the new generation; a commit read under an older one must be refused instead.
+      if (c.membership.generationId !== consumer.generationId || c.membership.memberId !== consumer.memberId) {
+        throw asKafkaError(Object.assign(new Error(`records of ${c.topic}/${c.partition} were read under generation ${c.membership.generationId}; the group is at ${consumer.generationId}`), { apiId: 'ILLEGAL_GENERATION' }), 'commit offsets');
+      }
+    }
+    await kafkaCall('commit offsets', () => consumer.commit({ offsets: commits.map((c) => ({ topic: c.topic, partition: c.partition, offset: BigInt(c.offset), leaderEpoch: -1 })) }));
+  }
+
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    this.paused = false;
+    if (this.epoch) this.dispatch(this.epoch);
+  }
+
+  onJoin(listener: (join: ConsumerJoin) => void): void {
+    this.joinListeners.push(listener);
+  }
+
+  onCrash(listener: (error: unknown, restarting: boolean) => void): void {
+    this.crashListeners.push(listener);
+  }
+
+  stop(): Promise<void> {
+    this.stopPromise ??= (async () => {
+      this.stopping = true;
+      if (this.watermarkTimer) clearInterval(this.watermarkTimer);
+      const epoch = this.epoch;
+      if (epoch !== undefined) {
+        epoch.stale = true;
+        epoch.queues.clear();
+        await Promise.allSettled([...epoch.running]);
+        await epoch.stream.close().catch(() => {});
+      }
+      await this.restarting?.catch(() => {});
+    })();
+    return this.stopPromise;
+  }
+
+  close(): Promise<void> {
+    this.closePromise ??= (async () => {
+      await this.stop();
+      await closeConsumer(this.consumer);
+    })();
+    return this.closePromise;
+  }
+
+  private async startEpoch(): Promise<void> {
+    const consumer = this.consumer!;
+    const { topics, fromBeginning } = this.runOptions!;
+    const stream = await kafkaCall('consume', () =>
+      consumer.consume({ topics, mode: 'committed', fallbackMode: fromBeginning ? 'earliest' : 'latest', autocommit: false, maxWaitTime: 500 }),
+    );
+    const epoch = new Epoch(stream);
+    this.epoch = epoch;
+    this.lastContact = Date.now();
+    stream.on('data', (message: Message) => this.accept(epoch, message));
+    stream.on('fetch', () => (this.lastContact = Date.now()));
+    stream.on('error', (error: unknown) => this.restart(epoch, asKafkaError(error, 'fetch')));
+  }
+
+  private accept(epoch: Epoch, message: Message): void {
+    if (epoch.stale) return;
+    const membership = membershipOf(message);
+    epoch.generationId ??= membership.generationId;
+    if (membership.generationId !== epoch.generationId) {
+      this.restart(epoch, undefined);
+      return;
+    }
+    const key = `${message.topic}:${message.partition}`;
+    let queue = epoch.queues.get(key);
+    if (queue === undefined) {
+      queue = { topic: message.topic, partition: message.partition, records: [], membership, running: false };
+      epoch.queues.set(key, queue);
+    }
+    queue.records.push(toInboundRecord(message));
+    queue.membership = membership;
+    epoch.buffered++;
+    if (epoch.buffered >= (this.options.maxBufferedRecords ?? DEFAULT_MAX_BUFFERED) && !epoch.pausedByUs) {
+      epoch.pausedByUs = true;
+      epoch.stream.pause();
+    }
+    this.dispatch(epoch);
+  }
+
+  private dispatch(epoch: Epoch): void {
+    const concurrency = this.runOptions?.partitionsConcurrently ?? 1;
+    for (const queue of epoch.queues.values()) {
+      if (this.paused || epoch.stale || this.active >= concurrency) return;
+      if (queue.running || queue.records.length === 0) continue;
+      const records = queue.records.splice(0, MAX_RECORDS_PER_BATCH);
+      queue.running = true;
+      this.active++;
+      const run = this.runBatch(epoch, queue, records);
+      epoch.running.add(run);
+      void run.finally(() => epoch.running.delete(run));
+    }
+  }
+
+  private async runBatch(epoch: Epoch, queue: PartitionQueue, records: InboundRecord[]): Promise<void> {
+    try {
+      await this.runOptions!.eachBatch({
+        topic: queue.topic,
+        partition: queue.partition,
+        messages: records,
+        membership: queue.membership!,
+        highWatermark: this.highWatermarks.get(`${queue.topic}:${queue.partition}`),
+        isStale: () => epoch.stale || this.stopping,
+      });
+    } catch (error) {
+      // Handed back: read again from the committed offsets (this batch's uncommitted records included).
+      if (!epoch.stale) this.restart(epoch, error);
+    } finally {
+      queue.running = false;
+      this.active--;
+      epoch.buffered -= records.length;
+      if (epoch.pausedByUs && !epoch.stale && epoch.buffered < (this.options.maxBufferedRecords ?? DEFAULT_MAX_BUFFERED) / 2) {
+        epoch.pausedByUs = false;
+        epoch.stream.resume();
+      }
+      if (!epoch.stale) this.dispatch(epoch);
+    }
+  }
+
+  /** Ends `epoch` (rebalance when `error` is undefined) and starts the next from the committed offsets. */
+  private restart(epoch: Epoch, error: unknown): void {
+    if (epoch !== this.epoch || epoch.stale || this.stopping) return;
+    epoch.stale = true;
+    epoch.queues.clear();
+    if (error !== undefined) for (const listener of this.crashListeners) listener(error, true);
+    this.restarting = (async () => {
+      await Promise.allSettled([...epoch.running]);
+      await epoch.stream.close().catch(() => {});
+      for (let attempt = 1; !this.stopping; attempt++) {
+        try {
+          await this.startEpoch();
+          this.announceFetching();
+          return;
+        } catch (startError) {
+          const retriable = (startError as { retriable?: boolean }).retriable === true;
+          for (const listener of this.crashListeners) listener(startError, retriable);
+          if (!retriable) return;
+          await sleep(Math.min(10_000, 250 * 2 ** Math.min(attempt, 6)));
+        }
+      }
+    })();
+  }
+
+  /** After a restart the membership may be unchanged (no join event): listeners still learn that records flow again. */
+  private announceFetching(): void {
+    const consumer = this.consumer!;
+    const join: ConsumerJoin = { memberId: consumer.memberId ?? '', generationId: consumer.generationId, assignment: (consumer.assignments ?? []).map((a) => ({ topic: a.topic, partitions: [...a.partitions] })) };
+    for (const listener of this.joinListeners) listener(join);
+  }
+
+  private async refreshHighWatermarks(): Promise<void> {
+    const consumer = this.consumer;
+    if (consumer === undefined || this.stopping) return;
+    try {
+      const offsets = await consumer.listOffsets({ topics: this.runOptions!.topics, timestamp: -1n });
+      for (const [topic, partitions] of offsets) partitions.forEach((high, partition) => this.highWatermarks.set(`${topic}:${partition}`, String(high)));
+    } catch {
+      // Lag is a metric: an unreachable broker is reported by the fetch, not here.
+    }
+  }
+}
