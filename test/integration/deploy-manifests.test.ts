@@ -26,6 +26,29 @@ const byKind = (docs: Json[], kind: string, name?: string): Json => {
 const container = (deployment: Json): Json => deployment.spec.template.spec.containers[0];
 /** Environment variables the image and Node read themselves, besides the stage's ENV_VARS. */
 const RUNTIME_ENV = new Set(['NODE_EXTRA_CA_CERTS', 'CUILINK_CACHE_DIR']);
+/** The workloads that run pods, the linker's StatefulSet included. */
+const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet', 'Job']);
+
+/**
+ * A container's environment as the kubelet builds it for the pod `podName`: envFrom first, then
+ * `env` in order, `$(NAME)` expanded from the variables defined before it (a reference to an
+ * undefined one stays as written), `fieldRef: metadata.name` the pod's name, secret keys from
+ * `secret`. Each variable also records whether some later one references it.
+ */
+function podEnv(workload: Json, podName: string, shared: Record<string, string>, secret: Record<string, string>) {
+  const env: Record<string, string> = { ...shared };
+  const declared: Json[] = container(workload).env ?? [];
+  for (const v of declared) {
+    let value: string;
+    if (v.value !== undefined) value = (v.value as string).replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m: string, name?: string) => (name === undefined ? '$' : (env[name] ?? m)));
+    else if (v.valueFrom?.secretKeyRef) value = secret[v.valueFrom.secretKeyRef.key]!;
+    else if (v.valueFrom?.fieldRef?.fieldPath === 'metadata.name') value = podName;
+    else assert.fail(`${workload.metadata.name}: ${v.name} comes from a source this test does not model`);
+    env[v.name] = value;
+  }
+  const referenced = (name: string) => declared.some((v) => typeof v.value === 'string' && v.value.includes(`$(${name})`));
+  return { env, declared, referenced };
+}
 
 before(async () => {
   scratch = mkdtempSync(join(tmpdir(), 'cuilink-deploy-'));
@@ -94,20 +117,20 @@ test('the stage config and environment of the manifests pass the stage\'s own co
     for (const name of Object.keys(shared)) assert.ok(ENV_VARS.some(([n]) => n === name) || RUNTIME_ENV.has(name), `cuilink-env: ${name} is read by nobody`);
     const file = join(scratch, `${overlay}-stage.json`);
     writeFileSync(file, stageJson);
-    const configOf = (deployment: Json) => {
-      const env = { ...shared };
-      for (const v of container(deployment).env ?? []) {
-        assert.ok(ENV_VARS.some(([name]) => name === v.name) || RUNTIME_ENV.has(v.name), `${deployment.metadata.name}: ${v.name} is read by nobody`);
-        env[v.name] = v.value ?? (v.valueFrom?.secretKeyRef ? secret[v.valueFrom.secretKeyRef.key] : 'pod-name');
-      }
-      return { env, config: loadStageConfig({ file, env }) };
+    const configOf = (workload: Json, podName = `${workload.metadata.name}-0`, extra: Record<string, string> = {}) => {
+      const { env, declared, referenced } = podEnv(workload, podName, shared, secret);
+      // A variable the stage does not read is only there to build others ($(POD_NAME)).
+      for (const v of declared) assert.ok(ENV_VARS.some(([name]) => name === v.name) || RUNTIME_ENV.has(v.name) || referenced(v.name), `${workload.metadata.name}: ${v.name} is read by nobody`);
+      return { env, config: loadStageConfig({ file, env: { ...env, ...extra } }) };
     };
     const evaluator = byKind(docs, 'Deployment', 'cuilink-evaluator');
     configOf(evaluator);
     const evaluatorArgs: string[] = container(evaluator).args;
     assert.equal(evaluatorArgs[0], 'evaluator');
     assert.equal(Number(evaluatorArgs[evaluatorArgs.indexOf('--port') + 1]), container(evaluator).ports[0].containerPort, 'the evaluator serves where its probes look');
-    const linker = byKind(docs, 'Deployment', 'cuilink');
+    // The linker is a StatefulSet (issue #27: fencing across restarts), not a Deployment.
+    assert.equal(docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'cuilink'), undefined, `${overlay}: the linker is no Deployment`);
+    const linker = byKind(docs, 'StatefulSet', 'cuilink');
     const { env, config } = configOf(linker);
     assert.equal(container(linker).ports[0].containerPort, config.http.port, 'the linker serves where its probes look');
     assert.deepEqual(container(linker).args, ['run', '--config', '/etc/cuilink/stage.json']);
@@ -126,7 +149,31 @@ test('the stage config and environment of the manifests pass the stage\'s own co
     assert.equal(trigger.bootstrapServers, env.CUILINK_BROKERS);
     assert.ok(scaled.spec.maxReplicaCount <= inputPartitions(), `${overlay}: more linkers than input partitions`);
     assert.equal(trigger.allowIdleConsumers, 'false');
+    // KEDA scales the StatefulSet; scaleTargetRef without a kind means a Deployment (KEDA's default).
+    assert.equal(scaled.spec.scaleTargetRef.kind ?? 'Deployment', 'StatefulSet', `${overlay}: KEDA scales the linker StatefulSet`);
+    assert.equal(scaled.spec.scaleTargetRef.apiVersion ?? 'apps/v1', 'apps/v1');
     assert.equal(scaled.spec.scaleTargetRef.name, linker.metadata.name);
+
+    // Stable pod names (cuilink-0, cuilink-1, …) carry a stable Kafka identity: the client id is the
+    // pod name and the transactional id `<groupId>-<pod name>`, so a pod replacing cuilink-3 takes
+    // cuilink-3's transactional id and fences the old one's producer (initTransactions). Checked
+    // in exactly-once mode, as the stage resolves it (src/stream/linking-stage.ts: an explicit
+    // transactionalId, else `<groupId>-<clientId>`).
+    assert.equal(linker.spec.podManagementPolicy, 'Parallel', `${overlay}: scaling is not serialized by ordinal`);
+    const governing = byKind(docs, 'Service', linker.spec.serviceName);
+    assert.equal(governing.spec.clusterIP, 'None', `${overlay}: the StatefulSet's governing Service is headless`);
+    for (const [k, v] of Object.entries(governing.spec.selector as Record<string, string>)) assert.equal(linker.spec.template.metadata.labels[k], v, 'the governing Service selects the linker pods');
+    const podNameVar = (container(linker).env as Json[]).filter((v) => v.valueFrom?.fieldRef?.fieldPath === 'metadata.name');
+    assert.equal(podNameVar.length, 1, `${overlay}: the pod name comes from the downward API`);
+    const ids = new Set<string>();
+    for (const podName of ['cuilink-0', 'cuilink-3']) {
+      const { config: eos } = configOf(linker, podName, { CUILINK_DELIVERY: 'exactly-once' });
+      assert.equal(eos.delivery, 'exactly-once');
+      assert.equal(eos.clientId, podName, `${overlay}: the client id is the pod name`);
+      assert.equal(eos.transactionalId, `${config.groupId}-${podName}`, `${overlay}: the transactional id is set explicitly from the pod name, prefixed by the stage's groupId`);
+      ids.add(eos.transactionalId);
+    }
+    assert.equal(ids.size, 2, 'ordinals do not share a transactional id');
 
     // The ServiceMonitor finds both Services, on a port each of them has, at the path they serve.
     const monitor = byKind(docs, 'ServiceMonitor', 'cuilink');
@@ -135,8 +182,8 @@ test('the stage config and environment of the manifests pass the stage\'s own co
     for (const service of services) {
       for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels as Record<string, string>)) assert.equal(service.metadata.labels[k], v, `${service.metadata.name} is selected`);
       assert.ok(monitor.spec.endpoints.every((e: Json) => service.spec.ports.some((p: Json) => p.name === e.port)), `${service.metadata.name} has the scraped port`);
-      const target = docs.find((d) => d.kind === 'Deployment' && Object.entries(service.spec.selector as Record<string, string>).every(([k, v]) => d.spec.template.metadata.labels[k] === v));
-      assert.ok(target, `${service.metadata.name} selects a Deployment's pods`);
+      const target = docs.find((d) => (d.kind === 'Deployment' || d.kind === 'StatefulSet') && Object.entries(service.spec.selector as Record<string, string>).every(([k, v]) => d.spec.template.metadata.labels[k] === v));
+      assert.ok(target, `${service.metadata.name} selects a workload's pods`);
     }
     assert.equal(monitor.spec.endpoints[0].path, '/metrics');
   }
@@ -150,7 +197,7 @@ test('the linker reads the index and memory volumes read-only, the index-build J
     const mount = podSpec.containers[0].volumeMounts.find((m: Json) => m.name === volume);
     return { claim: claim?.persistentVolumeClaim, mount };
   };
-  const linker = mountOf(byKind(docs, 'Deployment', 'cuilink').spec.template.spec, 'indexes');
+  const linker = mountOf(byKind(docs, 'StatefulSet', 'cuilink').spec.template.spec, 'indexes');
   const job = mountOf(byKind(docs, 'Job', 'cuilink-index-build').spec.template.spec, 'indexes');
   assert.equal(linker.claim.claimName, job.claim.claimName);
   assert.equal(linker.claim.readOnly, true);
@@ -160,7 +207,7 @@ test('the linker reads the index and memory volumes read-only, the index-build J
   const env = docs.find((d) => d.kind === 'ConfigMap' && d.data?.CUILINK_INDEX_DIR)!.data;
   assert.ok(env.CUILINK_INDEX_DIR.startsWith(linker.mount.mountPath), 'CUILINK_INDEX_DIR is on the index volume');
   // The memory: one updater writes versions, every linker reads CURRENT from the same claim (PHI: docs/memory.md).
-  const linkerMemory = mountOf(byKind(docs, 'Deployment', 'cuilink').spec.template.spec, 'memory');
+  const linkerMemory = mountOf(byKind(docs, 'StatefulSet', 'cuilink').spec.template.spec, 'memory');
   const updaterPod = byKind(docs, 'Deployment', 'cuilink-memory-updater').spec.template.spec;
   const updaterMemory = mountOf(updaterPod, 'memory');
   assert.equal(linkerMemory.claim.claimName, updaterMemory.claim.claimName);
@@ -174,7 +221,9 @@ test('the linker reads the index and memory volumes read-only, the index-build J
   assert.equal(args[args.indexOf('--memory') + 1], updaterMemory.mount.mountPath);
   const evaluatorArgs: string[] = byKind(docs, 'Deployment', 'cuilink-evaluator').spec.template.spec.containers[0].args;
   assert.equal(evaluatorArgs[evaluatorArgs.indexOf('--learn-fraction') + 1], args[args.indexOf('--learn-fraction') + 1], 'the evaluator scores exactly the notes the updater does not learn');
-  for (const workload of docs.filter((d) => d.kind === 'Deployment' || d.kind === 'Job')) {
+  const workloads = docs.filter((d) => WORKLOAD_KINDS.has(d.kind));
+  assert.ok(workloads.some((d) => d.kind === 'StatefulSet'), 'the linker is among the workloads checked');
+  for (const workload of workloads) {
     const pod = workload.spec.template.spec;
     assert.equal(pod.securityContext.runAsNonRoot, true, workload.metadata.name);
     for (const c of pod.containers) {
@@ -183,13 +232,13 @@ test('the linker reads the index and memory volumes read-only, the index-build J
     }
   }
   const pdb = byKind(docs, 'PodDisruptionBudget', 'cuilink');
-  assert.deepEqual(pdb.spec.selector.matchLabels, byKind(docs, 'Deployment', 'cuilink').spec.selector.matchLabels);
+  assert.deepEqual(pdb.spec.selector.matchLabels, byKind(docs, 'StatefulSet', 'cuilink').spec.selector.matchLabels);
 });
 
 test('the gpu overlay asks for a GPU on a GPU node with the CUDA image; the cpu overlay does not', (t) => {
   if (setupSkip) return t.skip(setupSkip);
-  const gpu = byKind(rendered.get('gpu')!.docs, 'Deployment', 'cuilink').spec.template.spec;
-  const cpu = byKind(rendered.get('cpu')!.docs, 'Deployment', 'cuilink').spec.template.spec;
+  const gpu = byKind(rendered.get('gpu')!.docs, 'StatefulSet', 'cuilink').spec.template.spec;
+  const cpu = byKind(rendered.get('cpu')!.docs, 'StatefulSet', 'cuilink').spec.template.spec;
   assert.equal(gpu.containers[0].resources.limits['nvidia.com/gpu'], '1');
   assert.ok(gpu.tolerations.some((x: Json) => x.key === 'nvidia.com/gpu'));
   assert.ok(Object.keys(gpu.nodeSelector).some((k) => k.startsWith('nvidia.com/')));

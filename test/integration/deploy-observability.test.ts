@@ -104,6 +104,12 @@ test('compose.yaml loads with compose-go (docker compose config) and wires the s
     for (const name of Object.keys(services[service]!.environment ?? {})) assert.ok(ENV_VARS.some(([n]) => n === name), `${service}: ${name} is read by nobody`);
   }
   assert.ok(Number(services.cuilink!.stop_grace_period.replace(/s$/, '')) * 1000 > config.drainTimeoutMs, 'stop grace period outlasts the drain');
+  // A stable Kafka identity per instance (issue #27): set explicitly, not left to a default, so a
+  // restarted stage in exactly-once mode takes the same transactional id and fences the old one.
+  const eos = loadStageConfig({ file: 'deploy/compose/stage.json', env: { ...services.cuilink!.environment, CUILINK_DELIVERY: 'exactly-once' } });
+  assert.ok(services.cuilink!.environment.CUILINK_CLIENT_ID, 'the linker has an explicit client id');
+  assert.equal(eos.transactionalId, `${eos.groupId}-${eos.clientId}`, 'the linker has an explicit transactional id, <groupId>-<clientId>');
+  assert.ok((services.cuilink!.deploy?.replicas ?? 1) === 1 && !services.cuilink!.scale, 'one instance per transactional id');
 
   const prometheus = readFileSync('deploy/compose/prometheus/prometheus.yml', 'utf8');
   assert.match(prometheus, new RegExp(`cuilink:${config.http.port}`));
