@@ -96,6 +96,8 @@ interface MentionWork {
 }
 
 const tracer = trace.getTracer('cuilink.link');
+/** What Linker.probe() encodes: short, fixed, no PHI. */
+const PROBE_TEXT = 'fever';
 
 /**
  * The linking core: retrieve → (cascaded) rerank → semantic-type filter → NIL → top-k. Kafka-free;
@@ -157,6 +159,21 @@ export class Linker implements LinkingCore {
         span.end();
       }
     });
+  }
+
+  /**
+   * Runs one fixed short mention through each model (the bi-encoder, the cross-encoder when there
+   * is one), past the link cache and the stored name vectors, without spans: resolves when both
+   * answer, rejects with their error (`ENCODER_FAILED` once a session gave up restarting its
+   * worker, `INFERENCE_FAILED` from a model that throws, `ENCODER_CLOSED` after close()).
+   * Health probes call it on an idle stream (src/stream/linker-health-probe.ts).
+   */
+  async probe(): Promise<void> {
+    const text = PROBE_TEXT;
+    const mention: MentionInput = { id: 'probe', start: 0, end: text.length, text, label: '' };
+    await this.parts.encoder.encode([this.parts.biEncoderQuery(text, mention)]);
+    const concept = this.parts.index.concepts[0];
+    if (this.parts.reranker && concept) await this.parts.reranker.rerank([{ query: this.parts.rerankQuery(text, mention), candidates: [concept] }]);
   }
 
   /** The link cache's counters; undefined when the cache is off or bypassed (context-reading models). */

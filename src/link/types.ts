@@ -96,5 +96,11 @@ export interface LinkingCore {
   readonly config?: { nil: { confidence: number } };
   /** Whether the memory now served holds labels for the surface (false without a memory). */
   knowsSurface?(text: string): boolean;
+  /**
+   * Runs a fixed tiny input through the models, past any cache: resolves when they answer,
+   * rejects with their error. Health probes use it (src/stream/linker-health-probe.ts); a core
+   * without it is probed through linkNotes.
+   */
+  probe?(): Promise<void>;
   close(): Promise<void>;
 }

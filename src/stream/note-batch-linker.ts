@@ -3,6 +3,7 @@ import { CuilinkError } from '../kb/errors.ts';
 import type { LinkedNote, LinkingCore, NoteInput } from '../link/types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { StageMetrics } from '../telemetry/stage-metrics.ts';
+import { isRecordFault } from './dead-letter-policy.ts';
 import { isRetriable, withRetry, type RetryOptions } from './retry.ts';
 
 /** A validated note waiting for a linking batch, with the trace context its record carried. */
@@ -12,33 +13,47 @@ export interface QueuedNote {
   recordContext?: SpanContext;
 }
 
-/** A note's fate: linked (with the batch span that linked it), or a non-retriable error. */
+/**
+ * A note's fate: linked (with the batch span that linked it), or a record fault (`isRecordFault`:
+ * a non-retriable CuilinkError whose code is in RECORD_FAULT_CODES), the only failure that may be
+ * dead-lettered.
+ */
 export type NoteOutcome = { kind: 'linked'; linked: LinkedNote; batchContext: SpanContext } | { kind: 'failed'; error: CuilinkError };
 
 /**
- * Codes of internal faults: the linker itself is broken (its encoder could not be kept running,
- * or it was closed). They are never a note's fault, so never dead-lettered: the stage stops
- * without committing and exits non-zero, and a restarted process links the records.
+ * Codes of internal faults known to concern the whole linker (its encoder could not be kept
+ * running, or it was closed): reported as fatal at once, without narrowing the batch down.
  */
 export const INTERNAL_FAULT_CODES: ReadonlySet<string> = new Set(['ENCODER_FAILED', 'ENCODER_CLOSED']);
 
+/**
+ * Whether a linking failure is an internal fault: anything neither retriable nor proven to be the
+ * record's fault (src/stream/dead-letter-policy.ts) — INTERNAL_FAULT_CODES, `INFERENCE_FAILED`, a
+ * plain Error, a TypeError from a bug. Never dead-lettered: the stage stops without committing.
+ */
 export function isInternalFault(error: unknown): boolean {
-  return INTERNAL_FAULT_CODES.has(codeOf(error));
+  return !isRetriable(error) && !isRecordFault(error);
 }
 
 /**
  * The stage's batch processor: one LinkingCore call per micro-batch under a `cuilink.stream.batch`
  * span linked to each record's incoming trace context; the linker's encode / retrieve / rerank
  * spans become its children. Retriable failures are retried with backoff and then rethrown (the
- * records stay uncommitted); a non-retriable failure is narrowed down to the notes that cause it,
- * which are dead-lettered while the rest of the batch goes through. Internal faults
- * (INTERNAL_FAULT_CODES) are never narrowed down nor dead-lettered: they are reported to
- * `onFatal` and rethrown, so no offset is committed.
+ * records stay uncommitted). Any other failure of a batch of several notes is narrowed down note
+ * by note, so that the rest of the batch goes through; a note's own failure is dead-lettered only
+ * when it is a record fault (`isRecordFault`). Every other failure is an internal fault: it is
+ * reported to `onFatal` and rethrown, so no offset is committed and the process exits non-zero
+ * (a model that throws on every call, a bug, an encoder that gave up). INTERNAL_FAULT_CODES are
+ * not narrowed down at all.
  */
 export class NoteBatchLinker {
-  /** False from a failed linking attempt (retriable or internal) until the next success: /readyz. */
+  /** False from a failed linking attempt (retriable) until the next success, and for good after an internal fault: /readyz. */
   available = true;
+  /** The first internal fault reported to `onFatal`; undefined while there was none. */
+  fatalError: unknown;
   private readonly fatalListeners: ((error: unknown) => void)[] = [];
+  /** The note whose lone linking raised an error (for the log line of an internal fault). */
+  private readonly faultNotes = new WeakMap<object, string>();
 
   constructor(
     private readonly linker: LinkingCore,
@@ -48,8 +63,19 @@ export class NoteBatchLinker {
     private readonly logger: Logger,
   ) {}
 
+  /** Called on each internal fault (see the class comment): the stage must stop without committing. */
   onFatal(listener: (error: unknown) => void): void {
     this.fatalListeners.push(listener);
+  }
+
+  private fatal(error: unknown, noteId: string | undefined): void {
+    this.available = false;
+    if (this.fatalError === undefined) {
+      this.fatalError = error;
+      // The note id names the note that triggered it (no text: PHI); the record stays uncommitted.
+      this.logger.error('internal fault while linking: not dead-lettered, nothing committed', { code: codeOf(error), error, ...(noteId === undefined ? {} : { noteId }) });
+    }
+    for (const listener of this.fatalListeners) listener(error);
   }
 
   link(items: QueuedNote[]): Promise<NoteOutcome[]> {
@@ -64,17 +90,16 @@ export class NoteBatchLinker {
           const linked = await this.linkWithRetry(items.map((i) => i.note));
           return linked.map((note): NoteOutcome => ({ kind: 'linked', linked: note, batchContext }));
         } catch (error) {
-          if (isRetriable(error) || isInternalFault(error) || items.length === 1) throw error;
+          if (isRetriable(error) || INTERNAL_FAULT_CODES.has(codeOf(error)) || items.length === 1) throw error;
           this.logger.warn('linking batch failed; linking its notes one by one', { notes: items.length, code: codeOf(error) });
           return await this.linkOneByOne(items, batchContext);
         }
       } catch (error) {
-        if (isInternalFault(error)) {
-          this.available = false;
-          for (const listener of this.fatalListeners) listener(error);
-        } else if (!isRetriable(error) && items.length === 1) {
-          return [{ kind: 'failed', error: asLinkFailure(error) } satisfies NoteOutcome];
+        if (isRecordFault(error) && items.length === 1) {
+          trace.getActiveSpan()?.addEvent('note failed', { 'cuilink.error.code': error.code });
+          return [{ kind: 'failed', error } satisfies NoteOutcome];
         }
+        if (isInternalFault(error)) this.fatal(error, items.length === 1 ? items[0]!.note.noteId : typeof error === 'object' && error !== null ? this.faultNotes.get(error) : undefined);
         span.setStatus({ code: SpanStatusCode.ERROR, message: codeOf(error) });
         throw error;
       } finally {
@@ -94,7 +119,8 @@ export class NoteBatchLinker {
         this.logger.warn('linking failed, retrying', { attempt, waitMs, code: codeOf(error) });
       },
     });
-    this.available = true;
+    // An internal fault keeps the linker unavailable for good: the stage is stopping on it.
+    this.available = this.fatalError === undefined;
     return linked;
   }
 
@@ -105,9 +131,12 @@ export class NoteBatchLinker {
         const [linked] = await this.linkWithRetry([item.note]);
         outcomes.push({ kind: 'linked', linked: linked!, batchContext });
       } catch (error) {
-        if (isRetriable(error) || isInternalFault(error)) throw error;
-        trace.getActiveSpan()?.addEvent('note failed', { 'cuilink.error.code': codeOf(error) });
-        outcomes.push({ kind: 'failed', error: asLinkFailure(error) });
+        if (!isRecordFault(error)) {
+          if (typeof error === 'object' && error !== null) this.faultNotes.set(error, item.note.noteId);
+          throw error;
+        }
+        trace.getActiveSpan()?.addEvent('note failed', { 'cuilink.error.code': error.code });
+        outcomes.push({ kind: 'failed', error });
       }
     }
     return outcomes;
@@ -116,9 +145,4 @@ export class NoteBatchLinker {
 
 export function codeOf(error: unknown): string {
   return error instanceof CuilinkError ? error.code : typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : (error as Error)?.name ?? 'ERROR';
-}
-
-function asLinkFailure(error: unknown): CuilinkError {
-  if (error instanceof CuilinkError) return error;
-  return new CuilinkError('LINK_FAILED', `linking failed: ${(error as Error)?.message ?? String(error)}`);
 }

@@ -86,6 +86,21 @@ export const stageConfigSchema = z
       })
       .strict()
       .default({}),
+    /**
+     * The dead-letter-rate breaker (src/stream/dead-letter-breaker.ts): when more than `maxShare`
+     * of the last `windowRecords` input records were dead-lettered, the stage pauses, goes unready
+     * and commits nothing until the share falls under `maxShare` or an operator resets it.
+     */
+    deadLetterBreaker: z
+      .object({
+        enabled: z.boolean().default(true),
+        windowRecords: z.number().int().min(1).max(1_000_000).default(200),
+        maxShare: z.number().min(0).lt(1).default(0.5),
+        /** Records the window must hold before its share counts (default: windowRecords). */
+        minRecords: z.number().int().min(1).optional(),
+      })
+      .strict()
+      .default({}),
     /** On SIGTERM/SIGINT: time to drain in-flight batches and commit before exiting anyway. */
     drainTimeoutMs: z.number().int().min(0).default(30_000),
     http: z
@@ -181,6 +196,8 @@ export const stageConfigSchema = z
     const { input, output, deadLetter, review, labelRequests, measureRequests } = config.topics;
     const named = [input, output, deadLetter, review, labelRequests, measureRequests].filter((t) => t !== undefined);
     if (new Set(named).size !== named.length) ctx.addIssue({ code: 'custom', path: ['topics'], message: 'input, output, deadLetter, review, labelRequests and measureRequests must be different topics' });
+    const breaker = config.deadLetterBreaker;
+    if (breaker.minRecords !== undefined && breaker.minRecords > breaker.windowRecords) ctx.addIssue({ code: 'custom', path: ['deadLetterBreaker', 'minRecords'], message: 'must not exceed windowRecords' });
   });
 
 export type StageConfig = z.output<typeof stageConfigSchema>;
@@ -218,6 +235,9 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_MAX_IN_FLIGHT_MENTIONS', ['batching', 'maxInFlightMentions'], asInt],
   ['CUILINK_MAX_CONCURRENT_BATCHES', ['batching', 'maxConcurrentBatches'], asInt],
   ['CUILINK_DRAIN_TIMEOUT_MS', ['drainTimeoutMs'], asInt],
+  ['CUILINK_DEAD_LETTER_BREAKER', ['deadLetterBreaker', 'enabled'], asBool],
+  ['CUILINK_DEAD_LETTER_BREAKER_WINDOW', ['deadLetterBreaker', 'windowRecords'], asInt],
+  ['CUILINK_DEAD_LETTER_BREAKER_MAX_SHARE', ['deadLetterBreaker', 'maxShare'], asNumber],
   ['CUILINK_HTTP_PORT', ['http', 'port'], asInt],
   ['CUILINK_OTLP_ENDPOINT', ['telemetry', 'otlpEndpoint'], asString],
   ['CUILINK_LOG_PHI', ['telemetry', 'logPhi'], asBool],

@@ -18,12 +18,18 @@ export interface StageCounts {
   reviewed: number;
   /** Label requests produced, by stream (learn, measure). */
   labelRequests: Record<string, number>;
+  /** Times the dead-letter-rate breaker opened. */
+  deadLetterBreakerTrips: number;
 }
 
-/** Dead-letter codes the stage can emit: each one's counter series exists from start, at 0. */
+/**
+ * Dead-letter codes the stage can emit: each one's counter series exists from start, at 0. The
+ * same codes as src/stream/dead-letter-policy.ts RECORD_FAULT_CODES, the only ones dead-lettered
+ * (a unit test keeps the two equal; this folder may not import src/stream).
+ */
 export const DEAD_LETTER_CODES = [
-  'EMPTY_RECORD', 'UNKNOWN_SCHEMA', 'UNDECODABLE', 'INCOMPATIBLE_SCHEMA', 'BAD_TEXT_ENCODING', 'BAD_NOTE', 'EMPTY_NOTE', 'NOTE_TOO_LARGE',
-  'BAD_MENTION', 'BAD_SPAN', 'SPAN_TEXT_MISMATCH', 'LINK_FAILED', 'INFERENCE_FAILED', 'OUTPUT_TOO_LARGE',
+  'EMPTY_RECORD', 'UNKNOWN_SCHEMA', 'UNDECODABLE', 'INCOMPATIBLE_SCHEMA', 'BAD_TEXT_ENCODING', 'RECORD_TOO_LARGE', 'BAD_NOTE', 'EMPTY_NOTE',
+  'NOTE_TOO_LARGE', 'BAD_MENTION', 'BAD_SPAN', 'SPAN_TEXT_MISMATCH', 'OUTPUT_TOO_LARGE',
 ] as const;
 /** Operations the stage retries: each one's counter series exists from start, at 0. */
 export const RETRIED_OPERATIONS = ['decode', 'link', 'deliver'] as const;
@@ -34,7 +40,7 @@ export const RETRIED_OPERATIONS = ['decode', 'link', 'deliver'] as const;
  * low-cardinality codes and phase names only, never note content.
  */
 export class StageMetrics {
-  readonly counts: StageCounts = { consumed: 0, produced: 0, deadLettered: 0, deadLetteredByCode: {}, batches: 0, mentionsLinked: 0, retries: 0, linksByStage: {}, reviewed: 0, labelRequests: {} };
+  readonly counts: StageCounts = { consumed: 0, produced: 0, deadLettered: 0, deadLetteredByCode: {}, batches: 0, mentionsLinked: 0, retries: 0, linksByStage: {}, reviewed: 0, labelRequests: {}, deadLetterBreakerTrips: 0 };
   private readonly consumed: Counter;
   private readonly produced: Counter;
   private readonly deadLettered: Counter;
@@ -45,6 +51,8 @@ export class StageMetrics {
   private readonly batchMentions: Histogram;
   private readonly phaseSeconds: Histogram;
   private readonly endToEndSeconds: Histogram;
+  private readonly breakerTrips: Counter;
+  private breakerOpen = false;
 
   constructor(inFlightMentions: () => number, meter: Meter = metrics.getMeter('cuilink.stream')) {
     this.consumed = meter.createCounter('cuilink.stream.consumed', { description: 'Input records consumed' });
@@ -73,6 +81,11 @@ export class StageMetrics {
       unit: 's',
       advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] },
     });
+    // cuilink_stream_dead_letter_breaker_open (0/1) and ..._trips_total: src/stream/dead-letter-breaker.ts.
+    const breakerOpen = meter.createObservableGauge('cuilink.stream.dead_letter_breaker_open', { description: '1 while the dead-letter-rate breaker is open (too many of the latest records dead-lettered: the stage is paused, unready and commits nothing), else 0' });
+    breakerOpen.addCallback((result) => result.observe(this.breakerOpen ? 1 : 0));
+    this.breakerTrips = meter.createCounter('cuilink.stream.dead_letter_breaker_trips', { description: 'Times the dead-letter-rate breaker opened' });
+    this.breakerTrips.add(0);
     const inFlight = meter.createObservableGauge('cuilink.stream.in_flight_mentions', { description: 'Mentions queued or being linked' });
     inFlight.addCallback((result) => result.observe(inFlightMentions()));
     const lag = meter.createObservableGauge('cuilink.stream.consumer_lag', { description: 'Records in an input partition after the stage’s committed offset (high watermark of its last fetch − committed), by topic and partition' });
@@ -124,6 +137,15 @@ export class StageMetrics {
     this.counts.deadLettered++;
     this.counts.deadLetteredByCode[code] = (this.counts.deadLetteredByCode[code] ?? 0) + 1;
     this.deadLettered.add(1, { code });
+  }
+
+  /** The dead-letter-rate breaker's state (wire to DeadLetterBreaker.onChange); counts each opening. */
+  recordDeadLetterBreaker(open: boolean): void {
+    if (open && !this.breakerOpen) {
+      this.counts.deadLetterBreakerTrips++;
+      this.breakerTrips.add(1);
+    }
+    this.breakerOpen = open;
   }
 
   recordRetry(operation: string): void {

@@ -5,6 +5,7 @@ import { stageConfigFromFlags } from '../stage-flags.ts';
 import { startStageRuntime, type StageRuntime } from '../stage-runtime.ts';
 import { InputError } from '../../kb/errors.ts';
 import { createLogger } from '../../telemetry/logger.ts';
+import { disableInspectorSignal } from '../process-hardening.ts';
 
 const usage = `Usage: cuilink run [--config FILE] [--index DIR] [--http-port N]
 
@@ -29,6 +30,8 @@ export const run: Command = {
   summary: 'Run the Kafka linking stage (needs brokers; the local demo is `cuilink demo`)',
   usage,
   async run(argv) {
+    // No debugger on SIGUSR1 in the process that holds the notes (CUILINK_INSPECTOR=1 allows it).
+    disableInspectorSignal();
     const { values } = parseFlags(argv, {
       config: { type: 'string' },
       index: { type: 'string' },
