@@ -17,6 +17,8 @@ import { connectionOf, type StageConfig } from './stage-config.ts';
 import { StageProgress } from './stage-progress.ts';
 import { OutputFitter } from './output-fitter.ts';
 import { TopicSizeLimits } from './topic-size-limits.ts';
+import { deadLetterBreakerOf, type DeadLetterBreaker } from './dead-letter-breaker.ts';
+import { LinkerHealthProbe, linkerCheck } from './linker-health-probe.ts';
 import { requireTopics } from './topics.ts';
 
 export interface LinkingStageOptions {
@@ -57,6 +59,9 @@ export class LinkingStage {
   /** Sends a closed label window on an idle stream (docs/active-learning.md). */
   private labelTimer: NodeJS.Timeout | undefined;
   private readonly noteLinker: NoteBatchLinker;
+  private readonly breaker: DeadLetterBreaker | undefined;
+  /** Probes the linker on a timer, so an encoder that gave up shows on an idle stream too. */
+  private readonly probe: LinkerHealthProbe;
   readonly progress = new StageProgress();
   /** The output and dead-letter topics' record size limits, read at start. */
   readonly sizes = new TopicSizeLimits();
@@ -102,19 +107,31 @@ export class LinkingStage {
     // linked, so stop without committing what it could not link and let a supervisor restart us.
     noteLinker.onFatal((error) => this.fail('linker failed', error));
     this.batcher = new MentionBatcher<QueuedNote, NoteOutcome>(config.batching, (q) => q.mentionCount, (items) => noteLinker.link(items));
+    this.breaker = deadLetterBreakerOf(config.deadLetterBreaker);
+    this.breaker?.onChange((open, state) => {
+      this.metrics.recordDeadLetterBreaker(open);
+      if (!open) return;
+      this.consumer.pause();
+      logger.error('dead-letter breaker open: input paused, nothing more is produced or committed until the stage is restarted', { share: state.share, window: state.records, dead: state.dead });
+    });
+    this.probe = new LinkerHealthProbe({ check: linkerCheck(options.linker), logger });
+    this.probe.onChange((healthy, error) => {
+      if (!healthy) this.fail('linker health probe failed', error);
+    });
     this.batcher.onPressure((high) => {
-      // A drain has paused the input for good: pressure falling must not resume it.
-      if (this.stopping) return;
+      // A drain (or an open breaker) has paused the input for good: pressure falling must not resume it.
+      if (this.stopping || this.breaker?.open === true) return;
       if (high) this.consumer.pause();
       else this.consumer.resume();
       logger.debug(high ? 'in-flight mentions at the limit: consumer paused' : 'consumer resumed', { inFlightMentions: this.batcher.inFlightMentions });
     });
-    this.delivery = new OutputDelivery(createProducer, this.consumer, config, this.sizes);
+    this.delivery = new OutputDelivery(createProducer, this.consumer, config, this.sizes, retry);
     const handler = new PartitionBatchHandler({
       config, codec: options.codec, batcher: this.batcher, delivery: this.delivery,
       sizes: this.sizes, fitter: new OutputFitter(options.codec, this.sizes),
       metrics: this.metrics, tracer, logger, retry, progress: this.progress, isStopping: () => this.stopping,
       labels: labelRoutingOf(config, options.linker),
+      ...(this.breaker ? { breaker: this.breaker } : {}),
     });
     this.handle = (payload) => handler.handle(payload);
     this.flushDueLabels = () => handler.flushDueLabels();
@@ -161,6 +178,7 @@ export class LinkingStage {
       },
     });
     this.running = true;
+    this.probe.start();
     if (config.topics.labelRequests !== undefined || config.topics.measureRequests !== undefined) {
       // A window that closes while no batch comes goes out within 10 s of closing.
       this.labelTimer = setInterval(() => void this.flushDueLabels(), Math.min(config.labels.windowMs, 10_000));
@@ -174,7 +192,7 @@ export class LinkingStage {
    * crashed since), the linker's last attempt succeeded, and no partition is stuck retrying.
    */
   get ready(): boolean {
-    return this.joined && !this.stopping && !this.failed && this.brokerAnswering && this.noteLinker.available && this.progress.progressing;
+    return this.joined && !this.stopping && !this.failed && this.brokerAnswering && this.noteLinker.available && this.probe.healthy && this.breaker?.open !== true && this.progress.progressing;
   }
 
   /** The broker answered a heartbeat or a fetch within brokerSilenceMs: /readyz goes 503 within that time of an outage. */
@@ -214,6 +232,7 @@ export class LinkingStage {
   stop(): Promise<boolean> {
     this.stopPromise ??= (async () => {
       this.stopping = true;
+      this.probe.stop();
       if (this.labelTimer) clearInterval(this.labelTimer);
       const { config } = this.options;
       const { drainTimeoutMs } = config;

@@ -1,5 +1,6 @@
 import type { InputCommit, KafkaConsumerClient, KafkaProducerClient, TopicRecords as TopicMessages } from './kafka/client-types.ts';
 import { CuilinkError } from '../kb/errors.ts';
+import { withRetry, type RetryOptions } from './retry.ts';
 import type { StageConfig } from './stage-config.ts';
 import { isTooLarge, recordBytes, type TopicSizeLimits } from './topic-size-limits.ts';
 
@@ -40,6 +41,8 @@ export class OutputDelivery {
     private readonly consumer: KafkaConsumerClient,
     private readonly config: Pick<StageConfig, 'delivery'>,
     private readonly sizes: TopicSizeLimits,
+    /** How an at-least-once offset commit is retried on its own (without producing the records again). */
+    private readonly commitRetry: RetryOptions = { maxAttempts: 5, initialBackoffMs: 100, maxBackoffMs: 2000 },
   ) {}
 
   async connect(): Promise<void> {
@@ -81,7 +84,15 @@ export class OutputDelivery {
 
   private async atLeastOnce(topicMessages: TopicMessages[], commit: PartitionCommit | undefined): Promise<void> {
     await this.sendAll(topicMessages, (request) => this.producer!.send([request]));
-    if (commit) await this.consumer.commit([commit]);
+    if (commit === undefined) return;
+    // The records are written: a commit that fails is retried alone. Once its retries run out
+    // the error is not retriable, so the caller does not produce the records a second time; they
+    // are read again after the hand-back (at-least-once).
+    try {
+      await withRetry(() => this.consumer.commit([commit]), this.commitRetry);
+    } catch (error) {
+      throw new CuilinkError('COMMIT_FAILED', `${commit.topic}/${commit.partition}: output written but offset ${commit.offset} not committed: ${(error as Error).message}`, { cause: error });
+    }
   }
 
   private async transactional(topicMessages: TopicMessages[], commit: PartitionCommit | undefined): Promise<void> {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ROOT_CONTEXT, SpanStatusCode, trace, type Link, type Tracer } from '@opentelemetry/api';
 import type { InboundRecord as KafkaMessage, OutboundRecord as Message, PartitionBatch, TopicRecords as TopicMessages } from './kafka/client-types.ts';
 import { injectRecordContext, type RecordHeaders } from '../telemetry/kafka-trace-context.ts';
@@ -18,6 +19,7 @@ import type { StageProgress } from './stage-progress.ts';
 import { CANDIDATES_CUT_HEADER, type OutputFitter } from './output-fitter.ts';
 import type { TopicSizeLimits } from './topic-size-limits.ts';
 import { CuilinkError } from '../kb/errors.ts';
+import type { DeadLetterBreaker } from './dead-letter-breaker.ts';
 
 type Outcome = NoteOutcome | RejectedRecord;
 
@@ -60,6 +62,8 @@ export interface PartitionBatchHandlerDeps {
   isStopping: () => boolean;
   /** The label selector and where its requests go; absent: no label requests. */
   labels?: LabelRouting;
+  /** Stops delivery when too large a share of recent records is dead-lettered; absent: disabled. */
+  breaker?: DeadLetterBreaker;
 }
 
 export interface LabelRouting {
@@ -105,7 +109,7 @@ export class PartitionBatchHandler {
       } else {
         await batcher.whenBelowLimit();
         entry.note = decoded.queued.note;
-        entry.pending = batcher.submit(decoded.queued).then(
+        entry.pending = this.submitWhenRoom(decoded.queued).then(
           (outcome) => {
             entry.outcome = outcome;
             deliverSettled();
@@ -123,6 +127,20 @@ export class PartitionBatchHandler {
     }
     await delivering;
     if (deliveryError !== undefined) throw deliveryError;
+  }
+
+  /** Submits a note; a full batcher queue (BATCHER_FULL, retriable) is waited out, not turned into a handed-back batch. */
+  private async submitWhenRoom(queued: QueuedNote): Promise<NoteOutcome> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.deps.batcher.submit(queued);
+      } catch (error) {
+        if (codeOf(error) !== 'BATCHER_FULL' || this.deps.isStopping()) throw error;
+        this.deps.metrics.recordRetry('submit');
+        await sleep(Math.min(1000, 10 * 2 ** Math.min(attempt, 7)));
+        await this.deps.batcher.whenBelowLimit();
+      }
+    }
   }
 
   private async flushSettledPrefix(entries: Entry[], batch: PartitionBatch): Promise<void> {
@@ -157,6 +175,7 @@ export class PartitionBatchHandler {
         // so that only the records above the learned limit are cut or dead-lettered.
         for (let attempt = 1; ; attempt++) {
           built = await this.build(group, batch, traceHeaders);
+          if (attempt === 1) this.guardDeadLetterRate(group.length, built.deadCodes.length);
           built.topicMessages.push(...labelMessages);
           try {
             await this.retrying(`deliver ${batch.topic}/${batch.partition}`, () => this.deps.delivery.deliver(built.topicMessages, commit));
@@ -193,6 +212,21 @@ export class PartitionBatchHandler {
         span.end();
       }
     });
+  }
+
+  /**
+   * Counts the group's outcomes in the dead-letter-rate breaker; once it is open nothing more is
+   * produced or committed (the records are read again after an operator restarts the stage):
+   * a systemic fault (an upstream schema change, a broken codec) must not drain the stream.
+   */
+  private guardDeadLetterRate(records: number, dead: number): void {
+    const breaker = this.deps.breaker;
+    if (breaker === undefined) return;
+    for (let i = 0; i < records; i++) breaker.record(i < dead ? 'dead' : 'ok');
+    if (breaker.open) {
+      const { share, records: window } = breaker.state;
+      throw new CuilinkError('DEAD_LETTER_BREAKER_OPEN', `${Math.round(share * 100)}% of the last ${window} records would be dead-lettered: delivery stopped`);
+    }
   }
 
   /** Shows the selector the group's linked notes and takes the label requests now due (those without a topic are dropped). */
@@ -322,15 +356,22 @@ export class PartitionBatchHandler {
   /** `operation` with retries; while its attempts fail, `key` is listed as stalled (/readyz 503). */
   private async retrying<T>(key: string, operation: () => Promise<T>): Promise<T> {
     const name = key.split(' ')[0]!;
-    const result = await withRetry(operation, {
-      ...this.deps.retry,
-      shouldStop: () => false,
-      onRetry: (error, attempt, waitMs) => {
-        this.deps.progress.failed(key);
-        this.deps.metrics.recordRetry(name);
-        this.deps.logger.warn(`${name} failed, retrying`, { attempt, waitMs, code: codeOf(error), on: key.slice(name.length + 1) });
-      },
-    });
+    let result: T;
+    try {
+      result = await withRetry(operation, {
+        ...this.deps.retry,
+        shouldStop: () => false,
+        onRetry: (error, attempt, waitMs) => {
+          this.deps.progress.failed(key);
+          this.deps.metrics.recordRetry(name);
+          this.deps.logger.warn(`${name} failed, retrying`, { attempt, waitMs, code: codeOf(error), on: key.slice(name.length + 1) });
+        },
+      });
+    } catch (error) {
+      // Handed back to Kafka: the partition may be another instance's next, so it must not keep /readyz at 503 here.
+      this.deps.progress.abandoned(key);
+      throw error;
+    }
     this.deps.progress.succeeded(key);
     return result;
   }

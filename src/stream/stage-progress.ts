@@ -16,6 +16,11 @@ export class StageProgress {
     this.failing.delete(key);
   }
 
+  /** The operation gave up (its records were handed back to Kafka, maybe to another instance): it no longer holds the stage. */
+  abandoned(key: string): void {
+    this.failing.delete(key);
+  }
+
   /** Operations failing now, with when they started failing (epoch ms). */
   get stalled(): [string, number][] {
     return [...this.failing];
