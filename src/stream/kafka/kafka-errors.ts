@@ -12,6 +12,8 @@ interface LibraryErrorFacts {
   canRetry?: boolean;
   network: boolean;
   timeout: boolean;
+  /** The innermost cause's message (e.g. `connect ECONNREFUSED 127.0.0.1:9092`), which says what actually went wrong. */
+  rootMessage?: string;
 }
 
 /** The first protocol error id (e.g. MESSAGE_TOO_LARGE) and retry hint found in a library error and what it wraps. */
@@ -22,6 +24,8 @@ function factsOf(error: unknown, facts: LibraryErrorFacts = { network: false, ti
   if (typeof e.canRetry === 'boolean' && facts.canRetry === undefined) facts.canRetry = e.canRetry;
   if (e.code === 'PLT_KFK_NETWORK') facts.network = true;
   if (e.code === 'PLT_KFK_TIMEOUT') facts.timeout = true;
+  const inner = Array.isArray(e.errors) && e.errors.length > 0 ? e.errors[0] : e.cause;
+  if (inner === undefined || inner === null) facts.rootMessage ??= (error as Error).message;
   if (Array.isArray(e.errors)) for (const inner of e.errors) factsOf(inner, facts, depth + 1);
   factsOf(e.cause, facts, depth + 1);
   return facts;
@@ -36,7 +40,8 @@ function factsOf(error: unknown, facts: LibraryErrorFacts = { network: false, ti
 export function asKafkaError(error: unknown, operation: string): CuilinkError {
   if (error instanceof CuilinkError) return error;
   const facts = factsOf(error);
-  const message = `${operation}: ${(error as Error)?.message ?? String(error)}`;
+  const outer = (error as Error)?.message ?? String(error);
+  const message = `${operation}: ${outer}${facts.rootMessage !== undefined && facts.rootMessage !== outer ? ` (${facts.rootMessage})` : ''}`;
   if (facts.apiId !== undefined) {
     const fenced = FENCED.has(facts.apiId);
     return new CuilinkError(`KAFKA_${facts.apiId}`, fenced ? `${message} (${facts.apiId})` : message, { retriable: !fenced && facts.canRetry === true, cause: error });
