@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { Partitioners, type Kafka } from 'kafkajs';
 import type { NoteInput } from '../link/types.ts';
 import { avroToLinkedNote, noteInputToNoteEvent, type RecordCodec } from '../stream/avro/index.ts';
 import { mentionsToReview } from '../stream/review-selection.ts';
 import { InputError } from '../kb/errors.ts';
 import type { StageConfig } from '../stream/stage-config.ts';
+import type { InboundRecord, KafkaClient, KafkaProducerClient } from '../stream/kafka/client-types.ts';
 
 export interface DemoNotes {
   notes: NoteInput[];
@@ -50,13 +50,23 @@ export interface DemoResult {
  * Publishes the sample notes as NoteEvent records and reads the stage's output and dead-letter
  * topics until every note is accounted for (or the timeout passes).
  */
-export async function publishAndCollect(kafka: Kafka, codec: RecordCodec, config: StageConfig, notes: NoteInput[], timeoutMs: number): Promise<DemoResult> {
+export async function publishAndCollect(kafka: KafkaClient, codec: RecordCodec, config: StageConfig, notes: NoteInput[], timeoutMs: number): Promise<DemoResult> {
   const result: DemoResult = { linked: new Map(), deadLettered: new Map(), firstSentAt: 0, lastReceivedAt: 0, latenciesMs: [], reviewed: new Set() };
   const reviewTopic = config.topics.review;
+  const topics = [config.topics.output, config.topics.deadLetter, ...(reviewTopic === undefined ? [] : [reviewTopic])];
   const sentAt = new Map<string, number>();
-  const consumer = kafka.consumer({ groupId: `cuilink-run-demo-${process.pid}-${Date.now()}`, readUncommitted: false });
-  await consumer.connect();
-  await consumer.subscribe({ topics: [config.topics.output, config.topics.deadLetter, ...(reviewTopic === undefined ? [] : [reviewTopic])], fromBeginning: false });
+  // Only what this run produces is read: records below each partition's end now are older. The
+  // consumer reads from the beginning and skips those, rather than starting at the log end: it looks
+  // its start offsets up only after run() resolved, so records published meanwhile would be missed.
+  // The same map skips records read again after a restart (a record that failed is read again).
+  const next = new Map<string, bigint>();
+  const admin = kafka.admin();
+  try {
+    for (const topic of topics) for (const p of await admin.topicOffsets(topic)) next.set(`${topic}\u0000${p.partition}`, BigInt(p.high));
+  } finally {
+    await admin.close();
+  }
+  const consumer = kafka.consumer({ groupId: `cuilink-run-demo-${process.pid}-${Date.now()}`, readCommitted: true });
   // Every note back, and every review record its linked output implies (they are produced together but read in any order).
   const complete = () =>
     result.linked.size + result.deadLettered.size >= wanted.size &&
@@ -64,44 +74,52 @@ export async function publishAndCollect(kafka: Kafka, codec: RecordCodec, config
   const wanted = new Set(notes.map((n) => n.noteId));
   let done!: () => void;
   const allSeen = new Promise<void>((resolve) => (done = resolve));
-  let joined!: () => void;
-  const hasJoined = new Promise<void>((resolve) => (joined = resolve));
-  consumer.on(consumer.events.GROUP_JOIN, () => joined());
-  await consumer.run({
-    eachMessage: async ({ topic, message }) => {
-      const now = Date.now();
-      if (topic === reviewTopic) {
-        const review = await codec.decode('ReviewMention', message.value, message.headers as never);
-        if (wanted.has(review.noteId)) result.reviewed.add(`${review.noteId}/${review.mentionId}`);
-      } else if (topic === config.topics.output) {
-        const linked = avroToLinkedNote(await codec.decode('LinkedNote', message.value, message.headers as never));
-        if (!wanted.has(linked.noteId)) return;
-        result.linked.set(linked.noteId, linked);
-        if (sentAt.has(linked.noteId)) result.latenciesMs.push(now - sentAt.get(linked.noteId)!);
-      } else {
-        const dead = await codec.decode('DeadLetter', message.value, message.headers as never);
-        const noteId = message.key?.toString() ?? `${dead.sourceTopic}/${dead.partition}/${dead.offset}`;
-        result.deadLettered.set(noteId, { errorCode: dead.errorCode, reason: dead.reason });
-      }
-      result.lastReceivedAt = now;
-      if (complete()) done();
-    },
-  });
-  // The output consumer starts at the log end: it must be in its group before anything is published.
-  await hasJoined;
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
-  await producer.connect();
+  const onRecord = async (topic: string, message: InboundRecord): Promise<void> => {
+    const now = Date.now();
+    if (topic === reviewTopic) {
+      const review = await codec.decode('ReviewMention', message.value, message.headers);
+      if (wanted.has(review.noteId)) result.reviewed.add(`${review.noteId}/${review.mentionId}`);
+    } else if (topic === config.topics.output) {
+      const linked = avroToLinkedNote(await codec.decode('LinkedNote', message.value, message.headers));
+      if (!wanted.has(linked.noteId)) return;
+      result.linked.set(linked.noteId, linked);
+      if (sentAt.has(linked.noteId)) result.latenciesMs.push(now - sentAt.get(linked.noteId)!);
+    } else {
+      const dead = await codec.decode('DeadLetter', message.value, message.headers);
+      const noteId = message.key?.toString() ?? `${dead.sourceTopic}/${dead.partition}/${dead.offset}`;
+      result.deadLettered.set(noteId, { errorCode: dead.errorCode, reason: dead.reason });
+    }
+    result.lastReceivedAt = now;
+    if (complete()) done();
+  };
+  let producer: KafkaProducerClient | undefined;
   try {
+    await consumer.run({
+      topics,
+      fromBeginning: true,
+      eachBatch: async (batch) => {
+        const key = `${batch.topic}\u0000${batch.partition}`;
+        for (const message of batch.messages) {
+          if (batch.isStale()) return;
+          const offset = BigInt(message.offset);
+          if (offset < (next.get(key) ?? 0n)) continue;
+          await onRecord(batch.topic, message);
+          next.set(key, offset + 1n);
+        }
+      },
+    });
+    producer = kafka.producer();
+    await producer.connect();
     result.firstSentAt = Date.now();
     for (const note of notes) {
       const encoded = await codec.encode('NoteEvent', noteInputToNoteEvent(note));
       sentAt.set(note.noteId, Date.now());
-      await producer.send({ topic: config.topics.input, acks: -1, messages: [{ key: note.noteId, value: encoded.value, headers: encoded.headers }] });
+      await producer.send([{ topic: config.topics.input, messages: [{ key: note.noteId, value: encoded.value, headers: encoded.headers }] }]);
     }
     await Promise.race([allSeen, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
   } finally {
-    await producer.disconnect();
-    await consumer.disconnect();
+    await producer?.close();
+    await consumer.close();
   }
   return result;
 }

@@ -1,4 +1,4 @@
-import { Partitioners, type Kafka, type Message } from 'kafkajs';
+import type { KafkaClient, OutboundRecord, TopicRecords } from '../stream/kafka/client-types.ts';
 import { noteInputToNoteEvent } from '../stream/avro/avro-conversions.ts';
 import type { RecordCodec } from '../stream/avro/record-codec.ts';
 import { documentToNote, mentionKey } from './gold.ts';
@@ -7,7 +7,7 @@ import { inGoldSample } from './gold-sampling.ts';
 import { emptyPubTatorStats, readPubTator, type PubTatorStats } from './pubtator.ts';
 
 export interface GoldPublishOptions {
-  kafka: Kafka;
+  kafka: KafkaClient;
   codec: RecordCodec;
   corpusFile: string;
   /** Share of notes whose gold is published (inGoldSample: deterministic per note id and seed). */
@@ -38,21 +38,21 @@ export interface GoldPublishResult {
  * publishes the gold mentions of the sampled notes to the gold topic and, optionally, every
  * note to the input topic; all keyed by note id with Kafka's default (murmur2) partitioner, so
  * a note's gold and its linked output land on the same partition number when the topics are
- * partitioned alike.
+ * partitioned alike. The producer is idempotent and waits for all replicas (client-types.ts).
  */
 export async function publishGoldSample(options: GoldPublishOptions): Promise<GoldPublishResult> {
   const now = options.now ?? Date.now;
   const batchSize = options.batchSize ?? 500;
-  const producer = options.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false });
+  const producer = options.kafka.producer();
   await producer.connect();
   const result: GoldPublishResult = { notes: 0, sampledNotes: 0, goldPublished: 0, notesPublished: 0, stats: emptyPubTatorStats() };
-  let gold: Message[] = [];
-  let notes: Message[] = [];
+  let gold: OutboundRecord[] = [];
+  let notes: OutboundRecord[] = [];
   const flush = async (): Promise<void> => {
-    const topicMessages = [];
-    if (gold.length > 0) topicMessages.push({ topic: options.goldTopic, messages: gold });
-    if (notes.length > 0 && options.notesTopic !== undefined) topicMessages.push({ topic: options.notesTopic, messages: notes });
-    if (topicMessages.length > 0) await producer.sendBatch({ topicMessages, acks: -1 });
+    const requests: TopicRecords[] = [];
+    if (gold.length > 0) requests.push({ topic: options.goldTopic, messages: gold });
+    if (notes.length > 0 && options.notesTopic !== undefined) requests.push({ topic: options.notesTopic, messages: notes });
+    if (requests.length > 0) await producer.send(requests);
     result.goldPublished += gold.length;
     result.notesPublished += notes.length;
     gold = [];
@@ -79,7 +79,7 @@ export async function publishGoldSample(options: GoldPublishOptions): Promise<Go
     }
     await flush();
   } finally {
-    await producer.disconnect();
+    await producer.close();
   }
   return result;
 }

@@ -1,4 +1,4 @@
-import type { Consumer, Kafka } from 'kafkajs';
+import type { KafkaClient, KafkaConsumerClient } from '../stream/kafka/client-types.ts';
 import { CuilinkError } from '../kb/errors.ts';
 import type { MemoryLearner, LabelledMention } from '../link/memory-learner.ts';
 import { publishMemory } from '../link/memory-learner.ts';
@@ -13,7 +13,7 @@ import type { GoldMention } from './gold.ts';
 import { goldStream, MEMORY_SPLIT_SEED } from './gold-sampling.ts';
 
 export interface MemoryUpdaterOptions {
-  kafka: Kafka;
+  kafka: KafkaClient;
   codec: RecordCodec;
   /** The NoteEvent topic the gold refers to: the gold topic carries spans, the note carries the text. */
   notesTopic: string;
@@ -58,7 +58,13 @@ interface NoteText {
  */
 export class MemoryUpdater {
   private readonly options: MemoryUpdaterOptions;
-  private readonly consumer: Consumer;
+  private readonly consumer: KafkaConsumerClient;
+  /**
+   * Next offset to handle per "topic\0partition": a consumer that restarts after a failed record
+   * reads again from the committed offsets (none here: the beginning), and what was handled
+   * already is not counted twice.
+   */
+  private readonly handled = new Map<string, bigint>();
   private readonly store: MemoryStore;
   private readonly known = new Set<string>();
   private readonly notes = new Map<string, NoteText>();
@@ -78,7 +84,7 @@ export class MemoryUpdater {
 
   constructor(options: MemoryUpdaterOptions) {
     this.options = options;
-    this.consumer = options.kafka.consumer({ groupId: options.groupId, allowAutoTopicCreation: false });
+    this.consumer = options.kafka.consumer({ groupId: options.groupId });
     this.store = options.learner.openOrCreate(options.root);
     this.stats.version = this.store.version;
     for (const r of this.store.list()) if (r.noteId !== null && r.mentionId !== null) this.known.add(labelKey(r.noteId, r.mentionId, r.ids));
@@ -86,17 +92,26 @@ export class MemoryUpdater {
 
   async start(): Promise<void> {
     const { notesTopic, goldTopic, codec, log } = this.options;
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topics: [notesTopic, goldTopic], fromBeginning: true });
     await this.consumer.run({
-      autoCommit: false,
-      eachMessage: async ({ topic, partition, message }) => {
-        try {
-          if (topic === goldTopic) this.onGold(avroToGoldMention(await codec.decode('GoldMention', message.value, message.headers)));
-          else this.onNote(noteEventToNoteInput(await codec.decode('NoteEvent', message.value, message.headers)));
-        } catch (error) {
-          if (!(error instanceof CuilinkError) || error.retriable) throw error;
-          log(`memory-updater: skipped ${topic}[${partition}]@${message.offset}: ${error.code}`);
+      topics: [notesTopic, goldTopic],
+      fromBeginning: true,
+      eachBatch: async (batch) => {
+        const { topic, partition } = batch;
+        const key = `${topic}\u0000${partition}`;
+        for (const message of batch.messages) {
+          // Records of a stale batch come again (to whoever holds the partition then).
+          if (batch.isStale()) return;
+          const offset = BigInt(message.offset);
+          if (offset < (this.handled.get(key) ?? 0n)) continue;
+          try {
+            if (topic === goldTopic) this.onGold(avroToGoldMention(await codec.decode('GoldMention', message.value, message.headers)));
+            else this.onNote(noteEventToNoteInput(await codec.decode('NoteEvent', message.value, message.headers)));
+          } catch (error) {
+            // Retriable (registry down): thrown, and the consumer reads this record again.
+            if (!(error instanceof CuilinkError) || error.retriable) throw error;
+            log(`memory-updater: skipped ${topic}[${partition}]@${message.offset}: ${error.code}`);
+          }
+          this.handled.set(key, offset + 1n);
         }
       },
     });
@@ -135,7 +150,7 @@ export class MemoryUpdater {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    await this.consumer.disconnect();
+    await this.consumer.close();
     await this.flush();
   }
 

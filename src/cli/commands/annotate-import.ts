@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
-import type { Kafka } from 'kafkajs';
 import type { Command } from '../command.ts';
 import { parseFlags, requireString } from '../args.ts';
 import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-flags.ts';
 import { InputError } from '../../kb/errors.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
+import type { KafkaClient } from '../../stream/kafka/client-types.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
 import type { RecordCodec } from '../../stream/avro/record-codec.ts';
 import { requireTopics } from '../../stream/topics.ts';
@@ -82,7 +82,7 @@ export const annotateImport: Command = {
     if (values.out === undefined && values['gold-topic'] === undefined) throw new InputError('give --out FILE and/or --gold-topic T: the gold would go nowhere', 'BAD_FLAGS');
     if (values.out !== undefined && values.out === values['nil-out']) throw new InputError('--out and --nil-out must be different files', 'BAD_FLAGS');
     // Flags, and the gold topic's existence, are checked before the (slow) KB load: a typo fails in a second.
-    let publisher: { kafka: Kafka; codec: RecordCodec; topic: string } | undefined;
+    let publisher: { kafka: KafkaClient; codec: RecordCodec; topic: string } | undefined;
     if (values['gold-topic'] !== undefined) {
       const { connection, schemaRegistry } = kafkaRequest(values, 'cuilink-annotate-import');
       publisher = { kafka: createKafkaClient(connection), codec: createRecordCodec({ schemaRegistry }), topic: values['gold-topic'] };

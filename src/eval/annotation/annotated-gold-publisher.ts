@@ -1,4 +1,4 @@
-import { Partitioners, type Kafka, type Message } from 'kafkajs';
+import type { KafkaClient, OutboundRecord } from '../../stream/kafka/client-types.ts';
 import type { RecordCodec } from '../../stream/avro/record-codec.ts';
 import { goldMentionToAvro } from '../gold-avro.ts';
 import type { AcceptedLabel } from './annotation-judge.ts';
@@ -8,23 +8,23 @@ import type { AcceptedLabel } from './annotation-judge.ts';
  * `cuilink gold-sample` does: same partitioner, idempotent producer, all replicas acknowledge),
  * with the annotator and annotation time. NIL answers are not given: see gold-line.ts.
  */
-export async function publishAnnotatedGold(kafka: Kafka, codec: RecordCodec, topic: string, labels: readonly AcceptedLabel[], batchSize = 500): Promise<number> {
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false });
+export async function publishAnnotatedGold(client: KafkaClient, codec: RecordCodec, topic: string, labels: readonly AcceptedLabel[], batchSize = 500): Promise<number> {
+  const producer = client.producer();
   await producer.connect();
   let published = 0;
   try {
     for (let i = 0; i < labels.length; i += batchSize) {
-      const messages: Message[] = [];
+      const messages: OutboundRecord[] = [];
       for (const label of labels.slice(i, i + batchSize)) {
         if (label.nil) continue;
         const encoded = await codec.encode('GoldMention', goldMentionToAvro(label.gold, { annotator: label.annotator, annotatedAt: label.annotatedAt }));
         messages.push({ key: label.gold.noteId, value: encoded.value, headers: encoded.headers });
       }
-      if (messages.length > 0) await producer.sendBatch({ topicMessages: [{ topic, messages }], acks: -1 });
+      if (messages.length > 0) await producer.send([{ topic, messages }]);
       published += messages.length;
     }
   } finally {
-    await producer.disconnect();
+    await producer.close();
   }
   return published;
 }

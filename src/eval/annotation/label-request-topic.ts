@@ -1,4 +1,4 @@
-import type { Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../stream/kafka/client-types.ts';
 import type { RecordCodec } from '../../stream/avro/record-codec.ts';
 import type { RequestBatch } from './label-request-file.ts';
 import { parseLabelRequest } from './label-request-line.ts';
@@ -10,12 +10,12 @@ import { readTopicToEnd } from '../topic-to-end.ts';
  * committed), so an export is the requests made so far and then stops. A record that does not
  * decode is refused with its partition and offset; the rest are kept.
  */
-export async function readLabelRequestTopic(kafka: Kafka, codec: RecordCodec, topic: string, timeoutMs = 60_000): Promise<RequestBatch> {
+export async function readLabelRequestTopic(client: KafkaClient, codec: RecordCodec, topic: string, timeoutMs = 60_000): Promise<RequestBatch> {
   const batch: RequestBatch = { requests: [], refused: [] };
-  await readTopicToEnd(kafka, topic, 'cuilink-annotate-export', async (message, partition) => {
-    const where = `${topic} partition ${partition} offset ${message.offset}`;
+  await readTopicToEnd(client, topic, 'cuilink-annotate-export', async (record) => {
+    const where = `${topic} partition ${record.partition} offset ${record.offset}`;
     try {
-      const parsed = parseLabelRequest(await codec.decode('LabelRequest', message.value, message.headers as never));
+      const parsed = parseLabelRequest(await codec.decode('LabelRequest', record.value, record.headers));
       if ('reason' in parsed) batch.refused.push({ where, reason: parsed.reason });
       else batch.requests.push({ request: parsed.request, where });
     } catch (error) {

@@ -1,4 +1,4 @@
-import type { Consumer, Kafka } from 'kafkajs';
+import type { GroupMembership, KafkaClient, KafkaConsumerClient } from '../../stream/kafka/client-types.ts';
 import { CuilinkError } from '../../kb/errors.ts';
 import { avroToLinkedNote } from '../../stream/avro/avro-conversions.ts';
 import type { RecordCodec } from '../../stream/avro/record-codec.ts';
@@ -6,7 +6,7 @@ import { avroToGoldMention } from '../gold-avro.ts';
 import type { EvaluatorSource } from './evaluator-service.ts';
 
 export interface KafkaEvaluatorSourceOptions {
-  kafka: Kafka;
+  kafka: KafkaClient;
   codec: RecordCodec;
   linkedTopic: string;
   goldTopic: string;
@@ -28,16 +28,27 @@ export type SkippedCounts = Record<string, number>;
  * can follow; close() leaves.
  */
 export class KafkaEvaluatorSource implements EvaluatorSource {
-  private readonly consumer: Consumer;
+  private readonly consumer: KafkaConsumerClient;
   /** Next offset to consume per "topic\0partition", for everything handed to the evaluator. */
   private readonly delivered = new Map<string, string>();
   private readonly committed = new Map<string, string>();
   private readonly skippedCounts: SkippedCounts = {};
+  /**
+   * The latest group membership and the partitions it holds: commits go with it (the coordinator
+   * refuses an older generation's), and only for partitions still ours. Records read under an
+   * older generation that are in the evaluator already are committed under the newer one.
+   */
+  private membership: GroupMembership | undefined;
+  private assigned: Set<string> | undefined;
   private stopped = false;
   private connected = false;
 
   constructor(private readonly options: KafkaEvaluatorSourceOptions) {
-    this.consumer = options.kafka.consumer({ groupId: options.groupId, allowAutoTopicCreation: false });
+    this.consumer = options.kafka.consumer({ groupId: options.groupId });
+    this.consumer.onJoin((join) => {
+      this.noteMembership({ groupId: options.groupId, memberId: join.memberId, generationId: join.generationId });
+      this.assigned = new Set(join.assignment.flatMap(({ topic, partitions }) => partitions.map((p) => `${topic}\u0000${p}`)));
+    });
   }
 
   get skipped(): Readonly<SkippedCounts> {
@@ -46,35 +57,45 @@ export class KafkaEvaluatorSource implements EvaluatorSource {
 
   async start(handlers: Parameters<EvaluatorSource['start']>[0]): Promise<void> {
     const { linkedTopic, goldTopic, codec, log } = this.options;
-    await this.consumer.connect();
     this.connected = true;
-    await this.consumer.subscribe({ topics: [linkedTopic, goldTopic], fromBeginning: this.options.fromBeginning ?? true });
     await this.consumer.run({
-      autoCommit: false,
-      eachMessage: async ({ topic, partition, message }) => {
-        if (this.stopped) return;
-        try {
-          if (topic === goldTopic) handlers.gold(avroToGoldMention(await codec.decode('GoldMention', message.value, message.headers)));
-          else handlers.linkedNote(avroToLinkedNote(await codec.decode('LinkedNote', message.value, message.headers)));
-        } catch (error) {
-          // Retriable (registry down): throw, and kafkajs redelivers this record after a backoff.
-          if (!(error instanceof CuilinkError) || error.retriable) throw error;
-          this.skippedCounts[error.code] = (this.skippedCounts[error.code] ?? 0) + 1;
-          log(`evaluator: skipped ${topic}[${partition}]@${message.offset}: ${error.code}: ${error.message}`);
+      topics: [linkedTopic, goldTopic],
+      fromBeginning: this.options.fromBeginning ?? true,
+      eachBatch: async (batch) => {
+        const { topic, partition } = batch;
+        const key = `${topic}\u0000${partition}`;
+        this.noteMembership(batch.membership);
+        for (const message of batch.messages) {
+          // Stopped, or the records may be someone else's now: they come again to whoever holds them.
+          if (this.stopped || batch.isStale()) return;
+          // A consumer restarted after a failed record reads again from the committed offsets:
+          // what the evaluator has already counted is not handed to it twice.
+          const delivered = this.delivered.get(key);
+          if (delivered !== undefined && BigInt(message.offset) < BigInt(delivered)) continue;
+          try {
+            if (topic === goldTopic) handlers.gold(avroToGoldMention(await codec.decode('GoldMention', message.value, message.headers)));
+            else handlers.linkedNote(avroToLinkedNote(await codec.decode('LinkedNote', message.value, message.headers)));
+          } catch (error) {
+            // Retriable (registry down): throw, and the consumer reads this record again after a restart.
+            if (!(error instanceof CuilinkError) || error.retriable) throw error;
+            this.skippedCounts[error.code] = (this.skippedCounts[error.code] ?? 0) + 1;
+            log(`evaluator: skipped ${topic}[${partition}]@${message.offset}: ${error.code}: ${error.message}`);
+          }
+          this.delivered.set(key, (BigInt(message.offset) + 1n).toString());
         }
-        this.delivered.set(`${topic}\u0000${partition}`, (BigInt(message.offset) + 1n).toString());
       },
     });
   }
 
   async commit(): Promise<void> {
     // Captured before any await: the snapshot just written covers exactly these.
-    const pending = [...this.delivered].filter(([key, offset]) => this.committed.get(key) !== offset);
-    if (pending.length === 0 || !this.connected) return;
-    await this.consumer.commitOffsets(
+    const membership = this.membership;
+    const pending = [...this.delivered].filter(([key, offset]) => this.committed.get(key) !== offset && (this.assigned === undefined || this.assigned.has(key)));
+    if (pending.length === 0 || !this.connected || membership === undefined) return;
+    await this.consumer.commit(
       pending.map(([key, offset]) => {
         const [topic, partition] = key.split('\u0000') as [string, string];
-        return { topic, partition: Number(partition), offset };
+        return { topic, partition: Number(partition), offset, membership };
       }),
     );
     for (const [key, offset] of pending) this.committed.set(key, offset);
@@ -82,13 +103,19 @@ export class KafkaEvaluatorSource implements EvaluatorSource {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.connected) this.consumer.pause([{ topic: this.options.linkedTopic }, { topic: this.options.goldTopic }]);
+    // Waits for the batch in flight, so the last snapshot holds everything delivered; the consumer
+    // stays in its group until close(), so the last commit can follow.
+    if (this.connected) await this.consumer.stop();
   }
 
   async close(): Promise<void> {
     this.stopped = true;
     if (!this.connected) return;
     this.connected = false;
-    await this.consumer.disconnect();
+    await this.consumer.close();
+  }
+
+  private noteMembership(membership: GroupMembership): void {
+    if (this.membership === undefined || membership.generationId >= this.membership.generationId) this.membership = membership;
   }
 }

@@ -1,4 +1,4 @@
-import type { Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../stream/kafka/client-types.ts';
 import type { RecordCodec } from '../../stream/avro/record-codec.ts';
 import { requireTopics } from '../../stream/topics.ts';
 import type { OntologyView } from '../metrics/ontology-view.ts';
@@ -6,7 +6,7 @@ import { startEvaluatorService, type EvaluatorServiceOptions, type RunningEvalua
 import { KafkaEvaluatorSource, type SkippedCounts } from './kafka-evaluator-source.ts';
 
 export interface KafkaEvaluatorOptions extends EvaluatorServiceOptions {
-  kafka: Kafka;
+  kafka: KafkaClient;
   codec: RecordCodec;
   linkedTopic: string;
   goldTopic: string;
