@@ -119,9 +119,9 @@ export class LinkingStage {
       if (!healthy) this.fail('linker health probe failed', error);
     });
     this.batcher.onPressure((high) => {
-      // A drain (or an open breaker) has paused the input for good: pressure falling must not resume it.
-      if (this.stopping || this.breaker?.open === true) return;
-      if (high) this.consumer.pause();
+      const action = inputOnPressure(high, { stopping: this.stopping, breakerOpen: this.breaker?.open === true });
+      if (action === 'leave') return;
+      if (action === 'pause') this.consumer.pause();
       else this.consumer.resume();
       logger.debug(high ? 'in-flight mentions at the limit: consumer paused' : 'consumer resumed', { inFlightMentions: this.batcher.inFlightMentions });
     });
@@ -267,6 +267,16 @@ export class LinkingStage {
     })();
     return this.stopPromise;
   }
+}
+
+/**
+ * What the batcher's backpressure does to the input topic: pause it at the limit, resume it when
+ * in-flight mentions fall to half, except that a drain (stopping) or an open dead-letter breaker
+ * has paused the input for good, and pressure falling must not resume it then ('leave').
+ */
+export function inputOnPressure(high: boolean, state: { stopping: boolean; breakerOpen: boolean }): 'pause' | 'resume' | 'leave' {
+  if (state.stopping || state.breakerOpen) return 'leave';
+  return high ? 'pause' : 'resume';
 }
 
 /** The label selector when a label-request topic is configured (docs/active-learning.md). */

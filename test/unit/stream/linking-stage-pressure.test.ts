@@ -1,0 +1,90 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LinkedNote, LinkingCore, NoteInput } from '../../../src/link/types.ts';
+import type { DeadLetterBreaker } from '../../../src/stream/dead-letter-breaker.ts';
+import type { KafkaConsumerClient } from '../../../src/stream/kafka/client-types.ts';
+import { inputOnPressure, LinkingStage } from '../../../src/stream/linking-stage.ts';
+import type { MentionBatcher } from '../../../src/stream/mention-batcher.ts';
+import type { NoteOutcome, QueuedNote } from '../../../src/stream/note-batch-linker.ts';
+import { loadStageConfig } from '../../../src/stream/stage-config.ts';
+import type { StageCodec } from '../../../src/stream/stage-codec.ts';
+import { createLogger } from '../../../src/telemetry/logger.ts';
+
+// Issue #27 item 4 (fixed in fbcf5a7): the batcher's backpressure listener must not resume the
+// input topic once a drain (stop()) or an open dead-letter breaker has paused it for good.
+
+test('inputOnPressure: pause at the limit, resume at half, and leave the input alone while stopping or with the breaker open', () => {
+  assert.equal(inputOnPressure(true, { stopping: false, breakerOpen: false }), 'pause');
+  assert.equal(inputOnPressure(false, { stopping: false, breakerOpen: false }), 'resume');
+  for (const high of [true, false]) {
+    assert.equal(inputOnPressure(high, { stopping: true, breakerOpen: false }), 'leave', `stopping, high=${high}`);
+    assert.equal(inputOnPressure(high, { stopping: false, breakerOpen: true }), 'leave', `breaker open, high=${high}`);
+    assert.equal(inputOnPressure(high, { stopping: true, breakerOpen: true }), 'leave');
+  }
+});
+
+/** A linker whose linkNotes waits for `release()`: in-flight mentions stay high until then. */
+function gatedLinker(): LinkingCore & { release: () => void } {
+  let open: () => void = () => {};
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  return {
+    versions: { linkerVersion: 'l', modelVersion: 'm', indexVersion: 'i' },
+    async linkNotes(notes: NoteInput[]): Promise<LinkedNote[]> {
+      await gate;
+      return notes.map((n) => ({ noteId: n.noteId, mentions: [], linkerVersion: 'l', modelVersion: 'm', indexVersion: 'i', linkedAt: 1 }));
+    },
+    async probe() {},
+    async close() {},
+    release: () => open(),
+  };
+}
+
+const codec = {} as StageCodec;
+
+/** The stage, not started (no broker is reached), with its consumer's pause/resume counted and close a no-op. */
+function stageOf(overrides: Record<string, unknown> = {}) {
+  const config = loadStageConfig({ env: {}, overrides: { brokers: ['127.0.0.1:1'], 'batching.maxInFlightMentions': 4, 'batching.maxMentions': 16, ...overrides } });
+  const linker = gatedLinker();
+  const stage = new LinkingStage({ config, linker, codec, logger: createLogger({ level: 'error', sink: () => {} }) });
+  const internals = stage as unknown as { consumer: KafkaConsumerClient; batcher: MentionBatcher<QueuedNote, NoteOutcome>; breaker: DeadLetterBreaker | undefined; delivery: { disconnect(): Promise<void> } };
+  const calls: string[] = [];
+  internals.consumer.pause = () => void calls.push('pause');
+  internals.consumer.resume = () => void calls.push('resume');
+  internals.consumer.close = async () => {};
+  internals.delivery.disconnect = async () => {};
+  return { stage, linker, calls, batcher: internals.batcher, internals };
+}
+
+const heavyNote = (id: string): QueuedNote => ({ note: { noteId: id, text: 'fever', mentions: [{ id: 'm', start: 0, end: 5, text: 'fever', label: 'Phenotype' }] }, mentionCount: 4 });
+
+test('pressure falling after stop() does not resume the input', async () => {
+  const { stage, linker, calls, batcher } = stageOf();
+  const linked = batcher.submit(heavyNote('a'));
+  assert.deepEqual(calls, ['pause'], 'in-flight mentions at the limit pause the input');
+  await stage.stop();
+  linker.release();
+  await linked;
+  assert.equal(batcher.inFlightMentions, 0, 'pressure fell');
+  assert.ok(!calls.includes('resume'), `the drain keeps the input paused, got ${calls.join(', ')}`);
+});
+
+test('without a drain, pressure falling does resume the input (the listener works)', async () => {
+  const { linker, calls, batcher } = stageOf();
+  const linked = batcher.submit(heavyNote('a'));
+  linker.release();
+  await linked;
+  assert.deepEqual(calls, ['pause', 'resume']);
+});
+
+test('pressure falling while the dead-letter breaker is open does not resume the input', async () => {
+  const { linker, calls, batcher, internals } = stageOf({ 'deadLetterBreaker.windowRecords': 4, 'deadLetterBreaker.maxShare': 0.5 });
+  const linked = batcher.submit(heavyNote('a'));
+  const breaker = internals.breaker;
+  assert.ok(breaker !== undefined, 'the stage has a dead-letter breaker');
+  for (let i = 0; i < 4; i++) breaker.record('dead');
+  assert.equal(breaker.open, true);
+  linker.release();
+  await linked;
+  assert.equal(batcher.inFlightMentions, 0, 'pressure fell');
+  assert.ok(!calls.includes('resume'), `the open breaker keeps the input paused, got ${calls.join(', ')}`);
+});
