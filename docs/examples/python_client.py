@@ -1,4 +1,5 @@
-"""A Python producer and consumer for cuilink (confluent-kafka + fastavro), plain wire format.
+"""A Python producer and consumer for cuilink (confluent-kafka + fastavro), plain wire format
+(Avro single-object encoding: C3 01, the schema's CRC-64-AVRO fingerprint, the Avro binary).
 
     pip install confluent-kafka fastavro
     python docs/examples/python_client.py --brokers host:9092 [--input cuilink.notes --output cuilink.linked]
@@ -7,7 +8,6 @@ Produces three NoteEvents (one with an emoji before its mention) and prints the 
 stage writes back. Offsets are UTF-16 code units: see `utf16_offset` and docs/stream-formats.md.
 """
 import argparse
-import hashlib
 import io
 import json
 import time
@@ -24,9 +24,21 @@ def load(name):
     return fastavro.parse_schema(json.loads((SCHEMAS / name).read_text()))
 
 
+MARKER = b"\xc3\x01"
+
+
 def fingerprint(schema):
-    # SHA-256 of the Parsing Canonical Form: the `cuilink-schema-fingerprint` header.
-    return hashlib.sha256(fastavro.schema.to_parsing_canonical_form(schema).encode()).hexdigest()
+    # CRC-64-AVRO of the Parsing Canonical Form; fastavro's hex is already the little-endian bytes
+    # a single-object header carries. (The `avro` package's Schema.fingerprint() differs for
+    # schemas with a timestamp-millis field: its canonical form keeps {"type": "long"}.)
+    return bytes.fromhex(fastavro.schema.fingerprint(fastavro.schema.to_parsing_canonical_form(schema), "CRC-64-AVRO"))
+
+
+def single_object(schema, record):
+    buf = io.BytesIO()
+    buf.write(MARKER + fingerprint(schema))
+    fastavro.schemaless_writer(buf, schema, record)
+    return buf.getvalue()
 
 
 def utf16_offset(text, index):
@@ -48,7 +60,8 @@ def main():
     args = parser.parse_args()
 
     note_schema, linked_schema = load("note-event.avsc"), load("linked-note.avsc")
-    headers = [("cuilink-schema-fingerprint", fingerprint(note_schema)), ("cuilink-schema", "org.cuilink.NoteEvent")]
+    # Writer schemas by fingerprint: the current LinkedNote and its older versions.
+    linked_writers = {fingerprint(s): s for s in [linked_schema] + [load(f"history/{p.name}") for p in sorted((SCHEMAS / "history").glob("linked-note.v*.avsc"))]}
     run = uuid.uuid4().hex[:8]
     texts = ["Seen for seizures and hypotonia.", "\U0001F600 Mother reports ataxia.", "Short stature; scoliosis noted."]
     surfaces = [["seizures", "hypotonia"], ["ataxia"], ["Short stature", "scoliosis"]]
@@ -57,9 +70,7 @@ def main():
     for n, (text, spans) in enumerate(zip(texts, surfaces)):
         note = {"noteId": f"py-{run}-{n}", "text": text, "mentions": [mention(text, s, f"m{j}") for j, s in enumerate(spans)],
                 "source": "python-example", "timestamp": int(time.time() * 1000), "nerModelVersion": None}
-        buf = io.BytesIO()
-        fastavro.schemaless_writer(buf, note_schema, note)
-        producer.produce(args.input, key=note["noteId"], value=buf.getvalue(), headers=headers)
+        producer.produce(args.input, key=note["noteId"], value=single_object(note_schema, note))
         sent.append(note["noteId"])
     producer.flush(30)
 
@@ -71,10 +82,11 @@ def main():
         msg = consumer.poll(1.0)
         if msg is None or msg.error() or msg.key().decode() not in sent:
             continue
-        # The header names the writer schema; this example knows only the current LinkedNote.
-        fp = dict(msg.headers() or []).get("cuilink-schema-fingerprint", b"").decode()
-        assert fp == fingerprint(linked_schema), f"unknown LinkedNote schema {fp}"
-        linked = fastavro.schemaless_reader(io.BytesIO(msg.value()), linked_schema)
+        # The value names its writer schema: C3 01, then its 8-byte fingerprint.
+        value = msg.value()
+        writer = linked_writers.get(value[2:10]) if value[:2] == MARKER else None
+        assert writer is not None, f"not a LinkedNote schema this example knows: {value[:10].hex()}"
+        linked = fastavro.schemaless_reader(io.BytesIO(value[10:]), writer, linked_schema)
         found[linked["noteId"]] = linked
         for m in linked["mentions"]:
             print(linked["noteId"], m["mentionId"], m["start"], m["end"], m["conceptId"], m["conceptName"], round(m["score"], 3))

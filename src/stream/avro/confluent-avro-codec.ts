@@ -17,6 +17,7 @@ import {
   type EncodedValue,
   type RecordCodec,
 } from './record-codec.ts';
+import { hasSingleObjectMarker } from './single-object.ts';
 
 export interface SchemaRegistryOptions {
   /** e.g. http://registry:8081 */
@@ -39,8 +40,8 @@ interface RegistryWriter {
  * The Confluent wire format (magic byte 0, 4-byte big-endian schema id, Avro binary) through a
  * schema registry (@kafkajs/confluent-schema-registry's REST client). Writes register the
  * current schema once per kind; reads fetch the writer schema by id once and resolve it against
- * the current reader schema. Records in the plain fingerprint format are still read (a topic
- * may hold both while producers migrate).
+ * the current reader schema. Records in the plain format (Avro single-object encoding, or the
+ * deprecated fingerprint header) are still read (a topic may hold both while producers migrate).
  */
 export class ConfluentAvroCodec implements RecordCodec {
   readonly format = 'confluent' as const;
@@ -68,10 +69,11 @@ export class ConfluentAvroCodec implements RecordCodec {
   }
 
   async decode<K extends RecordKind>(kind: K, value: Buffer | null | undefined, headers?: RecordHeaders, limits?: DecodeLimits): Promise<RecordOfKind[K]> {
-    if (headerString(headers, SCHEMA_FINGERPRINT_HEADER) !== undefined) return this.plain.decodeSync(kind, value, headers, limits);
     const bytes = requireValue(value, kind);
+    // The plain format: single-object encoded (its marker C3 01 is never the magic byte 0), or the deprecated fingerprint header.
+    if (hasSingleObjectMarker(bytes) || headerString(headers, SCHEMA_FINGERPRINT_HEADER) !== undefined) return this.plain.decodeSync(kind, bytes, headers, limits);
     if (bytes.length < WIRE_HEADER_BYTES || bytes[0] !== MAGIC_BYTE) {
-      throw new CuilinkError('UNDECODABLE', `value is not in the Confluent wire format (no magic byte) and has no ${SCHEMA_FINGERPRINT_HEADER} header`);
+      throw new CuilinkError('UNDECODABLE', `value is in neither the Confluent wire format (no magic byte) nor the plain format (no single-object marker C3 01, no ${SCHEMA_FINGERPRINT_HEADER} header)`);
     }
     const id = bytes.readInt32BE(1);
     const writer = await this.writerFor(kind, id);

@@ -6,3 +6,4 @@ export { PlainAvroCodec } from './plain-avro-codec.ts';
 export { ConfluentAvroCodec, type SchemaRegistryOptions } from './confluent-avro-codec.ts';
 export { createRecordCodec } from './create-record-codec.ts';
 export { AvroStageCodec } from './avro-stage-codec.ts';
+export * from './single-object.ts';

@@ -79,23 +79,27 @@ async function assertCode(promise: Promise<unknown>, code: string): Promise<void
   });
 }
 
-test('NoteEvent round trip: NoteInput → Avro bytes with fingerprint and name headers → the same NoteInput', async () => {
+test('NoteEvent round trip: NoteInput → Avro single-object bytes (C3 01, CRC-64-AVRO fingerprint, body) and a name header → the same NoteInput', async () => {
   const codec = new PlainAvroCodec();
   const encoded = await codec.encode('NoteEvent', noteInputToNoteEvent(note));
   const current = knownSchemas().current('NoteEvent');
-  assert.equal(encoded.headers[SCHEMA_FINGERPRINT_HEADER], current.fingerprint);
-  assert.match(current.fingerprint, /^[0-9a-f]{64}$/);
+  assert.equal(encoded.value.subarray(0, 10).toString('hex'), 'c301' + '7c20aeb1aea1bad3', 'marker + the current NoteEvent fingerprint, little-endian');
+  assert.deepEqual(encoded.value.subarray(10), current.type.toBuffer(noteInputToNoteEvent(note)), 'then the plain Avro binary');
+  assert.equal(encoded.headers[SCHEMA_FINGERPRINT_HEADER], undefined, 'the deprecated fingerprint header is no longer written');
   assert.equal(encoded.headers[SCHEMA_NAME_HEADER], 'org.cuilink.NoteEvent');
   const decoded = noteEventToNoteInput(await codec.decode('NoteEvent', encoded.value, encoded.headers));
   assert.deepEqual(decoded, { ...note, mentions: [note.mentions[0], { ...note.mentions[1], score: null }] });
+  assert.deepEqual(noteEventToNoteInput(await codec.decode('NoteEvent', encoded.value)), decoded, 'no header needed');
 });
 
-test('a NoteInput without a timestamp is stamped with the given time; headers as Buffers decode too', async () => {
+test('a NoteInput without a timestamp is stamped with the given time; the deprecated header format, its header as a Buffer, still decodes', async () => {
   const codec = new PlainAvroCodec();
-  const encoded = await codec.encode('NoteEvent', noteInputToNoteEvent({ noteId: 'x', text: 't', mentions: [] }, 42));
-  const headers = { [SCHEMA_FINGERPRINT_HEADER]: Buffer.from(encoded.headers[SCHEMA_FINGERPRINT_HEADER]!) };
-  const decoded = await codec.decode('NoteEvent', encoded.value, headers);
+  const record = noteInputToNoteEvent({ noteId: 'x', text: 't', mentions: [] }, 42);
+  const current = knownSchemas().current('NoteEvent');
+  const headers = { [SCHEMA_FINGERPRINT_HEADER]: Buffer.from(current.fingerprint) };
+  const decoded = await codec.decode('NoteEvent', current.type.toBuffer(record), headers);
   assert.deepEqual(plain(decoded), { noteId: 'x', text: 't', mentions: [], source: null, timestamp: 42, nerModelVersion: null });
+  assert.deepEqual(plain(await codec.decode('NoteEvent', (await codec.encode('NoteEvent', record)).value)), plain(decoded));
 });
 
 test('LinkedNote round trip keeps every field, nil mentions and candidate order', async () => {
@@ -160,6 +164,10 @@ test('evolution: a NoteEvent written with the v1 schema (no nerModelVersion) is 
   const decoded = await new PlainAvroCodec().decode('NoteEvent', bytes, { [SCHEMA_FINGERPRINT_HEADER]: v1.fingerprint });
   assert.equal(decoded.nerModelVersion, null);
   assert.deepEqual(plain(decoded), { ...noteInputToNoteEvent(note), nerModelVersion: null });
+  // The same in single-object encoding: the v1 fingerprint (13b952f7a3f4a7cc) picks the v1 writer schema.
+  assert.equal(v1.singleObjectFingerprint.toString('hex'), '13b952f7a3f4a7cc');
+  const singleObject = Buffer.concat([Buffer.from([0xc3, 0x01]), v1.singleObjectFingerprint, bytes]);
+  assert.deepEqual(plain(await new PlainAvroCodec().decode('NoteEvent', singleObject)), plain(decoded));
 });
 
 test('evolution: a LinkedNote written with the v1 schema (no memory fields) is read with memoryDecided false, support 0, memoryVersion null', async () => {
@@ -172,6 +180,7 @@ test('evolution: a LinkedNote written with the v1 schema (no memory fields) is r
   const bytes = v1.type.toBuffer(v1Record);
   assert.throws(() => schemas.current('LinkedNote').type.fromBuffer(bytes));
   const decoded = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', bytes, { [SCHEMA_FINGERPRINT_HEADER]: v1.fingerprint }));
+  assert.deepEqual(avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', Buffer.concat([Buffer.from('c301', 'hex'), v1.singleObjectFingerprint, bytes]))), decoded, 'single-object v1');
   assert.equal(decoded.memoryVersion, null);
   assert.deepEqual(decoded.mentions.map((m) => [m.memoryDecided, m.memorySupport]), [[false, 0], [false, 0]]);
   assert.deepEqual(decoded, { ...linked, memoryVersion: null, mentions: linked.mentions.map((m) => ({ ...m, confidence: null, via: null, memoryDecided: false, memorySupport: 0, candidates: m.candidates.map((c) => ({ ...c, via: 'unknown' })) })) });
@@ -186,32 +195,54 @@ test('evolution: a LinkedNote written with the v2 schema (no confidence, no via)
   const bytes = v2.type.toBuffer(v2Record);
   assert.throws(() => schemas.current('LinkedNote').type.fromBuffer(bytes), 'the current schema is not v2 on the wire');
   const decoded = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', bytes, { [SCHEMA_FINGERPRINT_HEADER]: v2.fingerprint }));
+  assert.deepEqual(avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', Buffer.concat([Buffer.from('c301', 'hex'), v2.singleObjectFingerprint, bytes]))), decoded, 'single-object v2');
   assert.deepEqual(decoded.mentions.map((m) => [m.confidence, m.via]), [[null, null], [null, null]]);
   assert.deepEqual(decoded.mentions[0]!.candidates.map((c) => c.via), ['unknown', 'unknown']);
   assert.equal(decoded.mentions[0]!.memoryDecided, true, 'v2 fields survive');
-  const roundTrip = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', (await new PlainAvroCodec().encode('LinkedNote', current)).value, { [SCHEMA_FINGERPRINT_HEADER]: schemas.current('LinkedNote').fingerprint }));
+  const roundTrip = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', (await new PlainAvroCodec().encode('LinkedNote', current)).value));
   assert.deepEqual([roundTrip.mentions[0]!.confidence, roundTrip.mentions[0]!.via, roundTrip.mentions[0]!.candidates[0]!.via], [0.93, 'memory', 'exact'], 'v3 carries confidence and provenance');
 });
 
-test('bad input: empty value, garbage, truncated and trailing bytes are UNDECODABLE', async () => {
+test('bad input: empty value, garbage, truncated and trailing bytes are UNDECODABLE, in both plain formats', async () => {
   const codec = new PlainAvroCodec();
-  const fingerprint = knownSchemas().current('NoteEvent').fingerprint;
-  const headers = { [SCHEMA_FINGERPRINT_HEADER]: fingerprint };
+  const current = knownSchemas().current('NoteEvent');
+  const headers = { [SCHEMA_FINGERPRINT_HEADER]: current.fingerprint };
+  const body = current.type.toBuffer(noteInputToNoteEvent(note));
   const good = (await codec.encode('NoteEvent', noteInputToNoteEvent(note))).value;
-  await assertCode(codec.decode('NoteEvent', null, headers), 'UNDECODABLE');
-  await assertCode(codec.decode('NoteEvent', Buffer.alloc(0), headers), 'UNDECODABLE');
+  for (const h of [headers, {}]) {
+    await assertCode(codec.decode('NoteEvent', null, h), 'UNDECODABLE');
+    await assertCode(codec.decode('NoteEvent', Buffer.alloc(0), h), 'UNDECODABLE');
+  }
+  // Deprecated format: the body with the fingerprint header.
   await assertCode(codec.decode('NoteEvent', Buffer.from('{"noteId":"json, not avro"}'), headers), 'UNDECODABLE');
-  await assertCode(codec.decode('NoteEvent', good.subarray(0, good.length - 5), headers), 'UNDECODABLE');
-  await assertCode(codec.decode('NoteEvent', Buffer.concat([good, Buffer.from([1, 2])]), headers), 'UNDECODABLE');
+  await assertCode(codec.decode('NoteEvent', body.subarray(0, body.length - 5), headers), 'UNDECODABLE');
+  await assertCode(codec.decode('NoteEvent', Buffer.concat([body, Buffer.from([1, 2])]), headers), 'UNDECODABLE');
+  // Single-object: a header cut short, a header with no body, a truncated body, trailing bytes.
+  await assertCode(codec.decode('NoteEvent', Buffer.from([0xc3, 0x01])), 'UNDECODABLE');
+  await assertCode(codec.decode('NoteEvent', good.subarray(0, 9)), 'UNDECODABLE');
+  await assertCode(codec.decode('NoteEvent', good.subarray(0, 10)), 'UNDECODABLE');
+  await assertCode(codec.decode('NoteEvent', good.subarray(0, good.length - 5)), 'UNDECODABLE');
+  await assertCode(codec.decode('NoteEvent', Buffer.concat([good, Buffer.from([1, 2])])), 'UNDECODABLE');
+  await assertCode(codec.decode('NoteEvent', Buffer.concat([good.subarray(0, 10), Buffer.from('{"noteId":"json, not avro"}')])), 'UNDECODABLE');
 });
 
-test('bad input: a missing or unknown fingerprint and a record of another kind are UNKNOWN_SCHEMA', async () => {
+test('bad input: a missing or unknown fingerprint, a header naming another schema than the value, and a record of another kind are UNKNOWN_SCHEMA', async () => {
   const codec = new PlainAvroCodec();
+  const current = knownSchemas().current('NoteEvent');
   const good = await codec.encode('NoteEvent', noteInputToNoteEvent(note));
-  await assertCode(codec.decode('NoteEvent', good.value, {}), 'UNKNOWN_SCHEMA');
-  await assertCode(codec.decode('NoteEvent', good.value, { [SCHEMA_FINGERPRINT_HEADER]: '0'.repeat(64) }), 'UNKNOWN_SCHEMA');
+  const body = good.value.subarray(10);
+  // Neither the single-object marker nor the deprecated header.
+  await assertCode(codec.decode('NoteEvent', body, {}), 'UNKNOWN_SCHEMA');
+  await assertCode(codec.decode('NoteEvent', body, { [SCHEMA_FINGERPRINT_HEADER]: '0'.repeat(64) }), 'UNKNOWN_SCHEMA');
+  // A single-object fingerprint no shipped schema has.
+  await assertCode(codec.decode('NoteEvent', Buffer.concat([Buffer.from('c301', 'hex'), Buffer.alloc(8, 0xff), body])), 'UNKNOWN_SCHEMA');
+  // Both, disagreeing: refused, not guessed.
+  await assertCode(codec.decode('NoteEvent', good.value, { [SCHEMA_FINGERPRINT_HEADER]: 'f'.repeat(64) }), 'UNKNOWN_SCHEMA');
+  assert.equal((await codec.decode('NoteEvent', good.value, { [SCHEMA_FINGERPRINT_HEADER]: current.fingerprint.toUpperCase() })).noteId, note.noteId, 'both, agreeing: read');
   const linkedBytes = await codec.encode('LinkedNote', linkedNoteToAvro(linked));
   await assertCode(codec.decode('NoteEvent', linkedBytes.value, linkedBytes.headers), 'UNKNOWN_SCHEMA');
+  const linkedSchema = knownSchemas().current('LinkedNote');
+  await assertCode(codec.decode('NoteEvent', linkedSchema.type.toBuffer(linkedNoteToAvro(linked)), { [SCHEMA_FINGERPRINT_HEADER]: linkedSchema.fingerprint }), 'UNKNOWN_SCHEMA');
 });
 
 test('encoding an invalid record fails with INVALID_RECORD naming the field, never its (PHI) value', async () => {
