@@ -1,5 +1,6 @@
 import type { Command } from '../command.ts';
 import { kbExport } from './kb-export.ts';
+import { dlqInspect, dlqReplay } from './dlq.ts';
 import { indexBuild } from './index-build.ts';
 import { indexInfo } from './index-info.ts';
 import { indexActivate } from './index-activate.ts';
@@ -19,4 +20,4 @@ import { annotateImport } from './annotate-import.ts';
 import { openLinker } from '../../link/open-linker.ts';
 
 /** Every command, in the order `cuilink --help` lists them. Add yours here. */
-export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), calibrate, compare, evaluator, goldSample, run, demo, memoryAdd, memoryInfo, memoryExport, memoryRemove, memoryErase, memoryUpdater, annotateExport, annotateImport];
+export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), calibrate, compare, evaluator, goldSample, run, demo, memoryAdd, memoryInfo, memoryExport, memoryRemove, memoryErase, memoryUpdater, annotateExport, annotateImport, dlqInspect, dlqReplay];

@@ -1,0 +1,376 @@
+import type { Command } from '../command.ts';
+import { parseFlags, parseNumberFlag } from '../args.ts';
+import { CuilinkError, InputError } from '../../kb/errors.ts';
+import { createKafkaClient, parseBrokerList, validateKafkaConnection } from '../../stream/kafka-client.ts';
+import type { KafkaClient, OutboundRecord } from '../../stream/kafka/client-types.ts';
+import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
+import type { RecordCodec } from '../../stream/avro/record-codec.ts';
+import { avroToHeaders } from '../../stream/avro/avro-conversions.ts';
+import { connectionOf, loadStageConfig, type StageConfig } from '../../stream/stage-config.ts';
+import { requireTopics } from '../../stream/topics.ts';
+import { RECORD_FAULT_CODES } from '../../stream/dead-letter-policy.ts';
+import {
+  countsText,
+  FIRST_BYTES,
+  positionOf,
+  REPLAYED_FROM_HEADER,
+  replayMessage,
+  replayVerdict,
+  selectDeadLetters,
+  viewOf,
+  type DeadLetterEntry,
+  type DeadLetterFilter,
+  type DeadLetterView,
+} from '../../stream/dead-letter-replay.ts';
+import { readTopicToEnd } from '../../eval/topic-to-end.ts';
+
+// `cuilink dlq inspect` and `cuilink dlq replay` (docs/dead-letters.md): read the dead-letter
+// topic to its current end (a throwaway consumer group, nothing committed), select by code, time
+// and position, print without note text; replay sends the selected replayable originals back.
+
+const COMMON_HELP = `  --config FILE          the stage's config file: brokers, topics, wire format, TLS/SASL (CUILINK_* variables
+                         apply as for 'cuilink run'; without it the defaults and CUILINK_* variables)
+  --brokers H:P,H:P      Kafka bootstrap brokers (default: the config's brokers, or CUILINK_BROKERS)
+  --schema-registry URL  read the Confluent wire format through this registry (default: the config's avro.*)
+  --client-id ID         Kafka client id (default cuilink-dlq)
+  --topic T              the dead-letter topic (default: the config's topics.deadLetter, cuilink.dead-letter)
+  --code CODE            only dead letters with this error code (repeatable, or comma-separated)
+  --since TIME           only dead letters that failed at or after TIME (ISO 8601: 2025-01-31 or 2025-01-31T12:00:00Z)
+  --until TIME           only dead letters that failed before TIME
+  --offsets P:O,P:O      only the dead letters at these positions (partition:offset on the dead-letter topic,
+                         as inspect prints them; a bare offset when the topic has one partition)
+  --limit N              at most N dead letters (the first in partition and offset order)`;
+
+const inspectUsage = `Usage: cuilink dlq inspect [options]
+
+Reads the dead-letter topic from its start to its current end (nothing committed) and prints one
+line per dead letter: its position (partition:offset), error code, stage, failedAt, the source
+record (topic/partition/offset), the original value's size and sha256, its first ${FIRST_BYTES} bytes in hex,
+whether it was cut to fit, whether 'dlq replay' would send it, and the reason; then a summary by
+code. Note text (PHI) is printed only with --show-text. docs/dead-letters.md.
+
+Options:
+${COMMON_HELP}
+  --json                 one JSON object per line instead (the same fields), the summary last
+  --show-text            also print the original as decoded NoteEvent JSON (or its bytes as text): PHI
+  -h, --help             this text`;
+
+const replayUsage = `Usage: cuilink dlq replay [options] [--dry-run | --execute]
+
+Sends the selected dead letters' original key, value and headers back to the input topic (after the
+cause was fixed: a limit raised, a schema made known...), each with the header
+'${REPLAYED_FROM_HEADER}: <dead-letter topic>/<partition>/<offset>', through an idempotent producer
+(acks=all), in partition and offset order. A dry run (the default) prints exactly what --execute
+would send and sends nothing. Never sent (skipped, counted by reason): a dead letter whose original
+was cut, whose code never succeeds on replay (EMPTY_RECORD, UNDECODABLE, BAD_TEXT_ENCODING,
+BAD_NOTE, EMPTY_NOTE, BAD_MENTION), whose code this version does not know, whose original does not
+match its sha256, or that is no readable DeadLetter. Exit code 3 when nothing is (or would be)
+sent. docs/dead-letters.md.
+
+Options:
+${COMMON_HELP}
+  --to T                 the topic to send to (default: the config's topics.input, cuilink.notes)
+  --dry-run              print what would be sent, send nothing (the default)
+  --execute              send
+  -h, --help             this text`;
+
+const COMMON_FLAGS = {
+  config: { type: 'string' },
+  brokers: { type: 'string' },
+  'schema-registry': { type: 'string' },
+  'client-id': { type: 'string' },
+  topic: { type: 'string' },
+  code: { type: 'string', multiple: true },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  offsets: { type: 'string' },
+  limit: { type: 'string' },
+} as const;
+
+/** `--code` values (repeated or comma-separated), each on the closed list of dead-letter codes. */
+export function parseCodes(values: string[] | undefined): Set<string> | undefined {
+  if (values === undefined) return undefined;
+  const codes = values.flatMap((v) => v.split(',')).map((c) => c.trim());
+  for (const code of codes) {
+    if (!RECORD_FAULT_CODES.has(code)) throw new InputError(`--code '${code}' is not a dead-letter code; the codes are ${[...RECORD_FAULT_CODES].join(', ')}`, 'BAD_FLAGS');
+  }
+  return new Set(codes);
+}
+
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** An ISO 8601 date (UTC midnight) or date-time with a zone, as epoch ms. */
+export function parseTime(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const match = ISO_TIME.exec(value);
+  const ms = Date.parse(value);
+  if (match === null || !Number.isFinite(ms)) throw new InputError(`--${flag} must be an ISO 8601 time (2025-01-31 or 2025-01-31T12:00:00Z), got '${value}'`, 'BAD_FLAGS');
+  if (value.includes('T') && match[1] === undefined) throw new InputError(`--${flag} '${value}' needs a zone (Z or +hh:mm): a local time is ambiguous`, 'BAD_FLAGS');
+  return ms;
+}
+
+/** `--offsets`: `partition:offset` entries, or bare offsets (partition 0) when the topic has one partition. */
+export function parseOffsets(value: string | undefined, partitions: number): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  const positions = new Set<string>();
+  for (const item of value.split(',').map((s) => s.trim())) {
+    const match = /^(?:(\d+):)?(\d+)$/.exec(item);
+    if (match === null) throw new InputError(`--offsets '${item}' is not partition:offset (e.g. 0:12) or an offset`, 'BAD_FLAGS');
+    if (match[1] === undefined && partitions !== 1) throw new InputError(`--offsets '${item}' names no partition and the dead-letter topic has ${partitions}: write partition:offset (e.g. 0:${item})`, 'BAD_FLAGS');
+    const partition = Number(match[1] ?? 0);
+    if (partition >= partitions) throw new InputError(`--offsets '${item}': the dead-letter topic has no partition ${partition} (it has ${partitions})`, 'BAD_FLAGS');
+    positions.add(`${partition}:${BigInt(match[2]!)}`);
+  }
+  return positions;
+}
+
+interface CommonValues {
+  config?: string;
+  brokers?: string;
+  'schema-registry'?: string;
+  'client-id'?: string;
+  topic?: string;
+  code?: string[];
+  since?: string;
+  until?: string;
+  offsets?: string;
+  limit?: string;
+}
+
+/** The filter flags that need no broker, checked before connecting. */
+export function parseFilterFlags(values: CommonValues): { filter: Omit<DeadLetterFilter, 'positions'>; limit: number } {
+  const codes = parseCodes(values.code);
+  const since = parseTime(values.since, 'since');
+  const until = parseTime(values.until, 'until');
+  if (since !== undefined && until !== undefined && since >= until) throw new InputError(`--since (${values.since}) must be before --until (${values.until})`, 'BAD_FLAGS');
+  const limit = parseNumberFlag(values.limit, 'limit', Infinity, { min: 1, integer: true });
+  return { filter: { codes, since, until }, limit };
+}
+
+interface DlqContext {
+  config: StageConfig;
+  kafka: KafkaClient;
+  codec: RecordCodec;
+  topic: string;
+}
+
+function openContext(values: CommonValues): DlqContext {
+  const config = loadStageConfig({ file: values.config });
+  const brokers = values.brokers !== undefined ? parseBrokerList(values.brokers) : config.brokers;
+  if (brokers.length === 0) throw new InputError('no Kafka brokers: pass --brokers host:port, a --config FILE with brokers, or set CUILINK_BROKERS', 'BAD_FLAGS');
+  const registry = values['schema-registry'] ?? (config.avro.wireFormat === 'confluent' ? config.avro.registryUrl : undefined);
+  if (registry !== undefined && !/^https?:\/\/\S+$/.test(registry)) throw new InputError(`--schema-registry must be an http(s) URL, got '${registry}'`, 'BAD_FLAGS');
+  const topic = values.topic ?? config.topics.deadLetter;
+  if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic)) throw new InputError(`--topic '${topic}' is not a topic name (1-249 of [A-Za-z0-9._-])`, 'BAD_FLAGS');
+  const connection = validateKafkaConnection({ ...connectionOf(config, brokers), clientId: values['client-id'] ?? 'cuilink-dlq' });
+  return { config, kafka: createKafkaClient(connection), codec: createRecordCodec({ schemaRegistry: registry === undefined ? undefined : { url: registry } }), topic };
+}
+
+async function partitionCount(kafka: KafkaClient, topic: string): Promise<number> {
+  const admin = kafka.admin();
+  try {
+    return (await admin.topicOffsets(topic)).length;
+  } finally {
+    await admin.close();
+  }
+}
+
+/** Reads the dead-letter topic to its current end (records written meanwhile are not read); a record that is no DeadLetter is kept as unreadable. */
+async function readDeadLetters(context: DlqContext): Promise<DeadLetterEntry[]> {
+  const entries: DeadLetterEntry[] = [];
+  await readTopicToEnd(
+    context.kafka,
+    context.topic,
+    'cuilink-dlq',
+    async (record) => {
+      const entry: DeadLetterEntry = { topic: record.topic, partition: record.partition, offset: record.offset };
+      try {
+        entry.letter = await context.codec.decode('DeadLetter', record.value, record.headers);
+      } catch (error) {
+        if (!(error instanceof CuilinkError) || error.retriable) throw error;
+        entry.unreadable = `${error.code}: ${error.message}`;
+      }
+      entries.push(entry);
+    },
+    300_000,
+  );
+  return entries;
+}
+
+async function closeContext(context: DlqContext): Promise<void> {
+  await context.codec.close?.();
+}
+
+function viewLine(v: DeadLetterView): string {
+  if (v.unreadable !== undefined) return `${positionOf(v)} (not a DeadLetter) ${JSON.stringify(v.unreadable)}`;
+  const fields = [
+    positionOf(v),
+    v.errorCode,
+    `stage=${v.stage}`,
+    `failedAt=${v.failedAt}`,
+    `source=${v.source!.topic}/${v.source!.partition}/${v.source!.offset}`,
+    `key=${v.key ?? '(null)'}`,
+    `size=${v.size ?? '(null)'}`,
+    `sha256=${v.sha256 ?? '-'}`,
+    `first=${v.firstBytes ?? '-'}`,
+    `cut=${v.cut ? 'yes' : 'no'}`,
+    `replay=${v.replay}`,
+    ...(v.replayedFrom === null ? [] : [`replayedFrom=${v.replayedFrom}`]),
+    `reason=${JSON.stringify(v.reason)}`,
+  ];
+  return fields.join(' ');
+}
+
+/** With --show-text: the original as decoded NoteEvent JSON, or its bytes as text when it is none. */
+async function originalText(codec: RecordCodec, entry: DeadLetterEntry): Promise<string> {
+  const letter = entry.letter;
+  if (letter === undefined || letter.original === null) return '(no original)';
+  const original = Buffer.from(letter.original);
+  try {
+    const note = await codec.decode('NoteEvent', original, avroToHeaders(letter.originalHeaders));
+    return JSON.stringify({ noteId: note.noteId, text: note.text, mentions: note.mentions.map((m) => ({ id: m.id, start: m.start, end: m.end, text: m.text, label: m.label })) });
+  } catch {
+    const shown = original.subarray(0, 4096);
+    return `${JSON.stringify(shown.toString('utf8'))}${original.length > shown.length ? ` (… ${original.length - shown.length} more bytes)` : ''}${letter.originalTruncated ? ' (cut)' : ''}`;
+  }
+}
+
+export const dlqInspect: Command = {
+  name: 'dlq inspect',
+  summary: 'List the dead letters (code, source, size, sha256, first bytes; no note text) with a summary by code',
+  usage: inspectUsage,
+  async run(argv) {
+    const { values } = parseFlags(argv, { ...COMMON_FLAGS, json: { type: 'boolean', default: false }, 'show-text': { type: 'boolean', default: false } });
+    const { filter, limit } = parseFilterFlags(values);
+    const context = openContext(values);
+    try {
+      await requireTopics(context.kafka, [context.topic]);
+      const positions = parseOffsets(values.offsets, await partitionCount(context.kafka, context.topic));
+      const entries = await readDeadLetters(context);
+      const matched = selectDeadLetters(entries, { ...filter, positions });
+      const shown = matched.slice(0, limit);
+      if (values['show-text']) console.error('dlq inspect: --show-text: note text (PHI) follows');
+      const byCode = new Map<string, number>();
+      const byReplay = new Map<string, number>();
+      for (const entry of matched) {
+        const code = entry.letter?.errorCode ?? '(not a DeadLetter)';
+        byCode.set(code, (byCode.get(code) ?? 0) + 1);
+        const verdict = replayVerdict(entry);
+        const replay = verdict.replayable ? 'yes' : verdict.skip;
+        byReplay.set(replay, (byReplay.get(replay) ?? 0) + 1);
+      }
+      for (const entry of shown) {
+        const view = viewOf(entry);
+        const text = values['show-text'] ? await originalText(context.codec, entry) : undefined;
+        if (values.json) console.log(JSON.stringify(text === undefined ? view : { ...view, originalText: text }));
+        else {
+          console.log(viewLine(view));
+          if (text !== undefined) console.log(`  original: ${text}`);
+        }
+      }
+      const summary = { topic: context.topic, read: entries.length, matched: matched.length, shown: shown.length, byCode: Object.fromEntries(byCode), replay: Object.fromEntries(byReplay) };
+      if (values.json) console.log(JSON.stringify({ summary }));
+      else {
+        console.log(
+          `dlq inspect: ${context.topic}: ${entries.length} records read, ${matched.length} matched${shown.length < matched.length ? ` (${shown.length} shown, --limit)` : ''}` +
+            `${matched.length > 0 ? `; by code: ${countsText(byCode)}; replay: ${countsText(byReplay)}` : ''}`,
+        );
+      }
+      return 0;
+    } finally {
+      await closeContext(context);
+    }
+  },
+};
+
+/** The request size replay sends at most per produce call (one record larger goes alone). */
+const SEND_CHUNK_BYTES = 512 * 1024;
+const SEND_CHUNK_RECORDS = 200;
+
+function messageLine(verb: string, entry: DeadLetterEntry, message: OutboundRecord, to: string): string {
+  const value = message.value as Buffer | null;
+  const headers = Object.keys(message.headers ?? {}).map((k) => (k === REPLAYED_FROM_HEADER ? `${k}=${String(message.headers![k])}` : k));
+  const view = viewOf(entry);
+  return `${verb} ${positionOf(entry)} ${entry.letter!.errorCode} → ${to} key=${view.key ?? '(null)'} size=${value?.length ?? '(null)'} sha256=${view.sha256 ?? '-'} headers=[${headers.join(', ')}]`;
+}
+
+export const dlqReplay: Command = {
+  name: 'dlq replay',
+  summary: 'Send selected dead letters back to the input topic after a fix (dry run by default; never the hopeless ones)',
+  usage: replayUsage,
+  async run(argv) {
+    const { values } = parseFlags(argv, { ...COMMON_FLAGS, to: { type: 'string' }, 'dry-run': { type: 'boolean' }, execute: { type: 'boolean', default: false } });
+    if (values.execute && values['dry-run']) throw new InputError('give --dry-run or --execute, not both', 'BAD_FLAGS');
+    const execute = values.execute;
+    const { filter, limit } = parseFilterFlags(values);
+    const context = openContext(values);
+    try {
+      const to = values.to ?? context.config.topics.input;
+      if (!/^[A-Za-z0-9._-]{1,249}$/.test(to)) throw new InputError(`--to '${to}' is not a topic name (1-249 of [A-Za-z0-9._-])`, 'BAD_FLAGS');
+      if (to === context.topic) throw new InputError(`--to ${to} is the dead-letter topic itself`, 'BAD_FLAGS');
+      await requireTopics(context.kafka, [context.topic, to]);
+      const positions = parseOffsets(values.offsets, await partitionCount(context.kafka, context.topic));
+      const entries = await readDeadLetters(context);
+      if (positions !== undefined) {
+        const present = new Set(entries.map(positionOf));
+        const missing = [...positions].filter((p) => !present.has(p));
+        if (missing.length > 0) throw new InputError(`--offsets ${missing.join(', ')}: no record at ${missing.length === 1 ? 'that position' : 'those positions'} of ${context.topic} (read to its end)`, 'BAD_FLAGS');
+      }
+      const selected = selectDeadLetters(entries, { ...filter, positions }, limit);
+      const sends: { entry: DeadLetterEntry; message: OutboundRecord }[] = [];
+      const skipped = new Map<string, number>();
+      for (const entry of selected) {
+        const verdict = replayVerdict(entry);
+        if (!verdict.replayable) {
+          skipped.set(verdict.skip, (skipped.get(verdict.skip) ?? 0) + 1);
+          console.log(`skip ${positionOf(entry)} ${entry.letter?.errorCode ?? '(not a DeadLetter)'}: ${verdict.detail}`);
+          continue;
+        }
+        const message = replayMessage(entry);
+        sends.push({ entry, message });
+        if (!execute) console.log(messageLine('would send', entry, message, to));
+      }
+      const skippedCount = selected.length - sends.length;
+      const head = `dlq replay${execute ? '' : ' (dry run)'}: ${context.topic}: ${entries.length} records read, ${selected.length} selected`;
+      const skipText = skippedCount > 0 ? `, ${skippedCount} skipped (${countsText(skipped)})` : '';
+      if (!execute) {
+        console.log(`${head}: ${sends.length} would be sent to ${to}${skipText}${sends.length > 0 ? '; nothing sent: run again with --execute to send them' : ''}`);
+        return sends.length > 0 ? 0 : 3;
+      }
+      let sent = 0;
+      if (sends.length > 0) {
+        const producer = context.kafka.producer();
+        await producer.connect();
+        try {
+          let chunk: { entry: DeadLetterEntry; message: OutboundRecord }[] = [];
+          let bytes = 0;
+          const flush = async () => {
+            if (chunk.length === 0) return;
+            try {
+              await producer.send([{ topic: to, messages: chunk.map((c) => c.message) }]);
+            } catch (error) {
+              throw new CuilinkError('REPLAY_FAILED', `replay stopped: ${sent} of ${sends.length} sent for sure, the next ${chunk.length} may be in part (look for ${REPLAYED_FROM_HEADER} on ${to}): ${(error as Error).message}`, { cause: error });
+            }
+            sent += chunk.length;
+            for (const c of chunk) console.log(messageLine('sent', c.entry, c.message, to));
+            chunk = [];
+            bytes = 0;
+          };
+          for (const send of sends) {
+            const size = ((send.message.value as Buffer | null)?.length ?? 0) + ((send.message.key as Buffer | null)?.length ?? 0);
+            if (chunk.length > 0 && (bytes + size > SEND_CHUNK_BYTES || chunk.length >= SEND_CHUNK_RECORDS)) await flush();
+            chunk.push(send);
+            bytes += size;
+          }
+          await flush();
+        } finally {
+          await producer.close();
+        }
+      }
+      console.log(`${head}: ${sent} sent to ${to} (idempotent producer, acks=all)${skipText}`);
+      return sent > 0 ? 0 : 3;
+    } finally {
+      await closeContext(context);
+    }
+  },
+};

@@ -1,0 +1,201 @@
+import { createHash } from 'node:crypto';
+import type { DeadLetterRecord } from './avro/avro-records.ts';
+import { RECORD_FAULT_CODES } from './dead-letter-policy.ts';
+import type { OutboundRecord } from './kafka/client-types.ts';
+
+/**
+ * What `cuilink dlq inspect` shows of a dead letter and what `cuilink dlq replay` may send back to
+ * the input topic (docs/dead-letters.md). Pure: the commands (src/cli/commands/dlq.ts) read the
+ * topic and print.
+ */
+
+/** Header on a replayed record: the dead letter it came from, `<dead-letter topic>/<partition>/<offset>`. */
+export const REPLAYED_FROM_HEADER = 'cuilink-replayed-from';
+/** Bytes of the original value `inspect` shows as hex (no note text without --show-text). */
+export const FIRST_BYTES = 16;
+
+/**
+ * Codes whose record, re-sent unchanged, fails the same way whatever config or code is fixed: the
+ * fault is in the bytes themselves. `replay` never sends them (the producer must send a corrected
+ * record instead). docs/dead-letters.md has the same table; a unit test keeps RECORD_FAULT_CODES
+ * split exactly between this map and REPLAYABLE_AFTER_FIX.
+ */
+export const NEVER_REPLAY: ReadonlyMap<string, string> = new Map([
+  ['EMPTY_RECORD', 'no value (a tombstone or empty bytes): re-sent, it is empty again'],
+  ['UNDECODABLE', 'the bytes are no readable Avro record under the schema they name (truncated, a bad varint or union branch, trailing bytes): re-sent unchanged, they fail the same way'],
+  ['BAD_TEXT_ENCODING', 'a string in the bytes is not UTF-8: no fix of the stage makes its offsets mean what the producer meant'],
+  ['BAD_NOTE', "no note id, or text or mentions of the wrong type: the record's own content"],
+  ['EMPTY_NOTE', 'the note text is empty: nothing to link, ever'],
+  ['BAD_MENTION', "a mention without an id, a duplicate id, a label or score of the wrong type: the record's own content"],
+]);
+
+/** Codes that may succeed on replay once something outside the record was fixed, and what that fix is. */
+export const REPLAYABLE_AFTER_FIX: ReadonlyMap<string, string> = new Map([
+  ['UNKNOWN_SCHEMA', 'the stage learns the writer schema (its file added to schemas/history/ in a new release, or registered in the schema registry); a record that names no schema at all fails again'],
+  ['INCOMPATIBLE_SCHEMA', 'a reader schema that can read the writer schema (a new release)'],
+  ['RECORD_TOO_LARGE', "the decoder's bounds raised"],
+  ['NOTE_TOO_LARGE', 'limits.maxNoteChars or limits.maxMentionsPerNote raised'],
+  ['BAD_SPAN', 'limits.maxMentionChars raised (a span too long); a span outside its text fails again'],
+  ['SPAN_TEXT_MISMATCH', "a fix of the stage's offset handling; a producer that sent wrong offsets fails again"],
+  ['OUTPUT_TOO_LARGE', "the output topic's max.message.bytes (and topics.maxMessageBytes) raised, or link.topK lowered"],
+]);
+
+/** Why `replay` leaves a dead letter alone. */
+export type SkipReason = 'cut' | 'never' | 'unknown-code' | 'sha256-mismatch' | 'repeated-header' | 'not-a-dead-letter';
+
+export type ReplayVerdict = { replayable: true } | { replayable: false; skip: SkipReason; detail: string };
+
+/** One record of the dead-letter topic: its position, and the DeadLetter in it or why it is none. */
+export interface DeadLetterEntry {
+  topic: string;
+  partition: number;
+  offset: string;
+  letter?: DeadLetterRecord;
+  /** Set instead of `letter` when the record is no readable DeadLetter: code and message. */
+  unreadable?: string;
+}
+
+/** The position as `inspect` prints it and `--offsets` takes it: `partition:offset`. */
+export function positionOf(entry: { partition: number; offset: string }): string {
+  return `${entry.partition}:${entry.offset}`;
+}
+
+function sha256(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** Whether `replay` may send this dead letter's original back, or why not. */
+export function replayVerdict(entry: DeadLetterEntry): ReplayVerdict {
+  const letter = entry.letter;
+  if (letter === undefined) return { replayable: false, skip: 'not-a-dead-letter', detail: `not a readable DeadLetter record (${entry.unreadable ?? 'unknown'})` };
+  if (letter.originalTruncated) {
+    return { replayable: false, skip: 'cut', detail: `the original was cut to fit the dead-letter topic (${letter.original?.length ?? 0} of ${letter.originalSize ?? '?'} bytes kept): replay the whole record from ${letter.sourceTopic}/${letter.partition}/${letter.offset} if it is still there` };
+  }
+  const never = NEVER_REPLAY.get(letter.errorCode);
+  if (never !== undefined) return { replayable: false, skip: 'never', detail: `${letter.errorCode} never succeeds on replay: ${never}` };
+  if (!RECORD_FAULT_CODES.has(letter.errorCode) || !REPLAYABLE_AFTER_FIX.has(letter.errorCode)) {
+    return { replayable: false, skip: 'unknown-code', detail: `${letter.errorCode} is no code this version knows; not replayed` };
+  }
+  if (letter.original !== null && letter.originalSha256 !== null && sha256(Buffer.from(letter.original)) !== letter.originalSha256) {
+    return { replayable: false, skip: 'sha256-mismatch', detail: 'the original does not match its recorded sha256: the dead letter is damaged' };
+  }
+  const keys = letter.originalHeaders.map((h) => h.key).filter((k) => k !== REPLAYED_FROM_HEADER);
+  const repeated = keys.find((k, i) => keys.indexOf(k) !== i);
+  if (repeated !== undefined) return { replayable: false, skip: 'repeated-header', detail: `the header ${JSON.stringify(repeated)} repeats, which the Kafka client cannot produce` };
+  return { replayable: true };
+}
+
+export interface DeadLetterFilter {
+  /** Only these error codes. */
+  codes?: ReadonlySet<string>;
+  /** failedAt ≥ since (epoch ms). */
+  since?: number;
+  /** failedAt < until (epoch ms). */
+  until?: number;
+  /** Only these positions (`partition:offset`). */
+  positions?: ReadonlySet<string>;
+}
+
+/** Whether an entry passes every given filter; an unreadable record passes only filters it can be judged by (positions). */
+export function matchesFilter(entry: DeadLetterEntry, filter: DeadLetterFilter): boolean {
+  if (filter.positions !== undefined && !filter.positions.has(positionOf(entry))) return false;
+  const letter = entry.letter;
+  if (letter === undefined) return filter.codes === undefined && filter.since === undefined && filter.until === undefined;
+  if (filter.codes !== undefined && !filter.codes.has(letter.errorCode)) return false;
+  if (filter.since !== undefined && letter.failedAt < filter.since) return false;
+  if (filter.until !== undefined && letter.failedAt >= filter.until) return false;
+  return true;
+}
+
+/** The entries that pass `filter`, in partition then offset order, at most `limit` of them. */
+export function selectDeadLetters(entries: readonly DeadLetterEntry[], filter: DeadLetterFilter, limit = Infinity): DeadLetterEntry[] {
+  return [...entries]
+    .sort((a, b) => a.partition - b.partition || compareOffsets(a.offset, b.offset))
+    .filter((e) => matchesFilter(e, filter))
+    .slice(0, limit);
+}
+
+function compareOffsets(a: string, b: string): number {
+  const [x, y] = [BigInt(a), BigInt(b)];
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** What `inspect` prints of one dead letter: no note text, only sizes, hashes and a short hex prefix. */
+export interface DeadLetterView {
+  topic: string;
+  partition: number;
+  offset: string;
+  errorCode: string | null;
+  reason: string | null;
+  stage: string | null;
+  failedAt: string | null;
+  source: { topic: string; partition: number; offset: number } | null;
+  /** The original key as printable text, or `hex:` and its first bytes. */
+  key: string | null;
+  size: number | null;
+  sha256: string | null;
+  firstBytes: string | null;
+  cut: boolean;
+  /** The dead letter this record was replayed from, when it failed again after a replay. */
+  replayedFrom: string | null;
+  replay: 'yes' | SkipReason;
+  unreadable?: string;
+}
+
+export function viewOf(entry: DeadLetterEntry): DeadLetterView {
+  const verdict = replayVerdict(entry);
+  const base = { topic: entry.topic, partition: entry.partition, offset: entry.offset, replay: verdict.replayable ? ('yes' as const) : verdict.skip };
+  const letter = entry.letter;
+  if (letter === undefined) {
+    return { ...base, errorCode: null, reason: null, stage: null, failedAt: null, source: null, key: null, size: null, sha256: null, firstBytes: null, cut: false, replayedFrom: null, unreadable: entry.unreadable ?? 'unknown' };
+  }
+  const original = letter.original === null ? null : Buffer.from(letter.original);
+  const replayedFrom = letter.originalHeaders.find((h) => h.key === REPLAYED_FROM_HEADER)?.value;
+  return {
+    ...base,
+    errorCode: letter.errorCode,
+    reason: letter.reason,
+    stage: letter.stage,
+    failedAt: new Date(letter.failedAt).toISOString(),
+    source: { topic: letter.sourceTopic, partition: letter.partition, offset: letter.offset },
+    key: keyText(letter.originalKey),
+    size: letter.originalSize ?? original?.length ?? null,
+    sha256: letter.originalSha256 ?? (original === null || letter.originalTruncated ? null : sha256(original)),
+    firstBytes: original === null ? null : original.subarray(0, FIRST_BYTES).toString('hex'),
+    cut: letter.originalTruncated,
+    replayedFrom: replayedFrom === undefined || replayedFrom === null ? null : Buffer.from(replayedFrom).toString('utf8'),
+  };
+}
+
+/** A key (a note id) as text when it is short printable ASCII, else `hex:` and its first 16 bytes. */
+export function keyText(key: Buffer | null): string | null {
+  if (key === null) return null;
+  const bytes = Buffer.from(key);
+  const text = bytes.toString('latin1');
+  if (bytes.length <= 128 && /^[\x21-\x7e]*$/.test(text)) return text;
+  return `hex:${bytes.subarray(0, FIRST_BYTES).toString('hex')}${bytes.length > FIRST_BYTES ? '…' : ''}`;
+}
+
+/**
+ * The record `replay` sends for a replayable dead letter: the original key, value and headers
+ * unchanged (a REPLAYED_FROM_HEADER of an earlier replay replaced), plus REPLAYED_FROM_HEADER
+ * naming this dead letter. No partition: the key decides, as for the original producer.
+ */
+export function replayMessage(entry: DeadLetterEntry): OutboundRecord {
+  const letter = entry.letter;
+  if (letter === undefined) throw new Error(`${positionOf(entry)}: not a dead letter`);
+  const headers: Record<string, Buffer> = {};
+  for (const { key, value } of letter.originalHeaders) {
+    if (key !== REPLAYED_FROM_HEADER) headers[key] = value === null ? Buffer.alloc(0) : Buffer.from(value);
+  }
+  headers[REPLAYED_FROM_HEADER] = Buffer.from(`${entry.topic}/${entry.partition}/${entry.offset}`);
+  return { key: letter.originalKey === null ? null : Buffer.from(letter.originalKey), value: letter.original === null ? null : Buffer.from(letter.original), headers };
+}
+
+/** Counts by key, as `A 2, B 1` sorted by count then name. */
+export function countsText(counts: Map<string, number>): string {
+  return [...counts]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
+}
