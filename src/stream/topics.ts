@@ -10,11 +10,23 @@ export async function ensureTopics(kafka: KafkaClient, topics: string[], options
     if (missing.length > 0) {
       await admin.createTopics(missing.map((topic) => ({ topic, partitions: options.partitions, replicationFactor: options.replicationFactor ?? 1, ...(options.configs ? { configs: options.configs } : {}) })));
       // A KRaft broker under load answers UNKNOWN_TOPIC_OR_PARTITION until the new topic's metadata has propagated.
-      await waitForLeaders(admin, missing, options.leaderTimeoutMs ?? 60_000);
+      await waitForTopicLeaders(admin, missing, options.leaderTimeoutMs ?? 60_000);
     }
     return missing;
   } finally {
     await admin.close();
+  }
+}
+
+/** Topics a process needs are missing: the message says how to create them (`cuilink topics create`). */
+export class TopicMissingError extends CuilinkError {
+  constructor(
+    readonly missing: string[],
+    /** How to create them, e.g. `'cuilink topics create --config stage.json'`. */
+    readonly how = "'cuilink topics create' (with the same --config and CUILINK_* settings as the stage; docs/topics.md)",
+  ) {
+    super('TOPIC_MISSING', `topic(s) ${missing.join(', ')} do not exist on the brokers; create them with ${how}`);
+    this.name = 'TopicMissingError';
   }
 }
 
@@ -24,14 +36,14 @@ export async function requireTopics(kafka: KafkaClient, topics: string[]): Promi
   try {
     const existing = new Set(await admin.listTopics());
     const missing = topics.filter((t) => !existing.has(t));
-    if (missing.length > 0) throw new CuilinkError('TOPIC_MISSING', `topic(s) ${missing.join(', ')} do not exist on the brokers; create them first`);
+    if (missing.length > 0) throw new TopicMissingError(missing);
   } finally {
     await admin.close();
   }
 }
 
 /** Polls metadata until every partition of the topics has a leader; retriable errors are waited out. */
-async function waitForLeaders(admin: KafkaAdminClient, topics: string[], timeoutMs: number): Promise<void> {
+export async function waitForTopicLeaders(admin: KafkaAdminClient, topics: string[], timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {

@@ -1,13 +1,16 @@
 import type { Command } from '../command.ts';
 import { parseFlags } from '../args.ts';
-import { type StageConfig } from '../../stream/stage-config.ts';
+import { connectionOf, type StageConfig } from '../../stream/stage-config.ts';
+import { createKafkaClient } from '../../stream/kafka-client.ts';
+import { TopicMissingError } from '../../stream/topics.ts';
+import { createPlannedTopics, planTopics, settingsText } from '../../stream/topic-plan.ts';
 import { stageConfigFromFlags } from '../stage-flags.ts';
 import { startStageRuntime, type StageRuntime } from '../stage-runtime.ts';
 import { InputError } from '../../kb/errors.ts';
-import { createLogger } from '../../telemetry/logger.ts';
+import { createLogger, type Logger } from '../../telemetry/logger.ts';
 import { disableInspectorSignal } from '../process-hardening.ts';
 
-const usage = `Usage: cuilink run [--config FILE] [--index DIR] [--http-port N]
+const usage = `Usage: cuilink run [--config FILE] [--index DIR] [--http-port N] [--create-topics]
 
 Runs the Kafka linking stage: NoteEvent records in (Avro), LinkedNote records out, bad input to
 the dead-letter topic. Options come from --config (JSON), then CUILINK_* environment variables,
@@ -15,7 +18,8 @@ then these flags; docs/stream.md lists them all with their defaults.
 
 Brokers must be configured (CUILINK_BROKERS or "brokers" in the config); without them it exits 2
 at once with a one-line reason (it never starts a broker of its own: that is 'cuilink demo').
-The stage runs until SIGTERM/SIGINT, then drains in-flight batches, commits and exits 0.
+The topics must exist ('cuilink topics create' with the same --config); a missing one exits 3
+naming it. The stage runs until SIGTERM/SIGINT, then drains in-flight batches, commits and exits 0.
 
 Options:
   --config FILE         stage configuration (JSON)
@@ -23,6 +27,8 @@ Options:
   --memory ROOT|DIR     labelled-mention memory (overrides linker.memoryDir; a root's CURRENT is polled and swapped live)
   --calibration FILE|none  confidence calibration (overrides linker.calibration; default: the shipped one when it fits)
   --http-port N         port for /healthz, /readyz, /metrics (overrides http.port; 0 = any free)
+  --create-topics       local use, not for production: first create the missing topics with the
+                        defaults of 'cuilink topics create' (3 partitions, replication 1; docs/topics.md)
   -h, --help            this text`;
 
 export const run: Command = {
@@ -38,13 +44,23 @@ export const run: Command = {
       memory: { type: 'string' },
       calibration: { type: 'string' },
       'http-port': { type: 'string' },
+      'create-topics': { type: 'boolean', default: false },
     });
     const config = stageConfigFromFlags(values);
     // A pod whose CUILINK_BROKERS was lost must fail loudly, not quietly become a demo.
     if (config.brokers.length === 0) throw new InputError('no brokers configured: set CUILINK_BROKERS or "brokers" in --config (the local demo on the sample notes is \'cuilink demo\', what npm start runs)', 'NO_BROKERS');
-    return runService(config);
+    return runService(config, { createTopics: values['create-topics'] === true, configFile: values.config });
   },
 };
+
+/** `--create-topics`: what 'cuilink topics create' does with its defaults, one log line per topic. */
+async function createTopics(config: StageConfig, logger: Logger): Promise<void> {
+  const kafka = createKafkaClient(connectionOf(config), () => {});
+  for (const report of await createPlannedTopics(kafka, planTopics(config))) {
+    const { planned } = report.state;
+    logger.info(report.created ? 'topic created' : 'topic exists', { topic: planned.topic, role: planned.role, settings: settingsText(report.state), ...(report.notes.length > 0 ? { notes: report.notes } : {}) });
+  }
+}
 
 /** Resolves on the first SIGTERM/SIGINT; a second one exits at once. */
 function untilSignal(): Promise<string> {
@@ -91,14 +107,17 @@ export async function serveUntilStopped(runtime: StageRuntime, stopSignal: Promi
   return exitCode;
 }
 
-async function runService(config: StageConfig): Promise<number> {
+async function runService(config: StageConfig, options: { createTopics: boolean; configFile?: string }): Promise<number> {
   const stopSignal = untilSignal();
+  const logger = createLogger({ level: config.telemetry.logLevel, fields: { service: config.telemetry.serviceName } });
   let runtime: StageRuntime;
   try {
+    if (options.createTopics) await createTopics(config, logger);
     runtime = await startStageRuntime(config);
   } catch (error) {
     // A broker that is down, a missing topic or index: one JSON line with the cause, no stack trace.
-    createLogger({ level: config.telemetry.logLevel, fields: { service: config.telemetry.serviceName } }).error('exiting: the stage could not start', { exitCode: EXIT.startFailed, cause: error });
+    const cause = error instanceof TopicMissingError ? new TopicMissingError(error.missing, `'cuilink topics create${options.configFile === undefined ? '' : ` --config ${options.configFile}`}' (or, on a local broker, start with 'cuilink run --create-topics')`) : error;
+    logger.error('exiting: the stage could not start', { exitCode: EXIT.startFailed, cause });
     return EXIT.startFailed;
   }
   return serveUntilStopped(runtime, stopSignal);
