@@ -1,6 +1,7 @@
 import { InputError } from '../kb/errors.ts';
 import { parseBrokerList, validateKafkaConnection, type ValidatedKafkaConnection } from '../stream/kafka-client.ts';
 import type { SchemaRegistryOptions } from '../stream/avro/confluent-avro-codec.ts';
+import { schemaRegistryFromEnv } from '../stream/avro/schema-registry-config.ts';
 
 /** Broker and schema-registry flags of the Kafka tools (`evaluator`, `gold-sample`); the stage reads its config file instead. */
 export const KAFKA_FLAG_OPTIONS = {
@@ -12,6 +13,9 @@ export const KAFKA_FLAG_OPTIONS = {
 export const KAFKA_FLAGS_HELP = `  --brokers H:P,H:P      Kafka bootstrap brokers (or CUILINK_BROKERS; 'npm run kafka:start' runs a local one)
   --schema-registry URL  use the Confluent wire format through this registry (or CUILINK_SCHEMA_REGISTRY_URL);
                          default plain Avro with a schema fingerprint header
+  Registry auth, TLS and subjects from the environment (docs/stream-formats.md): CUILINK_SCHEMA_REGISTRY_USERNAME
+  with _PASSWORD or _PASSWORD_FILE, or _BEARER_TOKEN / _BEARER_TOKEN_FILE; _CA_FILE, _CERT_FILE, _KEY_FILE;
+  CUILINK_SCHEMA_REGISTRY_SUBJECT_STRATEGY topic (default: <topic>-value) | record | topic-record
   --client-id ID         Kafka client id
   TLS/SASL from the environment: CUILINK_SSL=true, CUILINK_SASL_MECHANISM (plain|scram-sha-256|scram-sha-512),
   CUILINK_SASL_USERNAME, CUILINK_SASL_PASSWORD`;
@@ -38,6 +42,6 @@ export function kafkaRequest(values: KafkaFlagValues, defaultClientId: string, e
         : { mechanism: mechanism as 'plain', username: env.CUILINK_SASL_USERNAME ?? '', password: env.CUILINK_SASL_PASSWORD ?? '' },
   });
   const registryUrl = values['schema-registry'] ?? env.CUILINK_SCHEMA_REGISTRY_URL;
-  if (registryUrl !== undefined && !/^https?:\/\/\S+$/.test(registryUrl)) throw new InputError(`--schema-registry must be an http(s) URL, got '${registryUrl}'`, 'BAD_FLAGS');
-  return { connection, schemaRegistry: registryUrl === undefined ? undefined : { url: registryUrl } };
+  if (registryUrl !== undefined && !/^https?:\/\/\S+$/.test(registryUrl)) throw new InputError(`${values['schema-registry'] !== undefined ? '--schema-registry' : 'CUILINK_SCHEMA_REGISTRY_URL'} must be an http(s) URL, got '${registryUrl}'`, 'BAD_FLAGS');
+  return { connection, schemaRegistry: schemaRegistryFromEnv(env, values['schema-registry']) };
 }

@@ -112,7 +112,7 @@ export async function publishAndCollect(kafka: KafkaClient, codec: RecordCodec, 
     await producer.connect();
     result.firstSentAt = Date.now();
     for (const note of notes) {
-      const encoded = await codec.encode('NoteEvent', noteInputToNoteEvent(note));
+      const encoded = await codec.encode('NoteEvent', noteInputToNoteEvent(note), config.topics.input);
       sentAt.set(note.noteId, Date.now());
       await producer.send([{ topic: config.topics.input, messages: [{ key: note.noteId, value: encoded.value, headers: encoded.headers }] }]);
     }

@@ -8,7 +8,7 @@ import { startTelemetry, type Telemetry } from '../telemetry/telemetry.ts';
 import { AvroStageCodec, createRecordCodec, type RecordCodec } from '../stream/avro/index.ts';
 import { startHealthServer, type HealthServer } from '../stream/health-server.ts';
 import { LinkingStage } from '../stream/linking-stage.ts';
-import type { StageConfig } from '../stream/stage-config.ts';
+import { schemaRegistryOf, type StageConfig } from '../stream/stage-config.ts';
 
 export interface StageRuntime {
   stage: LinkingStage;
@@ -60,7 +60,7 @@ export async function startStageRuntime(config: StageConfig, options: StartStage
     }
     linker = options.openCore ? await options.openCore(memoryEvents) : await openConfiguredLinker(config, logger, memoryEvents);
     logger.info('linker loaded', { ...linker.versions });
-    const recordCodec = createRecordCodec(config.avro.wireFormat === 'confluent' ? { schemaRegistry: { url: config.avro.registryUrl! } } : {});
+    const recordCodec = createRecordCodec({ schemaRegistry: schemaRegistryOf(config) });
     stage = new LinkingStage({ config, linker, codec: new AvroStageCodec(recordCodec), logger, brokers: options.brokers, tracer: telemetry.tracer, meter: telemetry.meter });
     await stage.start();
     const started = { stage, linker, recordCodec };

@@ -64,14 +64,14 @@ export async function publishGoldSample(options: GoldPublishOptions): Promise<Go
       result.notes++;
       const converted = documentToNote(doc);
       if (options.notesTopic !== undefined) {
-        const encoded = await options.codec.encode('NoteEvent', noteInputToNoteEvent(converted.note, now()));
+        const encoded = await options.codec.encode('NoteEvent', noteInputToNoteEvent(converted.note, now()), options.notesTopic);
         notes.push({ key: doc.pmid, value: encoded.value, headers: encoded.headers });
       }
       const picked = options.onlyMentions === undefined ? (inGoldSample(doc.pmid, options.fraction, options.seed) ? converted.gold : []) : converted.gold.filter((g) => options.onlyMentions!.has(mentionKey(g.noteId, g.mentionId)));
       if (picked.length > 0) {
         result.sampledNotes++;
         for (const g of picked) {
-          const encoded = await options.codec.encode('GoldMention', goldMentionToAvro(g, { annotator: options.annotator ?? null, annotatedAt: now() }));
+          const encoded = await options.codec.encode('GoldMention', goldMentionToAvro(g, { annotator: options.annotator ?? null, annotatedAt: now() }), options.goldTopic);
           gold.push({ key: g.noteId, value: encoded.value, headers: encoded.headers });
         }
       }

@@ -26,12 +26,12 @@ export class OutputFitter {
   ) {}
 
   async linked(topic: string, note: LinkedNote, toMessage: (encoded: EncodedRecord) => Message): Promise<Message | undefined> {
-    const full = toMessage(await this.codec.encodeLinkedNote(note));
+    const full = toMessage(await this.codec.encodeLinkedNote(note, topic));
     if (this.sizes.fits(topic, full)) return full;
     const most = Math.max(0, ...note.mentions.map((m) => m.candidates.length));
     for (let keep = Math.floor(most / 2); ; keep = Math.floor(keep / 2)) {
       const cut: LinkedNote = { ...note, mentions: note.mentions.map((m) => ({ ...m, candidates: m.candidates.slice(0, keep) })) };
-      const encoded = toMessage(await this.codec.encodeLinkedNote(cut));
+      const encoded = toMessage(await this.codec.encodeLinkedNote(cut, topic));
       const message = { ...encoded, headers: { ...encoded.headers, [CANDIDATES_CUT_HEADER]: String(keep) } };
       if (this.sizes.fits(topic, message)) return message;
       if (keep === 0) return undefined;
@@ -40,7 +40,7 @@ export class OutputFitter {
 
   /** The dead letter as a message for `topic`; `cut` when its original had to be cut to fit. */
   async deadLetter(topic: string, info: DeadLetterInfo, toMessage: (encoded: EncodedRecord, key: Buffer | null) => Message): Promise<{ message: Message; cut: boolean }> {
-    const full = toMessage(await this.codec.encodeDeadLetter(info), info.key);
+    const full = toMessage(await this.codec.encodeDeadLetter(info, topic), info.key);
     if (this.sizes.fits(topic, full)) return { message: full, cut: false };
     const value = info.value ?? Buffer.alloc(0);
     const truncated = { sha256: createHash('sha256').update(value).digest('hex'), size: value.length };
@@ -50,11 +50,11 @@ export class OutputFitter {
       { ...info, truncated, key: info.key?.subarray(0, MAX_CUT_KEY_BYTES) ?? null, headers: {} },
     ];
     for (const base of attempts) {
-      const empty = toMessage(await this.codec.encodeDeadLetter({ ...base, value: Buffer.alloc(0) }), base.key);
+      const empty = toMessage(await this.codec.encodeDeadLetter({ ...base, value: Buffer.alloc(0) }, topic), base.key);
       // Room for the original: what is left beside everything else, less the length prefix's growth.
       let room = budget - recordBytes(empty) - 8;
       while (room >= 0) {
-        const message = toMessage(await this.codec.encodeDeadLetter({ ...base, value: value.subarray(0, room) }), base.key);
+        const message = toMessage(await this.codec.encodeDeadLetter({ ...base, value: value.subarray(0, room) }, topic), base.key);
         const over = recordBytes(message) - budget;
         if (over <= 0) return { message, cut: true };
         room -= over;

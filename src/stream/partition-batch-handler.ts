@@ -271,9 +271,10 @@ export class PartitionBatchHandler {
   private async labelMessages(proposals: LabelProposal[], traceHeaders: Record<string, string>): Promise<TopicMessages[]> {
     const byTopic = new Map<string, Message[]>();
     for (const p of proposals) {
+      const topic = this.labelTopic(p)!;
       let encoded;
       try {
-        encoded = await this.deps.codec.encodeLabelRequest(p);
+        encoded = await this.deps.codec.encodeLabelRequest(p, topic);
       } catch (error) {
         // A request the schema cannot carry must not hold up the notes' output; a retriable
         // failure (registry unreachable) fails the delivery, which puts the proposals back.
@@ -282,7 +283,6 @@ export class PartitionBatchHandler {
         this.deps.logger.warn('label request not encodable; dropped', { noteId: p.noteId, mentionId: p.mention.mentionId, code: error.code });
         continue;
       }
-      const topic = this.labelTopic(p)!;
       const list = byTopic.get(topic) ?? [];
       list.push({ key: p.noteId, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders } });
       byTopic.set(topic, list);
@@ -324,9 +324,10 @@ export class PartitionBatchHandler {
       const stage = m.nil ? 'nil' : (m.via ?? 'unknown');
       built.byStage.set(stage, (built.byStage.get(stage) ?? 0) + 1);
     }
-    if (this.deps.config.topics.review === undefined) return;
+    const reviewTopic = this.deps.config.topics.review;
+    if (reviewTopic === undefined) return;
     for (const m of mentionsToReview(linked, this.deps.config.review.belowConfidence)) {
-      const encoded = await this.deps.codec.encodeReviewMention(linked, m);
+      const encoded = await this.deps.codec.encodeReviewMention(linked, m, reviewTopic);
       review.push({ key: linked.noteId, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders } });
     }
   }

@@ -27,16 +27,17 @@ export interface EncodedRecord {
 
 /**
  * The stage's view of the wire format: NoteEvent bytes in, LinkedNote and DeadLetter bytes out.
+ * Each encode is told the topic the record goes to (the registry subject is named after it).
  * decodeNote throws CuilinkError (UNDECODABLE, UNKNOWN_SCHEMA, ... non-retriable → dead letter;
  * retriable, e.g. registry unreachable → retried). Implemented over src/stream/avro.
  */
 export interface StageCodec {
   /** `limits` are enforced on the encoded bytes, before the note is built (NOTE_TOO_LARGE). */
   decodeNote(value: Buffer, headers: RecordHeaders, limits?: DecodeLimits): Promise<NoteInput>;
-  encodeLinkedNote(note: LinkedNote): Promise<EncodedRecord>;
-  encodeDeadLetter(info: DeadLetterInfo): Promise<EncodedRecord>;
+  encodeLinkedNote(note: LinkedNote, topic: string): Promise<EncodedRecord>;
+  encodeDeadLetter(info: DeadLetterInfo, topic: string): Promise<EncodedRecord>;
   /** A mention of a linked note for the review topic (ReviewMention). */
-  encodeReviewMention(note: LinkedNote, mention: LinkedMention): Promise<EncodedRecord>;
+  encodeReviewMention(note: LinkedNote, mention: LinkedMention, topic: string): Promise<EncodedRecord>;
   /** A mention annotators are asked to label (LabelRequest). */
-  encodeLabelRequest(proposal: LabelProposal): Promise<EncodedRecord>;
+  encodeLabelRequest(proposal: LabelProposal, topic: string): Promise<EncodedRecord>;
 }

@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import { parseLinkConfig } from '../link/link-config.ts';
 import { parseBrokerList, type KafkaConnectionConfig } from './kafka-client.ts';
+import type { SchemaRegistryOptions } from './avro/confluent-avro-codec.ts';
+import { resolveSchemaRegistry, SCHEMA_REGISTRY_ENV_VARS, schemaRegistrySectionSchema } from './avro/schema-registry-config.ts';
 import { DEFAULT_LABEL_POLICY, DEFAULT_RECURRENCE_EXPONENT, SELECTION_POLICIES } from './label-selection/selection-policy.ts';
 import { MEMORY_SPLIT_SEED } from './label-selection/note-draw.ts';
 
@@ -133,10 +135,16 @@ export const stageConfigSchema = z
       .object({
         /** `plain`: Avro binary + schema fingerprint header. `confluent`: magic byte + registry id. */
         wireFormat: z.enum(['plain', 'confluent']).default('plain'),
+        /** Deprecated: schemaRegistry.url. */
         registryUrl: z.string().url().optional(),
       })
       .strict()
       .default({}),
+    /**
+     * The Confluent wire format's registry (src/stream/avro/schema-registry-config.ts): url, auth
+     * (basic or bearer), tls (caFile, certFile, keyFile) and subjectNameStrategy (topic by default).
+     */
+    schemaRegistry: schemaRegistrySectionSchema.default({}),
     linker: z
       .object({
         /** Index directory; the default index (HPO + default model, built once and cached) when absent. */
@@ -192,7 +200,10 @@ export const stageConfigSchema = z
   })
   .strict()
   .superRefine((config, ctx) => {
-    if (config.avro.wireFormat === 'confluent' && !config.avro.registryUrl) ctx.addIssue({ code: 'custom', path: ['avro', 'registryUrl'], message: 'required when wireFormat is confluent' });
+    const registry = config.schemaRegistry;
+    if (config.avro.wireFormat === 'confluent' && !registry.url && !config.avro.registryUrl) ctx.addIssue({ code: 'custom', path: ['schemaRegistry', 'url'], message: 'required when avro.wireFormat is confluent (avro.registryUrl is its deprecated name)' });
+    if (registry.url !== undefined && config.avro.registryUrl !== undefined && registry.url !== config.avro.registryUrl) ctx.addIssue({ code: 'custom', path: ['avro', 'registryUrl'], message: `deprecated, and differs from schemaRegistry.url ${registry.url}: drop it` });
+    if (registry.tls !== undefined && registry.url === undefined && config.avro.registryUrl !== undefined && !/^https:/i.test(config.avro.registryUrl)) ctx.addIssue({ code: 'custom', path: ['schemaRegistry', 'tls'], message: `set, but avro.registryUrl ${config.avro.registryUrl} is not https` });
     const { input, output, deadLetter, review, labelRequests, measureRequests } = config.topics;
     const named = [input, output, deadLetter, review, labelRequests, measureRequests].filter((t) => t !== undefined);
     if (new Set(named).size !== named.length) ctx.addIssue({ code: 'custom', path: ['topics'], message: 'input, output, deadLetter, review, labelRequests and measureRequests must be different topics' });
@@ -246,7 +257,7 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_SASL_MECHANISM', ['sasl', 'mechanism'], asString],
   ['CUILINK_SASL_USERNAME', ['sasl', 'username'], asString],
   ['CUILINK_SASL_PASSWORD', ['sasl', 'password'], asString],
-  ['CUILINK_SCHEMA_REGISTRY_URL', ['avro', 'registryUrl'], asString],
+  ...SCHEMA_REGISTRY_ENV_VARS.map(([name, path, parse]): [string, string[], EnvParser] => [name, ['schemaRegistry', ...path], parse]),
   ['CUILINK_WIRE_FORMAT', ['avro', 'wireFormat'], asString],
   ['CUILINK_INDEX_DIR', ['linker', 'indexDir'], asString],
   ['CUILINK_PROVIDER', ['linker', 'provider'], asString],
@@ -315,7 +326,22 @@ export function loadStageConfig(options: LoadStageConfigOptions = {}): StageConf
     throw new InputError(`${origin}: '${where}': ${issue.message}`, 'BAD_CONFIG');
   }
   parseLinkConfig(parsed.data.link, 'config link');
+  // The registry's secret and PEM files are read now, so that a bad one stops the start with its field and path.
+  const envNames = Object.fromEntries(ENV_VARS.filter(([name, path]) => fromEnv.includes(name) && path[0] === 'schemaRegistry').map(([name, path]) => [path.slice(1).join('.'), `environment variable ${name}`]));
+  const fileOrigin = options.file ? `config ${options.file}: ` : '';
+  const fileNames = Object.fromEntries(['auth.basic.passwordFile', 'auth.bearer.tokenFile', 'tls.caFile', 'tls.certFile', 'tls.keyFile'].map((path) => [path, envNames[path] ?? `${fileOrigin}schemaRegistry.${path}`]));
+  schemaRegistryOf(parsed.data, fileNames);
   return parsed.data;
+}
+
+/**
+ * The schema registry client's options (files read and checked), or undefined when the stage
+ * writes the plain format. `names`: how errors name each file field (default `schemaRegistry.<path>`).
+ */
+export function schemaRegistryOf(config: StageConfig, names?: Partial<Record<string, string>>): SchemaRegistryOptions | undefined {
+  if (config.avro.wireFormat !== 'confluent') return undefined;
+  const url = config.schemaRegistry.url ?? config.avro.registryUrl;
+  return resolveSchemaRegistry({ ...config.schemaRegistry, url }, 'schemaRegistry', names);
 }
 
 /** The connection part of the config in the shape src/stream/kafka-client.ts takes. */

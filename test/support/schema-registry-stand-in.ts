@@ -1,8 +1,10 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 
 /**
  * The subset of the Confluent Schema Registry REST API that @kafkajs/confluent-schema-registry
- * calls (subject config, register, schema by id), in process. A stand-in because neither
+ * calls (subject config, register, schema by id), in process, optionally behind basic or bearer
+ * auth and over https. A stand-in because neither
  * Confluent Schema Registry nor Karapace can be installed from the registries this project
  * reaches; it checks nothing about compatibility, so it tests the wire format, not a registry.
  * Apicurio Registry 3.x (io.apicurio:apicurio-registry-app, Confluent API at /apis/ccompat/v7) was
@@ -16,14 +18,29 @@ export interface SchemaRegistryStandIn {
   /** Registers a schema directly, as another producer would; returns its id. */
   register(subject: string, schema: string): number;
   requests: string[];
+  /** Subject → ids registered under it, in order. */
+  subjects: Map<string, number[]>;
+  /** Requests answered 401 (no or wrong credentials). */
+  refused: string[];
   close(): Promise<void>;
 }
 
-export async function startSchemaRegistryStandIn(): Promise<SchemaRegistryStandIn> {
+export interface SchemaRegistryStandInOptions {
+  /** Every request must carry HTTP basic auth with these (401 otherwise, as Confluent's USER_INFO). */
+  basic?: { username: string; password: string };
+  /** Every request must carry `Authorization: Bearer <token>` (401 otherwise). */
+  bearer?: string;
+  /** Serve https with this PEM certificate and key. */
+  tls?: { cert: string; key: string };
+}
+
+export async function startSchemaRegistryStandIn(options: SchemaRegistryStandInOptions = {}): Promise<SchemaRegistryStandIn> {
   const ids = new Map<string, number>();
   const schemas: string[] = [];
   const configs = new Map<string, string>();
   const requests: string[] = [];
+  const refused: string[] = [];
+  const subjects = new Map<string, number[]>();
   const register = (subject: string, schema: string): number => {
     const canonical = JSON.stringify(JSON.parse(schema));
     let id = ids.get(canonical);
@@ -32,10 +49,13 @@ export async function startSchemaRegistryStandIn(): Promise<SchemaRegistryStandI
       id = schemas.length;
       ids.set(canonical, id);
     }
-    void subject;
+    const versions = subjects.get(subject) ?? [];
+    if (!versions.includes(id)) versions.push(id);
+    subjects.set(subject, versions);
     return id;
   };
-  const server: Server = createServer((req, res) => {
+  const expected = options.basic !== undefined ? `Basic ${Buffer.from(`${options.basic.username}:${options.basic.password}`).toString('base64')}` : options.bearer !== undefined ? `Bearer ${options.bearer}` : undefined;
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
@@ -44,6 +64,11 @@ export async function startSchemaRegistryStandIn(): Promise<SchemaRegistryStandI
         res.writeHead(status, { 'content-type': 'application/vnd.schemaregistry.v1+json' });
         res.end(JSON.stringify(payload));
       };
+      if (expected !== undefined && req.headers.authorization !== expected) {
+        refused.push(`${req.method} ${req.url}`);
+        res.writeHead(401, { 'content-type': 'application/vnd.schemaregistry.v1+json', 'www-authenticate': options.bearer !== undefined ? 'Bearer' : 'Basic realm="SchemaRegistry"' });
+        return res.end(JSON.stringify({ error_code: 401, message: 'Unauthorized' }));
+      }
       const url = decodeURIComponent(req.url ?? '');
       let match: RegExpMatchArray | null;
       if ((match = url.match(/^\/config\/(.+)$/))) {
@@ -64,14 +89,21 @@ export async function startSchemaRegistryStandIn(): Promise<SchemaRegistryStandI
       }
       send(404, { error_code: 404, message: 'not found' });
     });
-  });
+  };
+  const server: Server = options.tls !== undefined ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, handler) : createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${options.tls !== undefined ? 'https' : 'http'}://127.0.0.1:${port}`,
     register,
     requests,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    subjects,
+    refused,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -17,7 +17,7 @@ export async function publishAnnotatedGold(client: KafkaClient, codec: RecordCod
       const messages: OutboundRecord[] = [];
       for (const label of labels.slice(i, i + batchSize)) {
         if (label.nil) continue;
-        const encoded = await codec.encode('GoldMention', goldMentionToAvro(label.gold, { annotator: label.annotator, annotatedAt: label.annotatedAt }));
+        const encoded = await codec.encode('GoldMention', goldMentionToAvro(label.gold, { annotator: label.annotator, annotatedAt: label.annotatedAt }), topic);
         messages.push({ key: label.gold.noteId, value: encoded.value, headers: encoded.headers });
       }
       if (messages.length > 0) await producer.send([{ topic, messages }]);

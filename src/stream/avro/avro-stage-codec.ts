@@ -14,19 +14,19 @@ export class AvroStageCodec implements StageCodec {
     return noteEventToNoteInput(await this.codec.decode('NoteEvent', value, headers, limits));
   }
 
-  async encodeLinkedNote(note: LinkedNote): Promise<EncodedRecord> {
-    return this.codec.encode('LinkedNote', linkedNoteToAvro(note));
+  async encodeLinkedNote(note: LinkedNote, topic: string): Promise<EncodedRecord> {
+    return this.codec.encode('LinkedNote', linkedNoteToAvro(note), topic);
   }
 
-  async encodeReviewMention(note: LinkedNote, mention: LinkedMention): Promise<EncodedRecord> {
-    return this.codec.encode('ReviewMention', linkedMentionToReview(note, mention));
+  async encodeReviewMention(note: LinkedNote, mention: LinkedMention, topic: string): Promise<EncodedRecord> {
+    return this.codec.encode('ReviewMention', linkedMentionToReview(note, mention), topic);
   }
 
-  async encodeLabelRequest(proposal: LabelProposal): Promise<EncodedRecord> {
-    return this.codec.encode('LabelRequest', labelProposalToAvro(proposal));
+  async encodeLabelRequest(proposal: LabelProposal, topic: string): Promise<EncodedRecord> {
+    return this.codec.encode('LabelRequest', labelProposalToAvro(proposal), topic);
   }
 
-  async encodeDeadLetter(info: DeadLetterInfo): Promise<EncodedRecord> {
+  async encodeDeadLetter(info: DeadLetterInfo, topic: string): Promise<EncodedRecord> {
     return this.codec.encode('DeadLetter', {
       originalKey: info.key,
       original: info.value,
@@ -41,6 +41,6 @@ export class AvroStageCodec implements StageCodec {
       originalTruncated: info.truncated !== undefined,
       originalSha256: info.truncated?.sha256 ?? (info.value === null ? null : createHash('sha256').update(info.value).digest('hex')),
       originalSize: info.truncated?.size ?? (info.value === null ? null : info.value.length),
-    });
+    }, topic);
   }
 }

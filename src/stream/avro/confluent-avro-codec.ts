@@ -1,3 +1,4 @@
+import { Agent as HttpsAgent } from 'node:https';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import type avro from 'avsc';
 import { CuilinkError } from '../../kb/errors.ts';
@@ -19,12 +20,53 @@ import {
 } from './record-codec.ts';
 import { hasSingleObjectMarker } from './single-object.ts';
 
+/** `topic`: `<topic>-value` (TopicNameStrategy); `record`: `<namespace.Name>`; `topic-record`: `<topic>-<namespace.Name>`. */
+export type SubjectNameStrategy = 'topic' | 'record' | 'topic-record';
+
+/** The registry client's options, secrets and PEM contents already read (src/stream/avro/schema-registry-config.ts reads them). */
 export interface SchemaRegistryOptions {
-  /** e.g. http://registry:8081 */
+  /** e.g. http://registry:8081 or https://registry:8081 */
   url: string;
-  auth?: { username: string; password: string };
-  /** Subject a kind's schema is registered under; default the record name (RecordNameStrategy), e.g. org.cuilink.NoteEvent. */
-  subjectOf?: (kind: RecordKind, recordName: string) => string;
+  /** HTTP basic (Confluent's USER_INFO) or a bearer token (Authorization: Bearer). */
+  auth?: { basic: { username: string; password: string } } | { bearer: { token: string } };
+  /** https only: CA bundle (the system CAs when absent), client certificate and key (PEM). */
+  tls?: { ca?: string; cert?: string; key?: string; rejectUnauthorized?: boolean };
+  /** Subject a schema is registered under; default `topic`. */
+  subjectNameStrategy?: SubjectNameStrategy;
+}
+
+type RegistryArgs = ConstructorParameters<typeof SchemaRegistry>[0];
+type RegistryMiddleware = NonNullable<RegistryArgs['middlewares']>[number];
+
+/** The subject `kind`'s schema (full name `recordName`) is registered under when written to `topic`. */
+export function subjectName(strategy: SubjectNameStrategy, recordName: string, topic: string | undefined): string {
+  if (strategy === 'record') return recordName;
+  if (topic === undefined || topic === '') {
+    throw new CuilinkError('BAD_CONFIG', `schema registry: subject name strategy '${strategy}' needs the topic a ${recordName} is written to, and none was given`);
+  }
+  return strategy === 'topic' ? `${topic}-value` : `${topic}-${recordName}`;
+}
+
+/** Sets Authorization: Bearer on every registry request (the client's own `auth` is basic only). */
+function bearerMiddleware(token: string): RegistryMiddleware {
+  return () => ({
+    async prepareRequest(next) {
+      const request = await next();
+      return request.enhance({ headers: { authorization: `Bearer ${token}` } });
+    },
+  });
+}
+
+function registryArgs(options: SchemaRegistryOptions): RegistryArgs {
+  const args: RegistryArgs = { host: options.url, clientId: 'cuilink', retry: { retries: 2 } };
+  const auth = options.auth;
+  if (auth !== undefined && 'basic' in auth) args.auth = { username: auth.basic.username, password: auth.basic.password };
+  if (auth !== undefined && 'bearer' in auth) args.middlewares = [bearerMiddleware(auth.bearer.token)];
+  if (options.tls !== undefined && /^https:/i.test(options.url)) {
+    const { ca, cert, key, rejectUnauthorized } = options.tls;
+    args.agent = new HttpsAgent({ ca, cert, key, rejectUnauthorized: rejectUnauthorized ?? true });
+  }
+  return args;
 }
 
 const MAGIC_BYTE = 0;
@@ -46,7 +88,9 @@ interface RegistryWriter {
 export class ConfluentAvroCodec implements RecordCodec {
   readonly format = 'confluent' as const;
   private readonly registry: SchemaRegistry;
-  private readonly registeredIds = new Map<RecordKind, Promise<number>>();
+  /** By subject: a kind written to two topics is two subjects under the topic strategies. */
+  private readonly registeredIds = new Map<string, Promise<number>>();
+  private readonly agent: HttpsAgent | undefined;
   private readonly writers = new Map<string, Promise<RegistryWriter>>();
   private readonly plain: PlainAvroCodec;
 
@@ -54,14 +98,18 @@ export class ConfluentAvroCodec implements RecordCodec {
     private readonly options: SchemaRegistryOptions,
     private readonly schemas: KnownSchemas = knownSchemas(),
   ) {
-    this.registry = new SchemaRegistry({ host: options.url, clientId: 'cuilink', auth: options.auth, retry: { retries: 2 } });
+    const args = registryArgs(options);
+    this.agent = args.agent as HttpsAgent | undefined;
+    this.registry = new SchemaRegistry(args);
     this.plain = new PlainAvroCodec(schemas);
   }
 
-  async encode<K extends RecordKind>(kind: K, record: RecordOfKind[K]): Promise<EncodedValue> {
+  /** `topic`: where the record goes; required by the `topic` and `topic-record` subject name strategies. */
+  async encode<K extends RecordKind>(kind: K, record: RecordOfKind[K], topic?: string): Promise<EncodedValue> {
     const schema = this.schemas.current(kind);
+    const subject = subjectName(this.options.subjectNameStrategy ?? 'topic', schema.name, topic);
     const body = toAvroBuffer(schema.type, kind, record);
-    const id = await this.registeredId(kind);
+    const id = await this.registeredId(kind, subject);
     const header = Buffer.alloc(WIRE_HEADER_BYTES);
     header.writeUInt8(MAGIC_BYTE, 0);
     header.writeInt32BE(id, 1);
@@ -80,19 +128,22 @@ export class ConfluentAvroCodec implements RecordCodec {
     return readAvro(this.schemas.current(kind).type, writer.type, bytes.subarray(WIRE_HEADER_BYTES), writer.resolver, kind, limits) as RecordOfKind[K];
   }
 
-  private registeredId(kind: RecordKind): Promise<number> {
-    let id = this.registeredIds.get(kind);
+  async close(): Promise<void> {
+    this.agent?.destroy();
+  }
+
+  private registeredId(kind: RecordKind, subject: string): Promise<number> {
+    let id = this.registeredIds.get(subject);
     if (id === undefined) {
       const schema = this.schemas.current(kind);
-      const subject = this.options.subjectOf?.(kind, schema.name) ?? schema.name;
       id = this.registry
         .register({ type: SchemaType.AVRO, schema: JSON.stringify(schema.raw) }, { subject })
         .then((r) => r.id)
         .catch((error: unknown) => {
-          this.registeredIds.delete(kind);
+          this.registeredIds.delete(subject);
           throw registryError(error, `registering ${schema.name} under subject ${subject}`);
         });
-      this.registeredIds.set(kind, id);
+      this.registeredIds.set(subject, id);
     }
     return id;
   }
@@ -123,7 +174,12 @@ export class ConfluentAvroCodec implements RecordCodec {
 function registryError(error: unknown, action: string): CuilinkError {
   if (error instanceof CuilinkError) return error;
   const status = (error as { status?: unknown }).status;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = (error instanceof Error ? error.message : String(error)).replace(/\s*\n\s*/g, ' ');
+  if (status === 401 || status === 403) {
+    // Retriable like an outage, so that the stage holds its input instead of dead-lettering it; the message says what to fix.
+    const why = status === 401 ? '401 Unauthorized: check schemaRegistry.auth (username and password, or bearer token)' : '403 Forbidden: the credentials lack access to this subject or schema';
+    return new CuilinkError('REGISTRY_UNAVAILABLE', `schema registry: ${action}: ${why}`, { retriable: true, cause: error });
+  }
   if (status === 404) return new CuilinkError('UNKNOWN_SCHEMA', `schema registry: ${action}: not found`, { cause: error });
   if (status === 409) return new CuilinkError('INCOMPATIBLE_SCHEMA', `schema registry: ${action}: incompatible with the subject's earlier versions`, { cause: error });
   if (status === 422) return new CuilinkError('SCHEMA_INVALID', `schema registry: ${action}: rejected (${message})`, { cause: error });

@@ -25,7 +25,11 @@ export interface EncodedValue {
  */
 export interface RecordCodec {
   readonly format: 'avro-fingerprint' | 'confluent';
-  encode<K extends RecordKind>(kind: K, record: RecordOfKind[K]): Promise<EncodedValue>;
+  /**
+   * `topic`: where the record will be produced. The Confluent codec registers the schema under a
+   * subject named after it (TopicNameStrategy by default) and fails without it; the plain codec ignores it.
+   */
+  encode<K extends RecordKind>(kind: K, record: RecordOfKind[K], topic?: string): Promise<EncodedValue>;
   /** `limits` are checked on the bytes before anything is allocated for them (src/stream/avro/avro-bounds.ts). */
   decode<K extends RecordKind>(kind: K, value: Buffer | null | undefined, headers?: RecordHeaders, limits?: DecodeLimits): Promise<RecordOfKind[K]>;
   close?(): Promise<void>;

@@ -15,17 +15,18 @@ function wire(id: number, body: Buffer): Buffer {
   return Buffer.concat([header, body]);
 }
 
-test('Confluent wire format: magic byte + registered schema id; another process decodes it by fetching the schema by id', async () => {
+test('Confluent wire format: magic byte + registered schema id under <topic>-value; another process decodes it by fetching the schema by id', async () => {
   const registry = await startSchemaRegistryStandIn();
   try {
     const producer = createRecordCodec({ schemaRegistry: { url: registry.url } });
     assert.equal(producer.format, 'confluent');
-    const encoded = await producer.encode('NoteEvent', note);
+    const encoded = await producer.encode('NoteEvent', note, 'cuilink.notes');
     assert.equal(encoded.value[0], 0);
     const id = encoded.value.readInt32BE(1);
     assert.equal(id, 1);
-    assert.ok(registry.requests.includes('POST /subjects/org.cuilink.NoteEvent/versions'), registry.requests.join(', '));
-    await producer.encode('NoteEvent', note);
+    // TopicNameStrategy by default (it was RecordNameStrategy, org.cuilink.NoteEvent, before issue 28).
+    assert.ok(registry.requests.includes('POST /subjects/cuilink.notes-value/versions'), registry.requests.join(', '));
+    await producer.encode('NoteEvent', note, 'cuilink.notes');
     assert.equal(registry.requests.filter((r) => r.startsWith('POST')).length, 1, 'registered once per kind');
 
     const consumer = new ConfluentAvroCodec({ url: registry.url });
@@ -75,5 +76,5 @@ test('an unreachable registry is REGISTRY_UNAVAILABLE and retriable (the stage r
   await registry.close();
   const codec = new ConfluentAvroCodec({ url });
   await assert.rejects(codec.decode('NoteEvent', wire(1, Buffer.from([0])), {}), (error: unknown) => error instanceof CuilinkError && error.code === 'REGISTRY_UNAVAILABLE' && error.retriable);
-  await assert.rejects(codec.encode('NoteEvent', note), (error: unknown) => error instanceof CuilinkError && error.code === 'REGISTRY_UNAVAILABLE' && error.retriable);
+  await assert.rejects(codec.encode('NoteEvent', note, 'cuilink.notes'), (error: unknown) => error instanceof CuilinkError && error.code === 'REGISTRY_UNAVAILABLE' && error.retriable);
 });
