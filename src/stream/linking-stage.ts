@@ -5,7 +5,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import { StageMetrics, type StageCounts } from '../telemetry/stage-metrics.ts';
 import { createKafkaClient } from './kafka-client.ts';
 import type { KafkaClient, KafkaConsumerClient, KafkaProducerClient } from './kafka/client-types.ts';
-import { isFencedCode } from './kafka/kafka-errors.ts';
+import { isFencedCode, isProducerFencedCode } from './kafka/kafka-errors.ts';
 import { MentionBatcher, type BatcherStats } from './mention-batcher.ts';
 import { NoteBatchLinker, codeOf, type NoteOutcome, type QueuedNote } from './note-batch-linker.ts';
 import { OutputDelivery } from './output-delivery.ts';
@@ -168,7 +168,8 @@ export class LinkingStage {
         } catch (error) {
           const code = codeOf(error);
           // Another instance took our transactional id: this one is the zombie and must write nothing more.
-          if (code === 'KAFKA_PRODUCER_FENCED' || code === 'KAFKA_INVALID_PRODUCER_EPOCH' || code === 'KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED') this.fail('fenced by another instance with the same transactional id', error);
+          if (isProducerFencedCode(code)) this.fail('fenced by another instance with the same transactional id', error);
+          else if (code === 'TRANSACTION_STUCK') this.fail('transaction stuck', error);
           else if (isFencedCode(code)) this.logger.warn('partition moved to another member before its records were committed; they will be read again by their owner', { topic: batch.topic, partition: batch.partition, code });
           else this.logger.warn('partition batch handed back to Kafka', { topic: batch.topic, partition: batch.partition, code });
           throw error;

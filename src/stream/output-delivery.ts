@@ -1,6 +1,7 @@
 import type { InputCommit, KafkaConsumerClient, KafkaProducerClient, TopicRecords as TopicMessages } from './kafka/client-types.ts';
 import { CuilinkError } from '../kb/errors.ts';
 import { withRetry, type RetryOptions } from './retry.ts';
+import { isProducerFencedCode } from './kafka/kafka-errors.ts';
 import type { StageConfig } from './stage-config.ts';
 import { isTooLarge, recordBytes, type TopicSizeLimits } from './topic-size-limits.ts';
 
@@ -35,6 +36,12 @@ export class RecordRefusedError extends CuilinkError {
 export class OutputDelivery {
   private tail: Promise<unknown> = Promise.resolve();
   private producer: KafkaProducerClient | undefined;
+  /**
+   * Set once this producer was fenced (another instance holds our transactional id) or a
+   * transaction could be neither finished nor aborted: every later step fails with it, since a
+   * fresh producer would take the id back from the instance that rightly holds it now.
+   */
+  private broken: CuilinkError | undefined;
 
   constructor(
     private readonly createProducer: () => KafkaProducerClient,
@@ -58,6 +65,7 @@ export class OutputDelivery {
   /** Without `commit`: records that answer no input (label requests of a closed window), sent alone (in a transaction of their own). */
   deliver(topicMessages: TopicMessages[], commit?: PartitionCommit): Promise<void> {
     const step = this.tail.then(async () => {
+      if (this.broken !== undefined) throw this.broken;
       if (this.producer === undefined) await this.connect();
     }).then(() => (this.config.delivery === 'exactly-once' ? this.transactional(topicMessages, commit) : this.atLeastOnce(topicMessages, commit)));
     this.tail = step.catch(() => {});
@@ -95,6 +103,15 @@ export class OutputDelivery {
     }
   }
 
+  /** Stops this delivery for good with `error` (see `broken`) and closes the producer. */
+  private async breakWith(error: CuilinkError): Promise<CuilinkError> {
+    this.broken ??= error;
+    const producer = this.producer;
+    this.producer = undefined;
+    await producer?.close().catch(() => {});
+    return this.broken;
+  }
+
   private async transactional(topicMessages: TopicMessages[], commit: PartitionCommit | undefined): Promise<void> {
     const transaction = await this.producer!.transaction();
     try {
@@ -103,14 +120,28 @@ export class OutputDelivery {
       if (commit) await transaction.commitInput(commit);
       await transaction.commit();
     } catch (error) {
-      // A transaction that cannot be aborted (broker gone mid-step) would block every later one:
-      // a fresh producer with the same transactional id makes the coordinator abort it instead.
-      await transaction.abort().catch(async () => {
+      if (isProducerFenced(error)) throw await this.breakWith(error as CuilinkError);
+      try {
+        await transaction.abort();
+      } catch (abortError) {
+        if (isProducerFenced(abortError)) throw await this.breakWith(abortError as CuilinkError);
+        const code = (abortError as { code?: unknown }).code;
+        // A transaction left open because the broker was unreachable would block every later one:
+        // a fresh producer with the same transactional id has the coordinator abort it. Anything
+        // else stuck is not ours to force: the stage stops and its supervisor restarts it.
+        if (code !== 'KAFKA_NETWORK' && code !== 'KAFKA_TIMEOUT') {
+          throw await this.breakWith(new CuilinkError('TRANSACTION_STUCK', `a transaction could be neither committed nor aborted: ${(abortError as Error).message}`, { cause: abortError }));
+        }
         const stuck = this.producer;
         this.producer = undefined;
         await stuck?.close().catch(() => {});
-      });
+      }
       throw error;
     }
   }
+}
+
+function isProducerFenced(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && isProducerFencedCode(code);
 }
