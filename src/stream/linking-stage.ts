@@ -114,7 +114,7 @@ export class LinkingStage {
       this.consumer.pause();
       logger.error('dead-letter breaker open: input paused, nothing more is produced or committed until the stage is restarted', { share: state.share, window: state.records, dead: state.dead });
     });
-    this.probe = new LinkerHealthProbe({ check: linkerCheck(options.linker), logger });
+    this.probe = new LinkerHealthProbe({ check: linkerCheck(options.linker), logger, intervalMs: config.health.probeIntervalMs });
     this.probe.onChange((healthy, error) => {
       if (!healthy) this.fail('linker health probe failed', error);
     });

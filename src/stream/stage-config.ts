@@ -114,6 +114,13 @@ export const stageConfigSchema = z
       })
       .strict()
       .default({}),
+    health: z
+      .object({
+        /** How often the linker health probe runs one short mention through the models (src/stream/linker-health-probe.ts), ms. */
+        probeIntervalMs: z.number().int().min(100).default(30_000),
+      })
+      .strict()
+      .default({}),
     telemetry: z
       .object({
         serviceName: z.string().min(1).default('cuilink'),
@@ -250,6 +257,7 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_DEAD_LETTER_BREAKER_WINDOW', ['deadLetterBreaker', 'windowRecords'], asInt],
   ['CUILINK_DEAD_LETTER_BREAKER_MAX_SHARE', ['deadLetterBreaker', 'maxShare'], asNumber],
   ['CUILINK_HTTP_PORT', ['http', 'port'], asInt],
+  ['CUILINK_HEALTH_PROBE_INTERVAL_MS', ['health', 'probeIntervalMs'], asInt],
   ['CUILINK_OTLP_ENDPOINT', ['telemetry', 'otlpEndpoint'], asString],
   ['CUILINK_LOG_PHI', ['telemetry', 'logPhi'], asBool],
   ['CUILINK_LOG_LEVEL', ['telemetry', 'logLevel'], asString],

@@ -146,9 +146,20 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
     );
     const epoch = new Epoch(stream);
     this.epoch = epoch;
-    this.lastContact = Date.now();
-    stream.on('data', (message: Message) => this.accept(epoch, message));
-    stream.on('fetch', () => (this.lastContact = Date.now()));
+    // consume() resolving is no answer from the broker (it can resolve from the library's group
+    // state: a restart during an outage did, and kept /readyz 200 with the broker down); a record is.
+    stream.on('data', (message: Message) => {
+      this.lastContact = Date.now();
+      this.accept(epoch, message);
+    });
+    // The library emits 'fetch' after a failed fetch or metadata request too, then destroys the
+    // stream in the same tick: only a fetch the stream survived is an answer.
+    stream.on('fetch', () => {
+      const at = Date.now();
+      queueMicrotask(() => {
+        if (!stream.destroyed) this.lastContact = Math.max(this.lastContact, at);
+      });
+    });
     stream.on('error', (error: unknown) => this.restart(epoch, asKafkaError(error, 'fetch')));
   }
 
