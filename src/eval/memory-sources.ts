@@ -61,6 +61,7 @@ export function labelledMentionsFromJsonl(file: string, options: { time?: number
     } catch (error) {
       throw new InputError(`${where}: not JSON: ${(error as Error).message}`, 'BAD_MEMORY', error);
     }
+    if (typeof value === 'object' && value !== null && !('text' in value) && 'surfaceHash' in value) throw new InputError(`${where}: a record of a memory without raw text (surfaceHash, no text): it cannot be added again; add the labels from their source`, 'BAD_MEMORY');
     const parsed = goldLineSchema.safeParse(value);
     if (!parsed.success) throw new InputError(`${where}: field '${parsed.error.issues[0]!.path.join('.')}': ${parsed.error.issues[0]!.message}`, 'BAD_MEMORY');
     const line = parsed.data;

@@ -22,6 +22,8 @@ export interface MemoryUpdaterOptions {
   /** Memory root; each flush writes a new version there and flips CURRENT. */
   root: string;
   learner: MemoryLearner;
+  /** false: a new memory keeps no raw text (keyed hashes only); an existing memory keeps its mode, and one with raw text is refused. */
+  rawText?: boolean;
   /** Share of notes whose gold the memory learns; the rest is the evaluator's measure stream. */
   learnFraction: number;
   splitSeed?: number;
@@ -85,9 +87,13 @@ export class MemoryUpdater {
   constructor(options: MemoryUpdaterOptions) {
     this.options = options;
     this.consumer = options.kafka.consumer({ groupId: options.groupId });
-    this.store = options.learner.openOrCreate(options.root);
+    this.store = options.learner.openOrCreate(options.root, { rawText: options.rawText });
     this.stats.version = this.store.version;
-    for (const r of this.store.list()) if (r.noteId !== null && r.mentionId !== null) this.known.add(labelKey(r.noteId, r.mentionId, r.ids));
+    // By note key (a memory without raw text holds note ids only as keyed hashes; onGold keys the same way).
+    for (const r of this.store.list()) {
+      const note = this.store.recordNoteKey(r);
+      if (note !== null && r.mentionId !== null) this.known.add(labelKey(note, r.mentionId, r.ids));
+    }
   }
 
   async start(): Promise<void> {
@@ -176,7 +182,7 @@ export class MemoryUpdater {
       this.stats.erasedSkipped++;
       return;
     }
-    const key = labelKey(gold.noteId, gold.mentionId, gold.ids);
+    const key = labelKey(this.store.noteKey(gold.noteId), gold.mentionId, gold.ids);
     if (this.known.has(key)) {
       this.stats.duplicates++;
       return;

@@ -103,15 +103,18 @@ export class MemoryEvidence {
       // outvoted the mention's own label ("attenuated adenomatous polyposis coli", labelled once,
       // went to the concept of nine nearby "adenomatous polyposis coli" prototypes; issue 25).
       const dense = new Map<string, { id: string; similarity: number }>();
+      // Surface keys (normalized text, or its keyed hash in a memory without raw text) compared, never text.
+      const exactKeys = new Set(w.exactTexts.map((t) => store.surfaceKey(t)));
       for (const { record, similarity } of store.nearest(w.vector, config.neighbors)) {
         for (const id of record.ids) {
           const ci = index.indexOf(id);
           if (ci !== undefined && similarity > (prototypeSim.get(ci) ?? -Infinity)) prototypeSim.set(ci, similarity);
         }
         if (similarity < config.denseThreshold || config.denseWeight === 0) continue;
-        if (w.exactTexts.some((t) => store.isSurface(record, t))) continue; // counted by the surface table
+        const surface = store.recordSurfaceKey(record);
+        if (exactKeys.has(surface)) continue; // counted by the surface table
         for (const id of record.ids) {
-          const key = `${store.surfaceKey(record.text)}\u0000${id}`;
+          const key = `${surface}\u0000${id}`;
           if (similarity > (dense.get(key)?.similarity ?? -Infinity)) dense.set(key, { id, similarity });
         }
       }

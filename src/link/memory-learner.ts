@@ -3,7 +3,7 @@ import { InputError } from '../kb/errors.ts';
 import { buildQuery } from '../text/context-window.ts';
 import { normalizeName } from '../text/normalize.ts';
 import type { NewMemoryRecord } from '../retrieve/memory-record.ts';
-import { MemoryStore } from '../retrieve/memory-store.ts';
+import { MemoryStore, mixedModes, type MemoryMode } from '../retrieve/memory-store.ts';
 import { activateMemoryVersion, resolveMemoryDir } from '../retrieve/memory-root.ts';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,10 +34,15 @@ export class MemoryLearner {
     return { id: this.encoder.modelId, sha256: this.encoder.modelSha256, dims: this.encoder.dims };
   }
 
-  /** The memory at `root` (its CURRENT version), or a new empty one when the root has none yet. */
-  openOrCreate(root: string): MemoryStore {
-    const store = existsSync(join(root, CURRENT_VERSION_FILE)) ? MemoryStore.open(resolveMemoryDir(root).dir, normalizeName) : MemoryStore.empty(this.model, normalizeName);
+  /**
+   * The memory at `root` (its CURRENT version), or a new empty one when the root has none yet.
+   * `mode.rawText: false` creates a memory without raw text; an existing memory keeps its own mode
+   * (its manifest's `rawText`), and asking for no raw text on one that keeps it is refused.
+   */
+  openOrCreate(root: string, mode: MemoryMode = {}): MemoryStore {
+    const store = existsSync(join(root, CURRENT_VERSION_FILE)) ? MemoryStore.open(resolveMemoryDir(root).dir, normalizeName) : MemoryStore.empty(this.model, normalizeName, mode);
     if (store.model.sha256 !== this.model.sha256) throw new InputError(`${root}: memory built with model ${store.model.sha256.slice(0, 12)}, not ${this.model.sha256.slice(0, 12)}`, 'MODEL_MISMATCH');
+    if (mode.rawText === false && store.rawText) throw mixedModes(root, true);
     return store;
   }
 

@@ -27,11 +27,24 @@ const memoryManifestSchema = z.object({
   }),
   files: z.object({ records: z.string(), prototypes: z.string() }),
   /**
-   * SHA-256 (hex) of every note id whose labels were erased (`cuilink memory erase`): carried from
-   * version to version so the memory updater, which replays the gold topic, never learns them again.
+   * SHA-256 (hex) of every note id whose labels were erased (`cuilink memory erase`; with
+   * `rawText: false` the keyed hash the records hold instead): carried from version to version so
+   * the memory updater, which replays the gold topic, never learns them again.
    */
   erasedNotes: z.array(z.string().regex(/^[0-9a-f]{64}$/)).default([]),
-});
+  /**
+   * false: the records keep no mention text, context or note id, only keyed hashes of the
+   * normalized surface and of the note id (memory-record.ts). Set when the memory is created
+   * (`memory add --no-raw-text`, `memory updater --no-raw-text`) and kept by every later writer;
+   * a memory never mixes the two. Absent in memories written before the option: raw text.
+   */
+  rawText: z.boolean().default(true),
+  /**
+   * With `rawText: false`: the memory's random HMAC-SHA256 key (hex, 32 bytes), drawn once when the
+   * memory is created and carried from version to version (every hash in every version uses it).
+   */
+  hashSalt: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+}).refine((m) => m.rawText || m.hashSalt !== undefined, { message: 'a memory without raw text needs its hashSalt', path: ['hashSalt'] });
 
 export type MemoryManifest = z.infer<typeof memoryManifestSchema>;
 

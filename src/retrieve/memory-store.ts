@@ -1,10 +1,11 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
 import { HnswIndex } from './hnsw-index.ts';
 import { MEMORY_FORMAT_VERSION, MEMORY_MANIFEST_FILE, readMemoryManifest, type MemoryManifest } from './memory-manifest.ts';
 import { parseMemoryRecord, type MemoryRecord, type NewMemoryRecord } from './memory-record.ts';
+import { currentMemoryVersion } from './memory-root.ts';
 
 export interface MemoryModel {
   id: string;
@@ -13,6 +14,12 @@ export interface MemoryModel {
 }
 
 /** Memory prototypes are few next to KB names: a denser graph costs little and keeps recall high. */
+/** How a memory keeps its labels: with raw text (the default) or only keyed hashes (docs/memory.md). */
+export interface MemoryMode {
+  /** false: records hold no mention text, context or note id (manifest `rawText: false`). */
+  rawText?: boolean;
+}
+
 export const MEMORY_HNSW = { m: 16, efConstruction: 200, efSearch: 64, randomSeed: 7 };
 const RECORDS_FILE = 'records.jsonl';
 const PROTOTYPES_FILE = 'prototypes.hnsw';
@@ -22,6 +29,10 @@ const PROTOTYPES_FILE = 'prototypes.hnsw';
  * label counts, and (b) dense prototypes, each record's bi-encoder query vector in an HNSW graph
  * labelled by the record's `seq`. A loaded snapshot is never changed; `cuilink memory` and the
  * memory updater change a private copy and `save` it as a new version (memory-root.ts).
+ *
+ * Without raw text (`rawText: false`) the table's keys are HMAC-SHA256 hashes of the normalized
+ * surfaces under the memory's salt and records hold no text: every lookup hashes the normalized
+ * mention the same way, so the linker's votes are the same as with raw text.
  */
 export class MemoryStore {
   readonly model: MemoryModel;
@@ -33,25 +44,32 @@ export class MemoryStore {
   private hnsw: HnswIndex;
   private nextSeq: number;
   private readonly erased: Set<string>;
+  /** The HMAC key (hex) of a memory without raw text; undefined for a raw-text memory. */
+  private readonly hashSalt: string | undefined;
+  private readonly hmacKey: Buffer | undefined;
 
-  private constructor(model: MemoryModel, normalize: (s: string) => string, hnsw: HnswIndex, manifest: MemoryManifest | undefined) {
+  private constructor(model: MemoryModel, normalize: (s: string) => string, hnsw: HnswIndex, manifest: MemoryManifest | undefined, hashSalt: string | undefined) {
     this.model = model;
     this.normalize = normalize;
     this.hnsw = hnsw;
     this.current = manifest;
     this.nextSeq = manifest?.counts.nextSeq ?? 0;
     this.erased = new Set(manifest?.erasedNotes ?? []);
+    this.hashSalt = hashSalt;
+    this.hmacKey = hashSalt === undefined ? undefined : Buffer.from(hashSalt, 'hex');
   }
 
-  static empty(model: MemoryModel, normalize: (s: string) => string): MemoryStore {
-    return new MemoryStore(model, normalize, HnswIndex.create(model.dims, 1024, MEMORY_HNSW), undefined);
+  /** A new memory; with `rawText: false` it draws its random hash salt now (kept in every version's manifest). */
+  static empty(model: MemoryModel, normalize: (s: string) => string, mode: MemoryMode = {}): MemoryStore {
+    const salt = mode.rawText === false ? randomBytes(32).toString('hex') : undefined;
+    return new MemoryStore(model, normalize, HnswIndex.create(model.dims, 1024, MEMORY_HNSW), undefined, salt);
   }
 
   /** Loads a memory version directory (manifest.json, records.jsonl, prototypes.hnsw). */
   static open(dir: string, normalize: (s: string) => string): MemoryStore {
     const manifest = readMemoryManifest(dir);
     const hnsw = HnswIndex.load(join(dir, manifest.files.prototypes), manifest.model.dims, manifest.hnsw.efSearch);
-    const store = new MemoryStore(manifest.model, normalize, hnsw, manifest);
+    const store = new MemoryStore(manifest.model, normalize, hnsw, manifest, manifest.rawText ? undefined : manifest.hashSalt);
     const file = join(dir, manifest.files.records);
     let text: string;
     try {
@@ -69,7 +87,7 @@ export class MemoryStore {
       } catch (error) {
         throw new InputError(`${file}:${line}: not JSON: ${(error as Error).message}`, 'BAD_MEMORY', error);
       }
-      store.index(parseMemoryRecord(value, `${file}:${line}`));
+      store.index(parseMemoryRecord(value, `${file}:${line}`, store.rawText));
     }
     if (store.records.size !== manifest.counts.records) throw new InputError(`${file}: ${store.records.size} records, manifest says ${manifest.counts.records}`, 'BAD_MEMORY');
     return store;
@@ -92,6 +110,11 @@ export class MemoryStore {
     return this.surfaces.size;
   }
 
+  /** Whether records keep mention text, context and note ids (false: keyed hashes only). */
+  get rawText(): boolean {
+    return this.hmacKey === undefined;
+  }
+
   /** Live records, oldest first. */
   list(): MemoryRecord[] {
     return [...this.records.values()].sort((a, b) => a.seq - b.seq);
@@ -101,14 +124,37 @@ export class MemoryStore {
     return this.records.get(seq);
   }
 
-  /** The surface-table key of a mention text. */
+  /** The surface-table key of a mention text: its normalized form, or without raw text that form's keyed hash. */
   surfaceKey(text: string): string {
-    return this.normalize(text);
+    const normalized = this.normalize(text);
+    return this.hmacKey === undefined ? normalized : keyedHash(this.hmacKey, 'surface', normalized);
+  }
+
+  /** The surface-table key of a record (what `surfaceKey` gives for its mention text). */
+  recordSurfaceKey(record: MemoryRecord): string {
+    return record.surfaceHash !== undefined ? record.surfaceHash : this.normalize(record.text);
+  }
+
+  /** How this memory names a note in its erase list (SHA-256, or without raw text the keyed hash its records hold). */
+  noteKey(noteId: string): string {
+    return this.hmacKey === undefined ? noteIdHash(noteId) : keyedHash(this.hmacKey, 'note', noteId);
+  }
+
+  /** `noteKey` of a record's note; null for a label of no note. */
+  recordNoteKey(record: MemoryRecord): string | null {
+    if (record.surfaceHash !== undefined) return record.noteHash;
+    return record.noteId === null ? null : noteIdHash(record.noteId);
+  }
+
+  /** Live records of these notes (matched by note key, so it works without raw text too). */
+  recordsOfNotes(noteIds: Iterable<string>): MemoryRecord[] {
+    const keys = new Set([...noteIds].map((id) => this.noteKey(id)));
+    return this.recordsOfNoteKeys(keys);
   }
 
   /** Label counts per concept id for a mention text (normalized like KB names); empty when unseen. */
   surfaceCounts(text: string): ReadonlyMap<string, number> {
-    return this.surfaces.get(this.normalize(text)) ?? EMPTY;
+    return this.surfaces.get(this.surfaceKey(text)) ?? EMPTY;
   }
 
   /** How many live labels name a concept: the frequency prior. */
@@ -134,7 +180,7 @@ export class MemoryStore {
   }
 
   isSurface(record: MemoryRecord, text: string): boolean {
-    return this.normalize(record.text) === this.normalize(text);
+    return this.recordSurfaceKey(record) === this.surfaceKey(text);
   }
 
   /** Adds labelled mentions with their query vectors; returns their seqs. */
@@ -144,7 +190,7 @@ export class MemoryStore {
     if (needed > this.hnsw.capacity) this.hnsw.resize(Math.max(needed, this.hnsw.capacity * 2));
     const seqs: number[] = [];
     records.forEach((r, i) => {
-      const record = parseMemoryRecord({ ...r, seq: this.nextSeq }, 'memory record');
+      const record = this.toStored(parseMemoryRecord({ ...r, seq: this.nextSeq }, 'memory record'));
       const vector = vectors[i]!;
       if (vector.length !== this.model.dims) throw new InputError(`memory vector has ${vector.length} dims, the memory's model ${this.model.dims}`, 'BAD_MEMORY');
       this.hnsw.add(vector, record.seq);
@@ -163,7 +209,7 @@ export class MemoryStore {
       if (!record) continue;
       this.records.delete(seq);
       this.hnsw.markDeleted(seq);
-      const key = this.normalize(record.text);
+      const key = this.recordSurfaceKey(record);
       const counts = this.surfaces.get(key)!;
       for (const id of record.ids) {
         decrement(counts, id);
@@ -180,9 +226,9 @@ export class MemoryStore {
    * memory, and the notes are remembered by hash so that no later learner takes them in again.
    */
   erase(noteIds: Iterable<string>): MemoryRecord[] {
-    const notes = new Set(noteIds);
-    for (const id of notes) this.erased.add(noteIdHash(id));
-    return this.remove(this.list().filter((r) => r.noteId !== null && notes.has(r.noteId)).map((r) => r.seq));
+    const keys = new Set([...noteIds].map((id) => this.noteKey(id)));
+    for (const key of keys) this.erased.add(key);
+    return this.remove(this.recordsOfNoteKeys(keys).map((r) => r.seq));
   }
 
   /**
@@ -193,13 +239,12 @@ export class MemoryStore {
     const fresh = [...noteHashes].filter((h) => !this.erased.has(h));
     if (fresh.length === 0) return [];
     for (const h of fresh) this.erased.add(h);
-    const gone = new Set(fresh);
-    return this.remove(this.list().filter((r) => r.noteId !== null && gone.has(noteIdHash(r.noteId))).map((r) => r.seq));
+    return this.remove(this.recordsOfNoteKeys(new Set(fresh)).map((r) => r.seq));
   }
 
   /** Whether a note's labels were erased from this memory (the memory updater skips its gold). */
   isErased(noteId: string): boolean {
-    return this.erased.size > 0 && this.erased.has(noteIdHash(noteId));
+    return this.erased.size > 0 && this.erased.has(this.noteKey(noteId));
   }
 
   /**
@@ -207,6 +252,7 @@ export class MemoryStore {
    * never sees a partial version) and returns its manifest. `CURRENT` is not touched here.
    */
   save(root: string): MemoryManifest {
+    this.refuseMixedModes(root);
     const parent = this.current;
     // Records hold mention text (PHI): only the owner may read a version (docs/memory.md).
     mkdirSync(root, { recursive: true, mode: 0o700 });
@@ -230,6 +276,8 @@ export class MemoryStore {
       counts: { records: this.records.size, nextSeq: this.nextSeq, surfaces: this.surfaces.size, concepts: this.conceptCounts.size },
       files: { records: RECORDS_FILE, prototypes: PROTOTYPES_FILE },
       erasedNotes: [...this.erased].sort(),
+      rawText: this.rawText,
+      ...(this.hashSalt === undefined ? {} : { hashSalt: this.hashSalt }),
     };
     const final = join(root, version);
     if (existsSync(final)) return (this.current = readMemoryManifest(final));
@@ -245,9 +293,42 @@ export class MemoryStore {
     return manifest;
   }
 
+  /**
+   * A memory keeps raw text or does not, in every version: a writer whose copy differs from the
+   * version CURRENT names (another mode, or another salt: its hashes would not match) is refused
+   * before it writes. A CURRENT that cannot be read is left to the readers to report.
+   */
+  private refuseMixedModes(root: string): void {
+    let current: MemoryManifest;
+    try {
+      const version = currentMemoryVersion(root);
+      if (version === undefined || version === this.current?.memoryVersion) return;
+      current = readMemoryManifest(join(root, version));
+    } catch {
+      return;
+    }
+    if (current.rawText !== this.rawText) throw mixedModes(root, current.rawText);
+    if (!this.rawText && current.hashSalt !== this.hashSalt) throw new InputError(`${root}: its memory hashes surfaces with another salt than this writer's copy (created beside it): a memory never mixes two; write to a new root`, 'MEMORY_MODE_MISMATCH');
+  }
+
+  /** A new record as this memory keeps it: as given, or without raw text as its hashes. */
+  private toStored(record: MemoryRecord): MemoryRecord {
+    if (this.hmacKey === undefined || record.text === undefined) return record;
+    const { seq, label, ids, source, time, mentionId } = record;
+    return { seq, label, ids, source, time, mentionId, surfaceHash: this.surfaceKey(record.text), noteHash: record.noteId === null ? null : this.noteKey(record.noteId) };
+  }
+
+  private recordsOfNoteKeys(keys: ReadonlySet<string>): MemoryRecord[] {
+    if (keys.size === 0) return [];
+    return this.list().filter((r) => {
+      const key = this.recordNoteKey(r);
+      return key !== null && keys.has(key);
+    });
+  }
+
   private index(record: MemoryRecord): void {
     this.records.set(record.seq, record);
-    const key = this.normalize(record.text);
+    const key = this.recordSurfaceKey(record);
     let counts = this.surfaces.get(key);
     if (!counts) this.surfaces.set(key, (counts = new Map()));
     for (const id of record.ids) {
@@ -258,6 +339,28 @@ export class MemoryStore {
 }
 
 const EMPTY: ReadonlyMap<string, number> = new Map();
+
+/**
+ * HMAC-SHA256 (hex) under a memory's salt, with a domain tag so a surface and a note id never
+ * share a hash. Keyed rather than a plain SHA-256: short surfaces and note ids are few enough to
+ * hash a dictionary of them, so a plain hash would name them to anyone holding the records; with
+ * the key a guess must also know the memory's salt (kept in its manifest, 0600 like the records).
+ */
+function keyedHash(key: Buffer, domain: 'surface' | 'note', value: string): string {
+  return createHmac('sha256', key).update(domain).update('\u0000').update(value).digest('hex');
+}
+
+/** The one-line refusal when a writer's mode differs from its memory's (`rawText` of the memory on disk). */
+export function mixedModes(root: string, memoryRawText: boolean): InputError {
+  return memoryRawText
+    ? new InputError(`${root}: this memory keeps raw text (manifest rawText true); --no-raw-text cannot be mixed into it: start a new memory root with --no-raw-text`, 'MEMORY_MODE_MISMATCH')
+    : new InputError(`${root}: this memory keeps no raw text (manifest rawText false); a writer with raw text cannot be mixed into it`, 'MEMORY_MODE_MISMATCH');
+}
+
+/** How a version's erase list and records name a note (for readers of a version's files: `cuilink memory erase`). */
+export function noteKeyFor(manifest: MemoryManifest, noteId: string): string {
+  return manifest.rawText ? noteIdHash(noteId) : keyedHash(Buffer.from(manifest.hashSalt!, 'hex'), 'note', noteId);
+}
 
 /** A note id as the erase list keeps it: hashed, so the list itself names no note. */
 export function noteIdHash(noteId: string): string {

@@ -96,6 +96,36 @@ test('memory erase: a note’s labels leave the memory and every older version h
   }
 });
 
+test('memory add --no-raw-text (real encoder): no mention text or note id on disk, lookups hit, erase works, mixing refused', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-memory-noraw-'));
+  try {
+    const mem = join(root, 'mem');
+    const encoder = ['--provider', 'cpu', '--threads', '1'];
+    const jsonl = join(root, 'gold.jsonl');
+    writeFileSync(jsonl, `${JSON.stringify({ text: 'sugar sickness', label: 'Disease', conceptId: 'MESH:D003920', noteId: 'note-7001', context: 'Pt with sugar sickness.' })}\n`);
+    assert.equal(await memoryAdd.run(['--memory', mem, '--jsonl', jsonl, '--no-raw-text', ...encoder]), 0);
+    // A later writer without the flag keeps the memory's mode.
+    assert.equal(await memoryAdd.run(['--memory', mem, '--corpus', 'test/fixtures/eval/sample.PubTator', ...encoder]), 0);
+    const store = MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName);
+    assert.equal(store.rawText, false);
+    const records = readFileSync(join(resolveMemoryDir(mem).dir, 'records.jsonl'), 'utf8');
+    for (const secret of ['sugar sickness', 'note-7001', 'Pt with', 'ovarian cancer', '"text"', '"noteId"']) assert.ok(!records.includes(secret), secret);
+    assert.deepEqual([...store.surfaceCounts('Sugar  Sickness')], [['MESH:D003920', 1]]);
+    assert.ok(store.surfaceCounts('Breast and ovarian cancer').size > 0);
+    const labelsOf1001 = store.recordsOfNotes(['1001']).length;
+    assert.ok(labelsOf1001 > 0);
+    assert.equal(await memoryErase.run(['--memory', mem, '--note-id', '1001,note-7001']), 0);
+    const after = MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName);
+    assert.equal(after.size, store.size - labelsOf1001 - 1);
+    assert.equal(after.surfaceCounts('sugar sickness').size, 0);
+    const raw = join(root, 'raw');
+    assert.equal(await memoryAdd.run(['--memory', raw, '--jsonl', jsonl, ...encoder]), 0);
+    await assert.rejects(memoryAdd.run(['--memory', raw, '--jsonl', jsonl, '--no-raw-text', ...encoder]), /^InputError: .*keeps raw text \(manifest rawText true\); --no-raw-text cannot be mixed into it[^\n]*$/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 test('memory add --index: a label whose concept id the KB lacks is refused naming the id; --outside-kb keeps it on purpose', async () => {
   const root = mkdtempSync(join(tmpdir(), 'cuilink-memory-ids-'));
   try {

@@ -123,7 +123,9 @@ export const calibrate: Command = {
 /** A memory holding labels of the notes it would be fitted on would make its links look surer than they are. */
 function refuseMemoryOverlap(root: string, corpus: GoldCorpus, split: string): void {
   const store = MemoryStore.open(resolveMemoryDir(root).dir, normalizeName);
-  const notes = new Set(corpus.notes.map((n) => n.noteId));
-  const overlap = store.list().filter((r) => r.noteId !== null && notes.has(r.noteId));
-  if (overlap.length > 0) throw new InputError(`--with-memory ${root}: holds ${overlap.length} label(s) of the ${split} part's notes (e.g. note ${overlap[0]!.noteId}); fit with a memory learned elsewhere (memory add --split learn for the tune part)`, 'BAD_FLAGS');
+  // Matched by note key: a memory without raw text holds note ids only as keyed hashes.
+  const held = new Set(store.list().map((r) => store.recordNoteKey(r)));
+  const notes = corpus.notes.map((n) => n.noteId).filter((id) => held.has(store.noteKey(id)));
+  const overlap = store.recordsOfNotes(notes);
+  if (overlap.length > 0) throw new InputError(`--with-memory ${root}: holds ${overlap.length} label(s) of the ${split} part's notes (e.g. note ${notes[0]}); fit with a memory learned elsewhere (memory add --split learn for the tune part)`, 'BAD_FLAGS');
 }

@@ -5,7 +5,7 @@ import { parseFlags, requireString } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
 import { normalizeName } from '../../text/normalize.ts';
 import { readMemoryManifest } from '../../retrieve/memory-manifest.ts';
-import { MemoryStore } from '../../retrieve/memory-store.ts';
+import { MemoryStore, noteKeyFor } from '../../retrieve/memory-store.ts';
 import { resolveMemoryDir } from '../../retrieve/memory-root.ts';
 import { publishMemory } from '../../link/memory-learner.ts';
 
@@ -16,7 +16,8 @@ their records becomes CURRENT (running linkers swap to it), every older version 
 still holds one of them is deleted (so no rollback can bring the text back), and the notes are
 remembered by SHA-256 in the memory's manifest so that 'cuilink memory updater', which replays the
 gold topic, never learns them again (a running updater takes the erasure in before its next
-snapshot). Prints counts only.
+snapshot). Prints counts only. A memory without raw text (memory add --no-raw-text) holds note ids
+as keyed hashes only: erase hashes the given ids with each version's salt and matches those.
 
 Options:
   --memory ROOT          memory root (version directories + CURRENT)
@@ -49,7 +50,11 @@ export const memoryErase: Command = {
   },
 };
 
-/** Whether a version directory's records hold a label of these notes; false for what is no version (CURRENT, a stray file). */
+/**
+ * Whether a version directory's records hold a label of these notes; false for what is no version
+ * (CURRENT, a stray file). Records of a memory without raw text name their note by its keyed hash
+ * (`noteHash`, under the version's salt): the ids are hashed the same way and matched.
+ */
 function versionHolds(dir: string, noteIds: ReadonlySet<string>): boolean {
   let manifest;
   try {
@@ -58,10 +63,13 @@ function versionHolds(dir: string, noteIds: ReadonlySet<string>): boolean {
     return false;
   }
   const file = join(dir, manifest.files.records);
+  const field = manifest.rawText ? 'noteId' : 'noteHash';
+  const wanted = manifest.rawText ? noteIds : new Set([...noteIds].map((id) => noteKeyFor(manifest, id)));
   return readFileSync(file, 'utf8').split('\n').some((line, i) => {
     if (line === '') return false;
     try {
-      return noteIds.has((JSON.parse(line) as { noteId: string | null }).noteId ?? '\u0000');
+      const value = (JSON.parse(line) as Record<string, unknown>)[field];
+      return typeof value === 'string' && wanted.has(value);
     } catch {
       throw new InputError(`${file}:${i + 1}: not a memory record; nothing erased (repair or remove that version first)`, 'BAD_MEMORY');
     }

@@ -35,6 +35,9 @@ Options:
   --flush-ms N           a new snapshot at most this often while labels arrive (default 2000)
   --index DIR            take the bi-encoder from this index (the one the linkers use)
   --model DIR            bi-encoder directory (default: the index's, else ${DEFAULT_MODEL_DIR})
+  --no-raw-text          a new memory keeps no mention text, context or note id, only keyed hashes
+                         (docs/memory.md); an existing memory keeps its mode, and --no-raw-text on one
+                         that keeps raw text is refused
 ${ENCODER_FLAGS_HELP}
 ${KAFKA_FLAGS_HELP}
   -h, --help             this text`;
@@ -56,6 +59,7 @@ export const memoryUpdater: Command = {
       'flush-ms': { type: 'string' },
       index: { type: 'string' },
       model: { type: 'string' },
+      'no-raw-text': { type: 'boolean', default: false },
     });
     const root = requireString(values.memory, 'memory');
     // No default: a silent 0.5 left half of the gold unlearned without anyone having chosen so.
@@ -70,19 +74,27 @@ export const memoryUpdater: Command = {
     log(`memory-updater: learn/measure split: learning the gold of ${percent(learnFraction)} of notes (--learn-fraction ${learnFraction}, --split-seed ${splitSeed}), measuring the other ${percent(1 - learnFraction)}; memory ${root}`);
     const modelDir = values.model ?? (values.index !== undefined ? readIndexManifest(resolveIndexDir(values.index).dir).model.path : DEFAULT_MODEL_DIR);
     const encoder = await BiEncoder.open(modelDir, encoderRequest(values));
-    const updater = new MemoryUpdater({
-      kafka: createKafkaClient(connection),
-      codec: createRecordCodec({ schemaRegistry }),
-      notesTopic: values['notes-topic'] ?? 'cuilink.notes',
-      goldTopic: values['gold-topic'] ?? 'cuilink.gold',
-      groupId: values.group ?? 'cuilink-memory-updater',
-      root,
-      learner: new MemoryLearner(encoder),
-      learnFraction,
-      splitSeed,
-      flushMs,
-      log,
-    });
+    let updater: MemoryUpdater;
+    try {
+      updater = new MemoryUpdater({
+        kafka: createKafkaClient(connection),
+        codec: createRecordCodec({ schemaRegistry }),
+        notesTopic: values['notes-topic'] ?? 'cuilink.notes',
+        goldTopic: values['gold-topic'] ?? 'cuilink.gold',
+        groupId: values.group ?? 'cuilink-memory-updater',
+        root,
+        learner: new MemoryLearner(encoder),
+        ...(values['no-raw-text'] ? { rawText: false } : {}),
+        learnFraction,
+        splitSeed,
+        flushMs,
+        log,
+      });
+    } catch (error) {
+      // A refused memory (another model, mixed raw-text modes) ends here: the encoder's workers must not keep the process.
+      await encoder.close();
+      throw error;
+    }
     try {
       await updater.start();
       const stopped = new Promise<void>((resolve) => {

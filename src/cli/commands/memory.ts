@@ -33,6 +33,10 @@ Options:
                          refuse a label whose concept id its KB lacks
   --outside-kb           keep labels of ids the index's KB lacks (local codes; memory.outsideKb links them)
   --model DIR            bi-encoder directory (default: the index's, else ${DEFAULT_MODEL_DIR})
+  --no-raw-text          a new memory keeps no mention text, context or note id: only keyed hashes
+                         (HMAC-SHA256, the memory's own salt) of the normalized surface and note id,
+                         the ids and the vectors (docs/memory.md). An existing memory keeps its mode;
+                         --no-raw-text on one that keeps raw text is refused
 ${ENCODER_FLAGS_HELP}
   -h, --help             this text`;
 
@@ -57,6 +61,7 @@ export const memoryAdd: Command = {
       index: { type: 'string' },
       model: { type: 'string' },
       'outside-kb': { type: 'boolean', default: false },
+      'no-raw-text': { type: 'boolean', default: false },
     });
     const root = requireString(values.memory, 'memory');
     if ((values.corpus === undefined) === (values.jsonl === undefined)) throw new InputError('give exactly one of --corpus or --jsonl', 'BAD_FLAGS');
@@ -68,7 +73,8 @@ export const memoryAdd: Command = {
     const encoder = await openEncoder(values);
     try {
       const learner = new MemoryLearner(encoder);
-      const store = learner.openOrCreate(root);
+      const store = learner.openOrCreate(root, values['no-raw-text'] ? { rawText: false } : {});
+      if (!store.rawText && !values['no-raw-text']) process.stderr.write(`memory add: ${root} keeps no raw text (manifest rawText false): these labels are kept as hashes too\n`);
       const started = performance.now();
       await learner.add(store, mentions);
       const version = publishMemory(store, root);
@@ -87,7 +93,8 @@ export const memoryInfo: Command = {
   usage: `Usage: cuilink memory info --memory ROOT|DIR [--json]
 
 Prints the manifest of the memory version ROOT/CURRENT names (or of a version directory): version,
-parent, record/surface/concept counts, model, and records per source. No mention text.`,
+parent, record/surface/concept counts, model, whether it keeps raw text, and records per source.
+No mention text.`,
   async run(argv) {
     const { values } = parseFlags(argv, { memory: { type: 'string' }, json: { type: 'boolean', default: false } });
     const { dir } = resolveMemoryDir(requireString(values.memory, 'memory'));
@@ -107,6 +114,7 @@ parent, record/surface/concept counts, model, and records per source. No mention
       ['surfaces', String(manifest.counts.surfaces)],
       ['concepts', String(manifest.counts.concepts)],
       ['model', `${manifest.model.id} (${manifest.model.dims} dims, sha256 ${manifest.model.sha256.slice(0, 12)})`],
+      ['raw text', manifest.rawText ? 'yes (records hold mention text, context, note ids)' : 'no (keyed hashes of surfaces and note ids only)'],
       ['sources', [...bySource].map(([s, n]) => `${s}: ${n}`).join(', ') || '(none)'],
     ];
     const width = Math.max(...rows.map(([k]) => k.length));
@@ -121,10 +129,14 @@ export const memoryExport: Command = {
   usage: `Usage: cuilink memory export --memory ROOT|DIR [--out FILE]
 
 Writes every live record (one JSON line each, oldest first) to FILE or stdout. The lines hold
-mention text: treat the file like the notes. 'cuilink memory remove --seq N' retracts one.`,
+mention text: treat the file like the notes. 'cuilink memory remove --seq N' retracts one.
+A memory without raw text (memory add --no-raw-text) exports what it holds: seq, label, ids,
+source, time, mentionId and the surface and note hashes; no text, so 'memory add --jsonl' cannot
+take such a file back (rebuild from the labels' sources instead).`,
   async run(argv) {
     const { values } = parseFlags(argv, { memory: { type: 'string' }, out: { type: 'string' } });
     const store = MemoryStore.open(resolveMemoryDir(requireString(values.memory, 'memory')).dir, normalizeName);
+    if (!store.rawText) process.stderr.write('memory export: this memory keeps no raw text: the lines hold surface and note hashes, not text (not re-addable with memory add --jsonl)\n');
     const body = store.list().map((r) => JSON.stringify(r)).join('\n');
     if (values.out === undefined) process.stdout.write(body === '' ? '' : `${body}\n`);
     else writeFileSync(values.out, body === '' ? '' : `${body}\n`);
@@ -138,6 +150,7 @@ export const memoryRemove: Command = {
   usage: `Usage: cuilink memory remove --memory ROOT (--seq N[,N…] | --surface TEXT [--concept ID] | --source S)
 
 Retracts matching records: they leave the surface table and their prototypes leave every search.
+--surface matches the normalized text (in a memory without raw text, its keyed hash).
 Writes a new version and flips ROOT/CURRENT (running linkers swap); the old version stays on disk
 for rollback (\`echo <version> > ROOT/CURRENT\`).`,
   async run(argv) {
@@ -148,8 +161,9 @@ for rollback (\`echo <version> > ROOT/CURRENT\`).`,
     const store = MemoryStore.open(resolved.dir, normalizeName);
     const seqs = new Set(values.seq === undefined ? [] : values.seq.split(',').map((s) => parseNumberFlag(s, 'seq', 0, { min: 0, integer: true })));
     if (seqs.size === 0 && values.surface === undefined && values.source === undefined) throw new InputError('give --seq, --surface or --source', 'BAD_FLAGS');
-    const surface = values.surface === undefined ? undefined : normalizeName(values.surface);
-    const matches = store.list().filter((r) => seqs.has(r.seq) || (surface !== undefined && normalizeName(r.text) === surface && (values.concept === undefined || r.ids.includes(values.concept))) || (values.source !== undefined && r.source === values.source));
+    // By surface key: normalized text, or its keyed hash in a memory without raw text.
+    const surface = values.surface === undefined ? undefined : store.surfaceKey(values.surface);
+    const matches = store.list().filter((r) => seqs.has(r.seq) || (surface !== undefined && store.recordSurfaceKey(r) === surface && (values.concept === undefined || r.ids.includes(values.concept))) || (values.source !== undefined && r.source === values.source));
     const removed = store.remove(matches.map((r) => r.seq));
     if (removed.length === 0) {
       console.log('no matching records; memory unchanged');
