@@ -1,5 +1,6 @@
 import { commands } from './commands/index.ts';
 import { CuilinkError } from '../kb/errors.ts';
+import { brokerFailureLine, isBrokerFailure } from './broker-failure.ts';
 
 const VERSION = '0.1.0';
 
@@ -45,6 +46,11 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await found.command.run(found.rest);
   } catch (error) {
+    // A broker that cannot be reached (or refuses us) is exit 3 with one line naming it; flag and config errors are 2.
+    if (isBrokerFailure(error)) {
+      console.error(`cuilink ${found.command.name}: ${brokerFailureLine(error)}`);
+      return 3;
+    }
     if (error instanceof CuilinkError) {
       console.error(`cuilink ${found.command.name}: ${error.message}`);
       return 2;

@@ -41,7 +41,7 @@ export const kafkaConnectionSchema = z
 export type KafkaConnectionConfig = z.input<typeof kafkaConnectionSchema>;
 export type ValidatedKafkaConnection = z.output<typeof kafkaConnectionSchema>;
 
-/** Where client log lines go; the default writes one JSON line to stderr. */
+/** Where client log lines go; the default writes one plain line to stderr (the CLI tools'). */
 export type KafkaLogSink = (entry: { level: string; namespace: string; message: string; extra: Record<string, unknown> }) => void;
 
 /** Validates a connection config once, at entry; a bad one is an InputError naming the field. */
@@ -66,9 +66,25 @@ const SASL_MECHANISMS = { plain: 'PLAIN', 'scram-sha-256': 'SCRAM-SHA-256', 'scr
 const LEVEL_RANK: Record<ValidatedKafkaConnection['logLevel'], number> = { nothing: 0, error: 1, warn: 2, info: 3, debug: 4 };
 /** A broker that keeps failing is reported once per this interval, not once per reconnect attempt. */
 const BROKER_FAILURE_REPORT_MS = 60_000;
+/**
+ * The default sink (the CLI tools' stderr) stays quiet this long after the client is made: a broker
+ * that cannot be reached at start is the command's own one-line error (src/cli/main.ts, exit 3),
+ * not a warning before it; one lost later is reported.
+ */
+const TOOL_START_QUIET_MS = 30_000;
+/** Every broker address a client of this process was given: the tools' one-line exit names them. */
+const brokersInUse = new Set<string>();
+
+/** The broker addresses this process's Kafka clients were given, in the order first seen. */
+export function kafkaBrokersInUse(): string[] {
+  return [...brokersInUse];
+}
+
 
 export function createKafkaClient(config: KafkaConnectionConfig, sink: KafkaLogSink = stderrSink): KafkaClient {
   const valid = validateKafkaConnection(config);
+  for (const broker of valid.brokers) brokersInUse.add(broker);
+  const createdAt = Date.now();
   const base: ConnectionBase = {
     clientId: valid.clientId,
     bootstrapBrokers: valid.brokers,
@@ -83,6 +99,7 @@ export function createKafkaClient(config: KafkaConnectionConfig, sink: KafkaLogS
   const onBrokerFailed = (broker: string): void => {
     if (LEVEL_RANK[valid.logLevel] < LEVEL_RANK.warn) return;
     const now = Date.now();
+    if (sink === stderrSink && now - createdAt < TOOL_START_QUIET_MS) return;
     if (now - (reported.get(broker) ?? 0) < BROKER_FAILURE_REPORT_MS) return;
     reported.set(broker, now);
     sink({ level: 'warn', namespace: 'connection', message: 'cannot connect to broker; retrying', extra: { broker } });
@@ -90,6 +107,9 @@ export function createKafkaClient(config: KafkaConnectionConfig, sink: KafkaLogS
   return new PlatformaticKafkaClient(base, onBrokerFailed);
 }
 
+/** The CLI tools' sink: one plain line on stderr (no JSON: the tools are read by people; the stage logs through its own logger). */
 function stderrSink(entry: Parameters<KafkaLogSink>[0]): void {
-  process.stderr.write(`${JSON.stringify({ level: entry.level, component: `kafka.${entry.namespace}`, message: entry.message, ...entry.extra })}\n`);
+  const broker = typeof entry.extra.broker === 'string' ? ` ${entry.extra.broker}` : '';
+  const message = entry.message === 'cannot connect to broker; retrying' ? `cannot connect to Kafka broker${broker}; retrying` : `${entry.message}${broker}`;
+  process.stderr.write(`cuilink: ${message}\n`);
 }

@@ -138,6 +138,25 @@ test('npm start = cuilink demo: local broker, samples linked with the default mo
   assert.ok(Number(summary[5]) > 0, 'a positive rate');
   assert.match(run.stdout, /^linker \S+, model \S+, index \S+$/m, 'the versions used are printed');
 
+  // Nothing on either stream that is not for a user (#28): no client JSON or warnings, no stack
+  // traces, no absurd rate (a progress line timed over a microsecond read 3535456/s), no latency
+  // longer than the run itself (a cold start's first inference timed as the samples' p50).
+  for (const [name, text] of [['stdout', run.stdout], ['stderr', run.stderr]] as const) {
+    const lines = text.split('\n');
+    assert.deepEqual(lines.filter((l) => l.trimStart().startsWith('{')), [], `no JSON lines on ${name}${tail}`);
+    assert.deepEqual(lines.filter((l) => /^\s+at /.test(l)), [], `no stack trace on ${name}${tail}`);
+    assert.deepEqual(lines.filter((l) => /\b(Warning|DeprecationWarning|ExperimentalWarning)\b|\bwarn\b/i.test(l)), [], `no library warnings on ${name}${tail}`);
+    for (const match of text.matchAll(/([\d,]+(?:\.\d+)?)(?: [a-z]+)?\/s\b/g)) {
+      assert.ok(Number(match[1]!.replace(/,/g, '')) <= 100_000, `a sane rate on ${name}: '${match[0]}'${tail}`);
+    }
+  }
+  for (const line of run.stderr.split('\n').filter((l) => l.length > 0)) {
+    assert.match(line, /^(demo: |encoding \+ indexing names )/, `stderr holds only the demo's own lines and the index build's progress${tail}`);
+  }
+  const latency = /latency p50 (\d+) ms, max (\d+) ms/.exec(run.stdout);
+  assert.ok(latency, `the latency is printed${tail}`);
+  assert.ok(Number(latency[1]) <= Number(latency[2]) && Number(latency[2]) <= Number(summary[4]) * 1000 + 50, `p50 ≤ max ≤ the run's ${summary[4]} s: '${latency[0]}'`);
+
   // The local broker it started is gone once it exits.
   assert.deepEqual(run.leftovers, [], 'no process of the demo (broker JVM included) outlives it');
   const broker = /demo: broker (\S+):(\d+),/.exec(run.stderr);

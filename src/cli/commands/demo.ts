@@ -79,6 +79,8 @@ async function runDemo(config: StageConfig, samplesFile: string, follow: boolean
     const runtime = await startStageRuntime(config, { brokers: broker.brokers });
     try {
       await runtime.stage.whenJoined();
+      // A cold start's first inference (ONNX sessions sizing their buffers) is not the samples' latency: run it first, past the link cache.
+      await runtime.linker.probe?.();
       const result = await publishAndCollect(kafka, runtime.recordCodec, config, notes, 120_000);
       printDemo(notes, result, runtime, config);
       const accounted = result.linked.size + result.deadLettered.size;

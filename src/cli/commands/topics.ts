@@ -2,6 +2,7 @@ import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag } from '../args.ts';
 import { CuilinkError, InputError } from '../../kb/errors.ts';
 import { createKafkaClient, parseBrokerList } from '../../stream/kafka-client.ts';
+import { brokerFailureLine } from '../broker-failure.ts';
 import { connectionOf, loadStageConfig, type StageConfig } from '../../stream/stage-config.ts';
 import { createPlannedTopics, describePlannedTopics, differences, planTopics, settingsText, TOPIC_DEFAULTS, TOPIC_LIMITS, topicLabel, type PlannedTopic, type TopicPlanOptions } from '../../stream/topic-plan.ts';
 
@@ -107,7 +108,7 @@ async function brokerStep(command: string, step: () => Promise<number>): Promise
     return await step();
   } catch (error) {
     if (error instanceof InputError || !(error instanceof CuilinkError)) throw error;
-    console.error(`cuilink ${command}: ${error.message}${error.code === 'KAFKA_INVALID_REPLICATION_FACTOR' ? ' (--replication is more than the brokers that are up)' : ''}`);
+    console.error(`cuilink ${command}: ${brokerFailureLine(error)}${error.code === 'KAFKA_INVALID_REPLICATION_FACTOR' ? ' (--replication is more than the brokers that are up)' : ''}`);
     return 3;
   }
 }
