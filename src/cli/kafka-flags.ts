@@ -1,5 +1,6 @@
 import { InputError } from '../kb/errors.ts';
-import { parseBrokerList, validateKafkaConnection, type ValidatedKafkaConnection } from '../stream/kafka-client.ts';
+import { parseBrokerList, validateKafkaConnection, type KafkaConnectionConfig, type ValidatedKafkaConnection } from '../stream/kafka-client.ts';
+import { KAFKA_SECURITY_ENV_VARS, kafkaSecurityFromEnv } from '../stream/kafka-security.ts';
 import type { SchemaRegistryOptions } from '../stream/avro/confluent-avro-codec.ts';
 import { schemaRegistryFromEnv } from '../stream/avro/schema-registry-config.ts';
 
@@ -17,8 +18,10 @@ export const KAFKA_FLAGS_HELP = `  --brokers H:P,H:P      Kafka bootstrap broker
   with _PASSWORD or _PASSWORD_FILE, or _BEARER_TOKEN / _BEARER_TOKEN_FILE; _CA_FILE, _CERT_FILE, _KEY_FILE;
   CUILINK_SCHEMA_REGISTRY_SUBJECT_STRATEGY topic (default: <topic>-value) | record | topic-record
   --client-id ID         Kafka client id
-  TLS/SASL from the environment: CUILINK_SSL=true, CUILINK_SASL_MECHANISM (plain|scram-sha-256|scram-sha-512),
-  CUILINK_SASL_USERNAME, CUILINK_SASL_PASSWORD`;
+  TLS/SASL from the environment (docs/security.md): CUILINK_SSL=true, CUILINK_KAFKA_TLS_CA_FILE, _CERT_FILE,
+  _KEY_FILE, _KEY_PASSPHRASE_FILE, _SERVERNAME; CUILINK_SASL_MECHANISM (plain|scram-sha-256|scram-sha-512|
+  oauthbearer), CUILINK_SASL_USERNAME, CUILINK_SASL_PASSWORD or _PASSWORD_FILE; for oauthbearer
+  CUILINK_SASL_OAUTH_TOKEN_ENDPOINT, _CLIENT_ID, _CLIENT_SECRET or _CLIENT_SECRET_FILE, _SCOPE`;
 
 interface KafkaFlagValues {
   brokers?: string;
@@ -31,16 +34,16 @@ export function kafkaRequest(values: KafkaFlagValues, defaultClientId: string, e
   if (brokers.length === 0) {
     throw new InputError("no Kafka brokers: pass --brokers host:port or set CUILINK_BROKERS ('npm run kafka:start' starts a local broker)", 'BAD_FLAGS');
   }
-  const mechanism = env.CUILINK_SASL_MECHANISM;
-  const connection = validateKafkaConnection({
-    brokers,
-    clientId: values['client-id'] ?? defaultClientId,
-    ssl: env.CUILINK_SSL === undefined ? undefined : /^(1|true|yes)$/i.test(env.CUILINK_SSL),
-    sasl:
-      mechanism === undefined
-        ? undefined
-        : { mechanism: mechanism as 'plain', username: env.CUILINK_SASL_USERNAME ?? '', password: env.CUILINK_SASL_PASSWORD ?? '' },
-  });
+  // TLS and SASL from CUILINK_* variables; their files are read and checked here, and a problem names the variable.
+  const security = kafkaSecurityFromEnv(env);
+  const connection = validateKafkaConnection(
+    { brokers, clientId: values['client-id'] ?? defaultClientId, ...security.config } as KafkaConnectionConfig,
+    (path) => {
+      // The variable that set the field, or the one that would (a required field left unset).
+      const variable = security.variables.get(path) ?? KAFKA_SECURITY_ENV_VARS.find(([, p]) => p.join('.') === path)?.[0];
+      return variable !== undefined ? `environment variable ${variable} ('${path}')` : `Kafka connection '${path}'`;
+    },
+  );
   const registryUrl = values['schema-registry'] ?? env.CUILINK_SCHEMA_REGISTRY_URL;
   if (registryUrl !== undefined && !/^https?:\/\/\S+$/.test(registryUrl)) throw new InputError(`${values['schema-registry'] !== undefined ? '--schema-registry' : 'CUILINK_SCHEMA_REGISTRY_URL'} must be an http(s) URL, got '${registryUrl}'`, 'BAD_FLAGS');
   return { connection, schemaRegistry: schemaRegistryFromEnv(env, values['schema-registry']) };

@@ -1,20 +1,14 @@
-import type { ConnectionOptions } from 'node:tls';
 import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import type { KafkaClient } from './kafka/client-types.ts';
 import { PlatformaticKafkaClient, type ConnectionBase } from './kafka/platformatic-client.ts';
+import { checkedKafkaSaslSchema, checkedKafkaTlsSchema, connectionFieldName, resolveSasl, resolveTls, type FieldNamer, type ResolvedKafkaSecurity } from './kafka-security.ts';
 
 /**
  * The one place that constructs a Kafka client from cuilink's connection config. Everything else
  * receives our own KafkaClient interface (src/stream/kafka/client-types.ts); the implementation is
  * @platformatic/kafka (maintained, KIP-447 transactional offset commits).
  */
-
-const saslSchema = z.object({
-  mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']),
-  username: z.string().min(1),
-  password: z.string(),
-});
 
 const retrySchema = z
   .object({
@@ -28,9 +22,10 @@ export const kafkaConnectionSchema = z
   .object({
     brokers: z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'a broker is host:port')).min(1, 'at least one broker is required'),
     clientId: z.string().min(1).default('cuilink'),
-    /** `true` for TLS with the system CAs, or Node TLS options (ca, cert, key, servername...) passed through. */
-    ssl: z.union([z.boolean(), z.record(z.unknown())]).optional(),
-    sasl: saslSchema.optional(),
+    /** `true` for TLS with Node's CAs, or certificate files (caFile, certFile, keyFile…; kafka-security.ts), read and checked when the client is built. */
+    ssl: checkedKafkaTlsSchema.optional(),
+    /** plain / scram-sha-256 / scram-sha-512 (password or passwordFile), or oauthbearer (OIDC client credentials). */
+    sasl: checkedKafkaSaslSchema.optional(),
     connectionTimeoutMs: z.number().int().positive().default(3000),
     requestTimeoutMs: z.number().int().positive().default(30000),
     retry: retrySchema.optional(),
@@ -44,14 +39,32 @@ export type ValidatedKafkaConnection = z.output<typeof kafkaConnectionSchema>;
 /** Where client log lines go; the default writes one plain line to stderr (the CLI tools'). */
 export type KafkaLogSink = (entry: { level: string; namespace: string; message: string; extra: Record<string, unknown> }) => void;
 
-/** Validates a connection config once, at entry; a bad one is an InputError naming the field. */
-export function validateKafkaConnection(config: KafkaConnectionConfig): ValidatedKafkaConnection {
+/**
+ * Validates a connection config once, at entry; a bad one is an InputError naming the field (by
+ * `name`, e.g. the environment variable that set it, when given).
+ */
+export function validateKafkaConnection(config: KafkaConnectionConfig, name?: FieldNamer): ValidatedKafkaConnection {
   const parsed = kafkaConnectionSchema.safeParse(config);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new InputError(`invalid Kafka connection config: ${issue.path.join('.') || '(root)'}: ${issue.message}`, 'INVALID_CONFIG');
+    const path = issue.path.join('.') || '(root)';
+    throw new InputError(name === undefined ? `invalid Kafka connection config: ${path}: ${issue.message}` : `${name(path)}: ${issue.message}`, 'INVALID_CONFIG');
   }
   return parsed.data;
+}
+
+/**
+ * The client's TLS and SASL options: reads the certificate, key, password and secret files and
+ * checks them (an InputError of one line naming the field, via `name`, and the file). Run at
+ * start by whoever knows where a field came from; createKafkaClient runs it again.
+ */
+export function resolveKafkaSecurity(valid: ValidatedKafkaConnection, name: FieldNamer = connectionFieldName): ResolvedKafkaSecurity {
+  const security: ResolvedKafkaSecurity = {};
+  const tls = resolveTls(valid.ssl, name);
+  if (tls !== undefined) security.tls = tls;
+  const sasl = resolveSasl(valid.sasl, name, valid.requestTimeoutMs);
+  if (sasl !== undefined) security.sasl = sasl;
+  return security;
 }
 
 /** `host:port,host:port` (CUILINK_BROKERS, --brokers) as a list; blanks are dropped. */
@@ -62,7 +75,6 @@ export function parseBrokerList(value: string): string[] {
     .filter((b) => b.length > 0);
 }
 
-const SASL_MECHANISMS = { plain: 'PLAIN', 'scram-sha-256': 'SCRAM-SHA-256', 'scram-sha-512': 'SCRAM-SHA-512' } as const;
 const LEVEL_RANK: Record<ValidatedKafkaConnection['logLevel'], number> = { nothing: 0, error: 1, warn: 2, info: 3, debug: 4 };
 /** A broker that keeps failing is reported once per this interval, not once per reconnect attempt. */
 const BROKER_FAILURE_REPORT_MS = 60_000;
@@ -80,7 +92,6 @@ export function kafkaBrokersInUse(): string[] {
   return [...brokersInUse];
 }
 
-
 export function createKafkaClient(config: KafkaConnectionConfig, sink: KafkaLogSink = stderrSink): KafkaClient {
   const valid = validateKafkaConnection(config);
   for (const broker of valid.brokers) brokersInUse.add(broker);
@@ -91,8 +102,9 @@ export function createKafkaClient(config: KafkaConnectionConfig, sink: KafkaLogS
     connectTimeout: valid.connectionTimeoutMs,
     timeout: valid.requestTimeoutMs,
   };
-  if (valid.ssl !== undefined && valid.ssl !== false) base.tls = valid.ssl === true ? {} : (valid.ssl as ConnectionOptions);
-  if (valid.sasl !== undefined) base.sasl = { mechanism: SASL_MECHANISMS[valid.sasl.mechanism], username: valid.sasl.username, password: valid.sasl.password };
+  const security = resolveKafkaSecurity(valid);
+  if (security.tls !== undefined) base.tls = security.tls;
+  if (security.sasl !== undefined) base.sasl = security.sasl;
   if (valid.retry?.retries !== undefined) base.retries = valid.retry.retries;
   if (valid.retry?.initialRetryTime !== undefined) base.retryDelay = valid.retry.initialRetryTime;
   const reported = new Map<string, number>();

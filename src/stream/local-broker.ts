@@ -15,8 +15,10 @@ import { createKafkaClient } from './kafka-client.ts';
  * demo and every integration test.
  */
 export interface LocalBroker {
-  /** e.g. ['127.0.0.1:PORT'] */
+  /** e.g. ['127.0.0.1:PORT'] (the PLAINTEXT listener) */
   brokers: string[];
+  /** Every client listener's address by its name: `PLAINTEXT` and those asked for in `listeners`. */
+  listeners: Record<string, string[]>;
   dataDir: string;
   /** Process id of the broker JVM. */
   pid: number;
@@ -39,6 +41,14 @@ export interface LocalBrokerOptions {
   libDir?: string;
   /** Extra server.properties entries, e.g. `{ 'num.partitions': '3' }`. */
   properties?: Record<string, string>;
+  /**
+   * Client listeners besides PLAINTEXT, each on a free loopback port (their TLS/SASL settings go in
+   * `properties`, e.g. `listener.name.secure.sasl.enabled.mechanisms`). The broker's own traffic
+   * and the start probe stay on PLAINTEXT.
+   */
+  listeners?: { name: string; protocol: 'SSL' | 'SASL_SSL' | 'SASL_PLAINTEXT' }[];
+  /** SCRAM credentials written into the metadata when the storage is formatted (`kafka-storage format --add-scram`); a kept, formatted data dir keeps its own. */
+  scramUsers?: { mechanism: 'SCRAM-SHA-256' | 'SCRAM-SHA-512'; username: string; password: string }[];
 }
 
 const JVM_HEAP = ['-Xms256m', '-Xmx512m'];
@@ -55,16 +65,23 @@ async function freeLoopbackPort(): Promise<number> {
   });
 }
 
-function serverProperties(dataDir: string, port: number, controllerPort: number, extra: Record<string, string>): string {
+interface ExtraListener {
+  name: string;
+  protocol: string;
+  port: number;
+}
+
+function serverProperties(dataDir: string, port: number, controllerPort: number, extra: Record<string, string>, listeners: ExtraListener[] = []): string {
+  const more = (render: (l: ExtraListener) => string): string => listeners.map((l) => `,${render(l)}`).join('');
   const props: Record<string, string> = {
     'process.roles': 'broker,controller',
     'node.id': '1',
     'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
-    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    'advertised.listeners': `PLAINTEXT://127.0.0.1:${port}`,
+    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}${more((l) => `${l.name}://127.0.0.1:${l.port}`)}`,
+    'advertised.listeners': `PLAINTEXT://127.0.0.1:${port}${more((l) => `${l.name}://127.0.0.1:${l.port}`)}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
-    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    'listener.security.protocol.map': `PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${more((l) => `${l.name}:${l.protocol}`)}`,
     'log.dirs': join(dataDir, 'data'),
     'num.partitions': '1',
     'auto.create.topics.enable': 'false',
@@ -100,13 +117,17 @@ function log4jProperties(logFile: string): string {
 }
 
 /** Formats the KRaft storage of a new data dir; a formatted one keeps its cluster id and data. */
-function formatStorage(classPath: string, dataDir: string, configFile: string, log4jFile: string): void {
+function formatStorage(classPath: string, dataDir: string, configFile: string, log4jFile: string, scramUsers: NonNullable<LocalBrokerOptions['scramUsers']> = []): void {
   if (existsSync(join(dataDir, 'data', 'meta.properties'))) return;
   // `=` form: a base64url id may start with '-', which the tool would read as an option.
   const clusterId = randomBytes(16).toString('base64url');
+  const scram = scramUsers.flatMap((u) => {
+    if (/["\\]/.test(u.username + u.password)) throw new CuilinkError('BROKER_START_FAILED', `SCRAM user ${u.username}: a name or password with " or \\ cannot be formatted`);
+    return ['--add-scram', `${u.mechanism}=[name="${u.username}",password="${u.password}"]`];
+  });
   const result = spawnSync(
     'java',
-    [`-Dlog4j.configuration=file:${log4jFile}`, '-cp', classPath, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', configFile, '--ignore-formatted'],
+    [`-Dlog4j.configuration=file:${log4jFile}`, '-cp', classPath, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', configFile, '--ignore-formatted', ...scram],
     { encoding: 'utf8' },
   );
   if (result.status !== 0) {
@@ -193,13 +214,21 @@ export async function startLocalBroker(options: LocalBrokerOptions = {}): Promis
   mkdirSync(join(dataDir, 'logs'), { recursive: true });
   const port = options.port !== undefined && options.port !== 0 ? options.port : await freeLoopbackPort();
   const controllerPort = await freeLoopbackPort();
+  const extraListeners: ExtraListener[] = [];
+  for (const l of options.listeners ?? []) {
+    const name = l.name.toUpperCase();
+    if (!/^[A-Z][A-Z0-9_]*$/.test(name) || ['PLAINTEXT', 'CONTROLLER'].includes(name) || extraListeners.some((e) => e.name === name)) {
+      throw new CuilinkError('BROKER_START_FAILED', `listener name '${l.name}' must be [A-Za-z][A-Za-z0-9_]*, unique, and not PLAINTEXT or CONTROLLER`);
+    }
+    extraListeners.push({ name, protocol: l.protocol, port: await freeLoopbackPort() });
+  }
   const configFile = join(dataDir, 'server.properties');
   const log4jFile = join(dataDir, 'log4j.properties');
   const logFile = join(dataDir, 'logs', 'server.log');
-  writeFileSync(configFile, serverProperties(dataDir, port, controllerPort, options.properties ?? {}));
+  writeFileSync(configFile, serverProperties(dataDir, port, controllerPort, options.properties ?? {}, extraListeners));
   writeFileSync(log4jFile, log4jProperties(logFile));
   const classPath = join(lib, '*');
-  formatStorage(classPath, dataDir, configFile, log4jFile);
+  formatStorage(classPath, dataDir, configFile, log4jFile, options.scramUsers);
 
   const jvmArgs = [...JVM_HEAP, '-Djava.awt.headless=true', `-Dlog4j.configuration=file:${log4jFile}`, `-Dkafka.logs.dir=${join(dataDir, 'logs')}`, '-cp', classPath, 'kafka.Kafka', configFile];
   let child: ChildProcess;
@@ -242,5 +271,7 @@ export async function startLocalBroker(options: LocalBrokerOptions = {}): Promis
     throw error;
   }
   log(`Kafka broker ready on ${brokers[0]} (pid ${pid}, data ${dataDir})`);
-  return { brokers, dataDir, pid, stop };
+  const listeners: Record<string, string[]> = { PLAINTEXT: brokers };
+  for (const l of extraListeners) listeners[l.name] = [`127.0.0.1:${l.port}`];
+  return { brokers, listeners, dataDir, pid, stop };
 }

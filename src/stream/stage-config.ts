@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import { parseLinkConfig } from '../link/link-config.ts';
 import { parseBrokerList, type KafkaConnectionConfig } from './kafka-client.ts';
+import { checkedKafkaSaslSchema, checkedKafkaTlsSchema } from './kafka-security.ts';
 import type { SchemaRegistryOptions } from './avro/confluent-avro-codec.ts';
 import { resolveSchemaRegistry, SCHEMA_REGISTRY_ENV_VARS, schemaRegistrySectionSchema } from './avro/schema-registry-config.ts';
 import { DEFAULT_LABEL_POLICY, DEFAULT_RECURRENCE_EXPONENT, SELECTION_POLICIES } from './label-selection/selection-policy.ts';
@@ -135,9 +136,14 @@ export const stageConfigSchema = z
       })
       .strict()
       .default({}),
-    /** `true` for TLS with the system CAs, or Node TLS options passed through to the client. */
-    ssl: z.union([z.boolean(), z.record(z.unknown())]).optional(),
-    sasl: z.object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']), username: z.string().min(1), password: z.string() }).strict().optional(),
+    /**
+     * Kafka TLS: `true` (Node's CAs) or `{ caFile, certFile, keyFile, keyPassphraseFile, servername,
+     * rejectUnauthorized }` (src/stream/kafka-security.ts, docs/security.md). The files are read and
+     * checked here, at start: a problem is an issue on its field (and so names the variable that set it).
+     */
+    ssl: checkedKafkaTlsSchema.optional(),
+    /** Kafka SASL: plain / scram-sha-256 / scram-sha-512 (password or passwordFile), or oauthbearer (OIDC client credentials). */
+    sasl: checkedKafkaSaslSchema.optional(),
     avro: z
       .object({
         /** `plain`: Avro binary + schema fingerprint header. `confluent`: magic byte + registry id. */
@@ -262,6 +268,18 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_LOG_PHI', ['telemetry', 'logPhi'], asBool],
   ['CUILINK_LOG_LEVEL', ['telemetry', 'logLevel'], asString],
   ['CUILINK_SSL', ['ssl'], asBool],
+  // After CUILINK_SSL: a TLS file variable makes `ssl` an object (TLS on). Same rows as KAFKA_SECURITY_ENV_VARS (src/stream/kafka-security.ts).
+  ['CUILINK_KAFKA_TLS_CA_FILE', ['ssl', 'caFile'], asString],
+  ['CUILINK_KAFKA_TLS_CERT_FILE', ['ssl', 'certFile'], asString],
+  ['CUILINK_KAFKA_TLS_KEY_FILE', ['ssl', 'keyFile'], asString],
+  ['CUILINK_KAFKA_TLS_KEY_PASSPHRASE_FILE', ['ssl', 'keyPassphraseFile'], asString],
+  ['CUILINK_KAFKA_TLS_SERVERNAME', ['ssl', 'servername'], asString],
+  ['CUILINK_SASL_PASSWORD_FILE', ['sasl', 'passwordFile'], asString],
+  ['CUILINK_SASL_OAUTH_TOKEN_ENDPOINT', ['sasl', 'tokenEndpoint'], asString],
+  ['CUILINK_SASL_OAUTH_CLIENT_ID', ['sasl', 'clientId'], asString],
+  ['CUILINK_SASL_OAUTH_CLIENT_SECRET', ['sasl', 'clientSecret'], asString],
+  ['CUILINK_SASL_OAUTH_CLIENT_SECRET_FILE', ['sasl', 'clientSecretFile'], asString],
+  ['CUILINK_SASL_OAUTH_SCOPE', ['sasl', 'scope'], asString],
   ['CUILINK_SASL_MECHANISM', ['sasl', 'mechanism'], asString],
   ['CUILINK_SASL_USERNAME', ['sasl', 'username'], asString],
   ['CUILINK_SASL_PASSWORD', ['sasl', 'password'], asString],

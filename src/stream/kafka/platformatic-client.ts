@@ -7,6 +7,7 @@ import {
   type Message,
   type MessageToProduce,
 } from '@platformatic/kafka';
+import { subscribe } from 'node:diagnostics_channel';
 import type {
   ConsumerOptions,
   GroupMembership,
@@ -31,6 +32,18 @@ import { PartitionBatchConsumer, type LibraryConsumer } from './partition-batch-
 export type ConnectionBase = Pick<BaseOptions, 'clientId' | 'bootstrapBrokers' | 'timeout' | 'retries' | 'retryDelay' | 'connectTimeout' | 'tls' | 'sasl' | 'tlsServerName'>;
 
 type Transaction = Awaited<ReturnType<Producer['beginTransaction']>>;
+
+/**
+ * Library fault: a broker connection can emit 'error' twice (e.g. a plaintext client whose SASL
+ * handshake meets a TLS listener: the closed socket fails the handshake after the pool's one-shot
+ * listener is spent), and an 'error' with no listener kills the process. Every failure also
+ * reaches the request's callback, which is where we report it; so each new connection gets a
+ * listener that only keeps the second emit from being fatal.
+ */
+subscribe('plt:kafka:instances', (message) => {
+  const { type, instance } = message as { type?: string; instance?: { on?: (event: 'error', listener: () => void) => void } };
+  if (type === 'connection') instance?.on?.('error', () => {});
+});
 
 const TOPIC_RESOURCE = 2;
 const READ_UNCOMMITTED = 0;
