@@ -6,13 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import avro from 'avsc';
-import type { Message } from 'kafkajs';
+import type { OutboundRecord } from '../src/stream/kafka/client-types.ts';
 import { startStageRuntime } from '../src/cli/stage-runtime.ts';
 import { createKafkaClient } from '../src/stream/kafka-client.ts';
 import { startLocalBroker } from '../src/stream/local-broker.ts';
 import { stageConfigSchema } from '../src/stream/stage-config.ts';
 import { ensureTopics } from '../src/stream/topics.ts';
-import { createRecordCodec, knownSchemas, noteInputToNoteEvent, SCHEMA_FINGERPRINT_HEADER } from '../src/stream/avro/index.ts';
+import { createRecordCodec, knownSchemas, noteInputToNoteEvent, SCHEMA_FINGERPRINT_HEADER, SINGLE_OBJECT_HEADER_BYTES } from '../src/stream/avro/index.ts';
 import { buildPhenotypeIndex, noteMessage, publish, syntheticNotes, TopicCollector, waitFor } from '../test/support/stream-fixtures.ts';
 import { seededRandom } from '../src/eval/seeded-random.ts';
 
@@ -44,11 +44,11 @@ function pick(): Kind {
   return 'good';
 }
 
-async function record(kind: Kind, i: number): Promise<Message> {
+async function record(kind: Kind, i: number): Promise<OutboundRecord> {
   const key = `fuzz-${String(i).padStart(5, '0')}`;
   const [note] = syntheticNotes(1, key);
   const good = { ...note!, noteId: key };
-  const valid = (await noteMessage(codec, good)) as Message & { value: Buffer };
+  const valid = (await noteMessage(codec, good)) as OutboundRecord & { value: Buffer };
   const bytes = () => Buffer.from(Array.from({ length: 1 + Math.floor(random() * 80) }, () => Math.floor(random() * 256)));
   switch (kind) {
     case 'good':
@@ -57,8 +57,8 @@ async function record(kind: Kind, i: number): Promise<Message> {
       return { key, value: bytes(), headers: fingerprint };
     case 'mutated': {
       const v = Buffer.from(valid.value);
-      // Past the noteId, so that a mutation that still decodes keeps the key the output is matched by.
-      const from = 1 + key.length;
+      // Past the single-object header and the noteId, so that a mutation that still decodes keeps the key the output is matched by.
+      const from = SINGLE_OBJECT_HEADER_BYTES + 1 + key.length;
       for (let e = 0; e < 1 + Math.floor(random() * 3); e++) v[from + Math.floor(random() * (v.length - from))] = Math.floor(random() * 256);
       return { key, value: v, headers: fingerprint };
     }
@@ -69,7 +69,8 @@ async function record(kind: Kind, i: number): Promise<Message> {
     case 'unknown-schema':
       return { ...valid, headers: { [SCHEMA_FINGERPRINT_HEADER]: 'f'.repeat(64) } };
     case 'no-header':
-      return { key, value: valid.value, headers: {} };
+      // The plain Avro body without its single-object header, and no fingerprint header: nothing names the writer schema.
+      return { key, value: valid.value.subarray(SINGLE_OBJECT_HEADER_BYTES), headers: {} };
     case 'tombstone':
       return { key, value: null, headers: {} };
     case 'bad-utf8': {
@@ -96,6 +97,8 @@ try {
     groupId: 'fuzz',
     topics,
     limits: { maxNoteChars: 5000, maxMentionsPerNote: 50 },
+    // About half of the records are bad on purpose: the dead-letter-rate breaker would rightly stop the stream.
+    deadLetterBreaker: { enabled: false },
     http: { host: '127.0.0.1', port: 0 },
     telemetry: { logLevel: 'error', kafkaLogLevel: 'error', prometheus: false },
     linker: { indexDir: await buildPhenotypeIndex(join(root, 'index')), threads: 1, rerankerDir: false },
@@ -105,7 +108,7 @@ try {
   const dead = new TopicCollector(kafka, topics.deadLetter);
   await Promise.all([runtime.stage.whenJoined(), out.start(), dead.start()]);
   const sent = new Map<string, Kind>();
-  const messages: Message[] = [];
+  const messages: OutboundRecord[] = [];
   for (let i = 0; i < total; i++) {
     const kind = pick();
     const message = await record(kind, i);

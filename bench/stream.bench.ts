@@ -16,7 +16,6 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpus, loadavg } from 'node:os';
-import { Partitioners, type Kafka } from 'kafkajs';
 import { loadPubTatorCorpus } from '../src/eval/gold.ts';
 import { openLinker } from '../src/link/open-linker.ts';
 import { ensureBenchIndex } from './bench-index.ts';
@@ -26,6 +25,7 @@ import { readModelManifest } from '../src/encode/manifest.ts';
 import type { LinkingCore, NoteInput } from '../src/link/types.ts';
 import { startLocalBroker } from '../src/stream/local-broker.ts';
 import { createKafkaClient } from '../src/stream/kafka-client.ts';
+import type { KafkaClient } from '../src/stream/kafka/client-types.ts';
 import { ensureTopics } from '../src/stream/topics.ts';
 import { stageConfigSchema } from '../src/stream/stage-config.ts';
 import { LinkingStage } from '../src/stream/linking-stage.ts';
@@ -195,18 +195,21 @@ async function measureStream(round: number): Promise<MaxRound> {
 }
 
 /** Output keys → first time seen, read by a consumer of its own (no polling of a growing list). */
-async function watchOutput(client: Kafka, topic: string): Promise<{ seen: Map<string, number>; stop: () => Promise<void> }> {
+async function watchOutput(client: KafkaClient, topic: string): Promise<{ seen: Map<string, number>; stop: () => Promise<void> }> {
   const seen = new Map<string, number>();
-  const consumer = client.consumer({ groupId: `bench-watch-${topic}`, readUncommitted: false, maxWaitTimeInMs: 100 });
-  await consumer.connect();
-  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  const consumer = client.consumer({ groupId: `bench-watch-${topic}`, readCommitted: true });
   await consumer.run({
-    eachMessage: async ({ message }) => {
-      const key = message.key?.toString();
-      if (key && !seen.has(key)) seen.set(key, Date.now());
+    topics: [topic],
+    fromBeginning: true,
+    eachBatch: async ({ messages }) => {
+      const now = Date.now();
+      for (const message of messages) {
+        const key = message.key?.toString();
+        if (key && !seen.has(key)) seen.set(key, now);
+      }
     },
   });
-  return { seen, stop: () => consumer.disconnect() };
+  return { seen, stop: () => consumer.close() };
 }
 
 /** The value at percentile p of ascending values (nearest rank, floor). */
@@ -222,7 +225,7 @@ async function measureHalfRate(round: number, notesPerSecond: number): Promise<H
   await stage.whenJoined();
   const watch = await watchOutput(kafka, topics.output);
   const notes = copies(`half${round}-`);
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer();
   await producer.connect();
   const messages = await Promise.all(notes.map((n) => noteMessage(recordCodec, n)));
   Object.assign(inStage, { calls: 0, mentions: 0, ms: 0 });
@@ -233,10 +236,10 @@ async function measureHalfRate(round: number, notesPerSecond: number): Promise<H
     const wait = start + (i / notesPerSecond) * 1000 - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     sentAt.set(note.noteId, Date.now());
-    await producer.send({ topic: topics.input, acks: -1, messages: [messages[i]!] });
+    await producer.send([{ topic: topics.input, messages: [messages[i]!] }]);
   }
   await waitFor(() => notes.every((n) => watch.seen.has(n.noteId)), 600_000, 'the half-rate phase');
-  await producer.disconnect();
+  await producer.close();
   await watch.stop();
   await stage.stop();
   const inSendOrder = notes.map((n) => watch.seen.get(n.noteId)! - sentAt.get(n.noteId)!);

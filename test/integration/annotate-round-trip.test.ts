@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
 import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
 import { createKafkaClient } from '../../src/stream/kafka-client.ts';
 import { ensureTopics } from '../../src/stream/topics.ts';
@@ -20,7 +20,7 @@ import { publish, readTopics } from '../support/stream-fixtures.ts';
 // alone.
 let broker: LocalBroker;
 let root: string;
-let kafka: Kafka;
+let kafka: KafkaClient;
 const codec = createRecordCodec();
 
 before(async () => {

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync,
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
 import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
 import { createKafkaClient } from '../../src/stream/kafka-client.ts';
 import { ensureTopics } from '../../src/stream/topics.ts';
@@ -29,7 +29,7 @@ const SAMPLE = 'deploy/compose/sample/notes.PubTator';
 const REPO = resolve('.');
 const codec = createRecordCodec();
 let broker: LocalBroker;
-let kafka: Kafka;
+let kafka: KafkaClient;
 let scratch: string;
 let app: string;
 let indexRoot: string;
@@ -181,7 +181,7 @@ before(async () => {
   broker = await startLocalBroker();
   kafka = createKafkaClient({ brokers: broker.brokers, clientId: 'deploy-entrypoint-test', logLevel: 'nothing' });
   const config = loadStageConfig({ file: STAGE_CONFIG, env: {} });
-  // What compose's kafka-topics service does. kafkajs can see a just-created topic's metadata
+  // What compose's kafka-topics service does. A client can see a just-created topic's metadata
   // before its leader (UNKNOWN_TOPIC_OR_PARTITION); ensureTopics only creates what is missing, so
   // a second try is safe.
   for (let attempt = 1; ; attempt++) {

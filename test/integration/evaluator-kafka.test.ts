@@ -4,7 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Partitioners, type Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
 import { buildIndexFromKb } from '../../src/link/build-index-from-kb.ts';
 import { openLinker } from '../../src/link/open-linker.ts';
 import type { LinkedNote, LinkingCore } from '../../src/link/types.ts';
@@ -32,7 +32,7 @@ const codec = new PlainAvroCodec();
 let root: string;
 let indexDir: string;
 let broker: LocalBroker;
-let kafka: Kafka;
+let kafka: KafkaClient;
 let linker: LinkingCore;
 let corpus: GoldCorpus;
 let view: OntologyView;
@@ -55,19 +55,19 @@ after(async () => {
 });
 
 async function publishLinked(topic: string, notes: LinkedNote[]): Promise<void> {
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer();
   await producer.connect();
   const messages = await Promise.all(notes.map(async (n) => ({ key: n.noteId, ...(await codec.encode('LinkedNote', linkedNoteToAvro(n))) })));
-  await producer.send({ topic, messages, acks: -1 });
-  await producer.disconnect();
+  await producer.send([{ topic, messages }]);
+  await producer.close();
 }
 
 async function publishGold(topic: string, gold: GoldMention[]): Promise<void> {
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer();
   await producer.connect();
   const messages = await Promise.all(gold.map(async (g) => ({ key: g.noteId, ...(await codec.encode('GoldMention', goldMentionToAvro(g, { annotatedAt: 1 }))) })));
-  await producer.send({ topic, messages, acks: -1 });
-  await producer.disconnect();
+  await producer.send([{ topic, messages }]);
+  await producer.close();
 }
 
 async function waitFor<T>(what: string, probe: () => Promise<T> | T, done: (value: T) => boolean, timeoutMs = 60_000): Promise<T> {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
 import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
 import { createKafkaClient } from '../../src/stream/kafka-client.ts';
 import { stageConfigSchema } from '../../src/stream/stage-config.ts';
@@ -22,7 +22,7 @@ import { goldSample } from '../../src/cli/commands/gold-sample.ts';
 // slice at once, the learn stream's budget when its window closes.
 let broker: LocalBroker;
 let root: string;
-let kafka: Kafka;
+let kafka: KafkaClient;
 let runtime: StageRuntime;
 const codec = createRecordCodec();
 const SPLIT_SEED = 5;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
 import { BiEncoder } from '../../src/encode/bi-encoder.ts';
 import { buildIndexFromKb } from '../../src/link/build-index-from-kb.ts';
 import { openLinker } from '../../src/link/open-linker.ts';
@@ -31,7 +31,7 @@ const TOPICS = { input: 'mo.notes', output: 'mo.linked', deadLetter: 'mo.dead' }
 const GOLD_TOPIC = 'mo.gold';
 let root: string;
 let broker: LocalBroker;
-let kafka: Kafka;
+let kafka: KafkaClient;
 let runtime: StageRuntime | undefined;
 let updater: MemoryUpdater | undefined;
 let encoder: BiEncoder | undefined;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
 import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
 import { createKafkaClient } from '../../src/stream/kafka-client.ts';
 import { stageConfigSchema } from '../../src/stream/stage-config.ts';
@@ -19,7 +19,7 @@ import { buildPhenotypeIndex, readTopics } from '../support/stream-fixtures.ts';
 // writes its unsure mentions to a review topic, and gold-sample answering exactly those.
 let broker: LocalBroker;
 let root: string;
-let kafka: Kafka;
+let kafka: KafkaClient;
 let runtime: StageRuntime;
 const codec = createRecordCodec();
 

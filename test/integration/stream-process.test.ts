@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
 import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
 import { createKafkaClient } from '../../src/stream/kafka-client.ts';
 import { ensureTopics } from '../../src/stream/topics.ts';
@@ -16,7 +16,7 @@ import { StageProcess } from '../support/stage-process.ts';
 // on a real broker; the real default bi-encoder over a small real index.
 let broker: LocalBroker;
 let root: string;
-let kafka: Kafka;
+let kafka: KafkaClient;
 let indexDir: string;
 const codec = createRecordCodec();
 const running: StageProcess[] = [];
@@ -77,12 +77,11 @@ const settle = () => new Promise((r) => setTimeout(r, 2000));
 /** Committed group offsets per input partition. */
 async function committed(groupId: string, topic: string): Promise<Map<number, number>> {
   const admin = kafka.admin();
-  await admin.connect();
   try {
-    const [offsets] = await admin.fetchOffsets({ groupId, topics: [topic] });
-    return new Map(offsets!.partitions.map((p) => [p.partition, Number(p.offset)]));
+    const offsets = await admin.committedOffsets(groupId, topic);
+    return new Map(offsets.map((p) => [p.partition, Number(p.offset)]));
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
 }
 

@@ -3,13 +3,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
 import { createKafkaClient } from '../../src/stream/kafka-client.ts';
 import { stageConfigSchema, type StageConfig } from '../../src/stream/stage-config.ts';
 import { ensureTopics } from '../../src/stream/topics.ts';
-import { avroToLinkedNote, createRecordCodec, SCHEMA_FINGERPRINT_HEADER, type RecordCodec } from '../../src/stream/avro/index.ts';
+import { avroToLinkedNote, createRecordCodec, knownSchemas, SCHEMA_FINGERPRINT_HEADER, SINGLE_OBJECT_HEADER_BYTES, type RecordCodec } from '../../src/stream/avro/index.ts';
 import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtime.ts';
 import { buildPhenotypeIndex, noteMessage, PHENOTYPE_KB, publish, readTopics, syntheticNotes, waitFor, type ReadRecord } from '../support/stream-fixtures.ts';
 
@@ -17,7 +17,7 @@ import { buildPhenotypeIndex, noteMessage, PHENOTYPE_KB, publish, readTopics, sy
 const MARKER = 'ZQXMARKER7731';
 let broker: LocalBroker;
 let root: string;
-let kafka: Kafka;
+let kafka: KafkaClient;
 let runtime: StageRuntime;
 let config: StageConfig;
 const codec: RecordCodec = createRecordCodec();
@@ -115,9 +115,10 @@ test('bad input goes to the dead-letter topic with its original bytes, headers a
   const good = syntheticNotes(4, 'dlq-good');
   const [base] = syntheticNotes(1, 'x');
   const bad: { key: string; code: string; message: () => Promise<{ value: Buffer | null; headers: Record<string, string> }> }[] = [
-    { key: 'dlq-garbage', code: 'UNDECODABLE', message: async () => ({ value: Buffer.from([0xff, 0xfe, 0x00, 0x13, 0x37]), headers: { [SCHEMA_FINGERPRINT_HEADER]: (await codec.encode('NoteEvent', { noteId: 'a', text: 'b', mentions: [], source: null, timestamp: 0, nerModelVersion: null })).headers[SCHEMA_FINGERPRINT_HEADER]! } }) },
+    { key: 'dlq-garbage', code: 'UNDECODABLE', message: async () => ({ value: Buffer.from([0xff, 0xfe, 0x00, 0x13, 0x37]), headers: { [SCHEMA_FINGERPRINT_HEADER]: knownSchemas().current('NoteEvent').fingerprint } }) },
     { key: 'dlq-unknown-schema', code: 'UNKNOWN_SCHEMA', message: async () => ({ ...(await encoded({ ...base!, noteId: 'dlq-unknown-schema' })), headers: { [SCHEMA_FINGERPRINT_HEADER]: 'f'.repeat(64) } }) },
-    { key: 'dlq-no-header', code: 'UNKNOWN_SCHEMA', message: async () => ({ value: (await encoded({ ...base!, noteId: 'dlq-no-header' })).value, headers: {} }) },
+    // The plain Avro body alone (no single-object header C3 01 + fingerprint) and no fingerprint header: nothing names the writer schema.
+    { key: 'dlq-no-header', code: 'UNKNOWN_SCHEMA', message: async () => ({ value: (await encoded({ ...base!, noteId: 'dlq-no-header' })).value.subarray(SINGLE_OBJECT_HEADER_BYTES), headers: {} }) },
     { key: 'dlq-tombstone', code: 'EMPTY_RECORD', message: async () => ({ value: null, headers: {} }) },
     { key: 'dlq-span-outside', code: 'BAD_SPAN', message: () => encoded({ ...base!, noteId: 'dlq-span-outside', mentions: [{ ...base!.mentions[0]!, start: 5, end: 5000 }] }) },
     { key: 'dlq-span-text', code: 'SPAN_TEXT_MISMATCH', message: () => encoded({ ...base!, noteId: 'dlq-span-text', mentions: [{ ...base!.mentions[0]!, text: `${MARKER}` }] }) },

@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Partitioners, type IHeaders, type Kafka, type Message } from 'kafkajs';
 import { buildIndexFromKb } from '../../src/link/build-index-from-kb.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/link/default-index.ts';
 import type { NoteInput } from '../../src/link/types.ts';
 import { noteInputToNoteEvent, type RecordCodec } from '../../src/stream/avro/index.ts';
+import type { InboundRecord, KafkaAdminClient, KafkaClient, KafkaConsumerClient, OutboundRecord } from '../../src/stream/kafka/client-types.ts';
 
 export const PHENOTYPE_KB = join('test', 'fixtures', 'stream', 'phenotypes.jsonl');
 
@@ -37,18 +37,19 @@ export function syntheticNotes(count: number, prefix: string, marker?: string): 
   });
 }
 
-export async function noteMessage(codec: RecordCodec, note: NoteInput, headers: IHeaders = {}): Promise<Message> {
+export async function noteMessage(codec: RecordCodec, note: NoteInput, headers: Record<string, string | Buffer> = {}): Promise<OutboundRecord> {
   const encoded = await codec.encode('NoteEvent', noteInputToNoteEvent(note));
   return { key: note.noteId, value: encoded.value, headers: { ...encoded.headers, ...headers } };
 }
 
-export async function publish(kafka: Kafka, topic: string, messages: Message[]): Promise<void> {
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
+/** Produces `messages` to `topic` in one request (idempotent, acks=all, partitioned by key as Java's client). */
+export async function publish(kafka: KafkaClient, topic: string, messages: OutboundRecord[]): Promise<void> {
+  const producer = kafka.producer();
   await producer.connect();
   try {
-    await producer.send({ topic, acks: -1, messages });
+    await producer.send([{ topic, messages }]);
   } finally {
-    await producer.disconnect();
+    await producer.close();
   }
 }
 
@@ -57,35 +58,79 @@ export interface ReadRecord {
   offset: string;
   key: string | null;
   value: Buffer | null;
-  headers: IHeaders;
+  headers: Record<string, Buffer>;
+}
+
+function readRecord(record: InboundRecord): ReadRecord {
+  return { partition: record.partition, offset: record.offset, key: record.key?.toString() ?? null, value: record.value, headers: record.headers };
+}
+
+const randomGroup = (prefix: string) => `${prefix}-${process.pid}-${Math.random().toString(36).slice(2)}`;
+
+/** Calls `fail` when the consumer gives up for good (no restart). */
+function onFatalCrash(consumer: KafkaConsumerClient, fail: (error: unknown) => void): void {
+  consumer.onCrash((error, restarting) => {
+    if (!restarting) fail(error);
+  });
 }
 
 /**
  * Reads `topics` from the beginning with a fresh consumer group until `done(records)` holds or
- * `timeoutMs` passes; read_committed unless told otherwise (what EOS consumers see).
+ * `timeoutMs` passes; read_committed unless told otherwise (what EOS consumers see). Records after
+ * the one that made `done` hold are not taken.
  */
-export async function readTopics(kafka: Kafka, topics: string[], done: (records: Map<string, ReadRecord[]>) => boolean, options: { timeoutMs?: number; readUncommitted?: boolean } = {}): Promise<Map<string, ReadRecord[]>> {
+export async function readTopics(kafka: KafkaClient, topics: string[], done: (records: Map<string, ReadRecord[]>) => boolean, options: { timeoutMs?: number; readUncommitted?: boolean } = {}): Promise<Map<string, ReadRecord[]>> {
   const records = new Map<string, ReadRecord[]>(topics.map((t) => [t, []]));
-  const consumer = kafka.consumer({ groupId: `reader-${process.pid}-${Math.random().toString(36).slice(2)}`, readUncommitted: options.readUncommitted ?? false });
-  await consumer.connect();
+  const consumer = kafka.consumer({ groupId: randomGroup('reader'), readCommitted: !(options.readUncommitted ?? false) });
+  let finished = false;
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await consumer.subscribe({ topics, fromBeginning: true });
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, options.timeoutMs ?? 60_000);
-      void consumer.run({
-        eachMessage: async ({ topic, partition, message }) => {
-          records.get(topic)!.push({ partition, offset: message.offset, key: message.key?.toString() ?? null, value: message.value, headers: message.headers ?? {} });
-          if (done(records)) {
-            clearTimeout(timer);
-            resolve();
-          }
-        },
-      });
+    await new Promise<void>((resolve, reject) => {
+      const finish = (error?: unknown) => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
+        if (error === undefined) resolve();
+        else reject(error instanceof Error ? error : new Error(String(error)));
+      };
+      timer = setTimeout(() => finish(), options.timeoutMs ?? 60_000);
+      onFatalCrash(consumer, (error) => finish(error ?? new Error('the reader consumer crashed')));
+      consumer
+        .run({
+          topics,
+          fromBeginning: true,
+          eachBatch: async (batch) => {
+            for (const message of batch.messages) {
+              if (finished) return;
+              records.get(batch.topic)!.push(readRecord(message));
+              if (done(records)) finish();
+            }
+          },
+        })
+        .catch((error: unknown) => finish(error ?? new Error('the reader consumer failed to start')));
     });
   } finally {
-    await consumer.disconnect();
+    clearTimeout(timer);
+    await consumer.close();
   }
   return records;
+}
+
+/** Waits until every partition of `topics` has a leader (a just-created topic may have none yet). */
+export async function waitForLeaders(admin: KafkaAdminClient, topics: string[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let last: unknown;
+    try {
+      const described = await admin.describeTopics(topics);
+      if (described.length === topics.length && described.every((t) => t.ready)) return;
+      last = JSON.stringify(described);
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`no leader for every partition of ${topics.join(', ')} within ${timeoutMs} ms (last: ${String(last)})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
@@ -99,29 +144,32 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, timeo
 /** Collects a topic's records in the background (read_committed) until stopped. */
 export class TopicCollector {
   readonly records: ReadRecord[] = [];
-  private readonly consumer;
+  private readonly consumer: KafkaConsumerClient;
+  /** Set when the consumer gave up for good: `start` or `stop` rethrows it, so a dead collector fails the test instead of timing it out. */
+  private crashed: unknown;
 
-  constructor(kafka: Kafka, private readonly topic: string) {
-    // A short fetch wait: the kill tests decide when to kill from what has arrived here, and the
-    // default 5 s wait let a fast stage finish a whole wave before the collector saw its start.
-    this.consumer = kafka.consumer({ groupId: `collector-${process.pid}-${Math.random().toString(36).slice(2)}`, readUncommitted: false, maxWaitTimeInMs: 100 });
+  constructor(kafka: KafkaClient, private readonly topic: string) {
+    this.consumer = kafka.consumer({ groupId: randomGroup('collector'), readCommitted: true });
+    onFatalCrash(this.consumer, (error) => (this.crashed = error ?? new Error(`the collector of ${topic} crashed`)));
   }
 
   async start(): Promise<void> {
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topics: [this.topic], fromBeginning: true });
     await this.consumer.run({
-      eachMessage: async ({ partition, message }) => {
-        this.records.push({ partition, offset: message.offset, key: message.key?.toString() ?? null, value: message.value, headers: message.headers ?? {} });
+      topics: [this.topic],
+      fromBeginning: true,
+      eachBatch: async (batch) => {
+        for (const message of batch.messages) this.records.push(readRecord(message));
       },
     });
+    if (this.crashed !== undefined) throw this.crashed;
   }
 
   keys(): Set<string> {
     return new Set(this.records.map((r) => r.key!));
   }
 
-  stop(): Promise<void> {
-    return this.consumer.disconnect();
+  async stop(): Promise<void> {
+    await this.consumer.close();
+    if (this.crashed !== undefined) throw this.crashed;
   }
 }

@@ -7,7 +7,7 @@ import { ConfluentAvroCodec, knownSchemas, noteInputToNoteEvent, PlainAvroCodec,
 import { decodeInputRecord } from '../../../src/stream/input-record.ts';
 import { AvroStageCodec } from '../../../src/stream/avro/avro-stage-codec.ts';
 import { startSchemaRegistryStandIn } from '../../support/schema-registry-stand-in.ts';
-import type { KafkaMessage } from 'kafkajs';
+import type { InboundRecord } from '../../../src/stream/kafka/client-types.ts';
 import { seededRandom } from '../../../src/eval/seeded-random.ts';
 
 const schemas = knownSchemas();
@@ -31,8 +31,10 @@ const validNote = noteInputToNoteEvent(
 );
 const validBytes = noteType.toBuffer(validNote);
 
-function message(value: Buffer, headers: Record<string, string> = FINGERPRINT): KafkaMessage {
-  return { key: Buffer.from('k'), value, headers, offset: '0', timestamp: '0', attributes: 0, size: 0 } as unknown as KafkaMessage;
+/** An input record as the consumer hands it over: every header value a Buffer. */
+function message(value: Buffer, headers: Record<string, string> = FINGERPRINT): InboundRecord {
+  const bytes = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, Buffer.from(v)]));
+  return { topic: 'notes', partition: 0, offset: '0', timestamp: '0', key: Buffer.from('k'), value, headers: bytes };
 }
 
 function codeOf(fn: () => unknown): string | undefined {

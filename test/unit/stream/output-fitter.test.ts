@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import type { Kafka } from 'kafkajs';
+import type { KafkaClient } from '../../../src/stream/kafka/client-types.ts';
 import type { LinkedNote } from '../../../src/link/types.ts';
 import { AvroStageCodec, PlainAvroCodec } from '../../../src/stream/avro/index.ts';
 import { CANDIDATES_CUT_HEADER, OutputFitter } from '../../../src/stream/output-fitter.ts';
@@ -13,7 +13,7 @@ const quiet = createLogger({ level: 'error' });
 
 async function limits(maxMessageBytes: number): Promise<TopicSizeLimits> {
   const sizes = new TopicSizeLimits();
-  await sizes.load(undefined as unknown as Kafka, ['out', 'dead'], maxMessageBytes, quiet);
+  await sizes.load(undefined as unknown as KafkaClient, ['out', 'dead'], maxMessageBytes, quiet);
   return sizes;
 }
 
