@@ -25,7 +25,8 @@ import type {
   TopicRecords,
   TopicSpec,
 } from './client-types.ts';
-import { kafkaCall } from './kafka-errors.ts';
+import { asKafkaError, kafkaCall } from './kafka-errors.ts';
+import { CuilinkError } from '../../kb/errors.ts';
 import { PartitionBatchConsumer, type LibraryConsumer } from './partition-batch-consumer.ts';
 
 /** What every client shares: brokers, identity, TLS/SASL and timeouts (see kafka-client.ts). */
@@ -219,8 +220,14 @@ class PlatformaticProducer implements KafkaProducerClient {
   private readonly producer: Producer;
   /** The transaction begun by connect() (which registered the transactional id), handed out first. */
   private first: Transaction | undefined;
+  /** Answers "does this topic exist" (see requireTopic); made on first use. */
+  private checker: Admin | undefined;
 
-  constructor(base: ConnectionBase, private readonly options: ProducerOptions, watch: (client: Producer) => Producer) {
+  constructor(
+    private readonly base: ConnectionBase,
+    private readonly options: ProducerOptions,
+    watch: (client: Producer) => Producer,
+  ) {
     this.producer = watch(new Producer({
       ...base,
       // The library sends the request timeout as the transaction timeout (InitProducerId): a
@@ -247,6 +254,7 @@ class PlatformaticProducer implements KafkaProducerClient {
   async send(requests: TopicRecords[]): Promise<void> {
     for (const { topic, messages } of requests) {
       if (messages.length === 0) continue;
+      await requireTopic(this.topicChecker(), topic);
       await kafkaCall(`produce to ${topic}`, () => this.producer.send({ messages: messages.map((m) => toLibraryMessage(topic, m)), acks: -1 }));
     }
   }
@@ -255,11 +263,16 @@ class PlatformaticProducer implements KafkaProducerClient {
     if (this.options.transactionalId === undefined) throw new Error('transaction() on a producer without a transactional id');
     const transaction = this.first ?? (await kafkaCall('begin transaction', () => this.producer.beginTransaction()));
     this.first = undefined;
-    return new PlatformaticTransaction(transaction);
+    return new PlatformaticTransaction(transaction, this.topicChecker());
+  }
+
+  private topicChecker(): Admin {
+    this.checker ??= new Admin({ ...this.base, autocreateTopics: false });
+    return this.checker;
   }
 
   async close(): Promise<void> {
-    await this.producer.close().catch(() => {});
+    await Promise.all([this.producer.close().catch(() => {}), this.checker?.close().catch(() => {})]);
   }
 }
 
@@ -268,10 +281,14 @@ class PlatformaticTransaction implements KafkaTransaction {
   /** Something reached the broker: an empty transaction is only cancelled (the broker refuses to end one it never saw). */
   private touched = false;
 
-  constructor(private readonly transaction: Transaction) {}
+  constructor(
+    private readonly transaction: Transaction,
+    private readonly checker: Admin,
+  ) {}
 
   async send({ topic, messages }: TopicRecords): Promise<void> {
     if (messages.length === 0) return;
+    await requireTopic(this.checker, topic);
     this.touched = true;
     await kafkaCall(`produce to ${topic} in a transaction`, () => this.transaction.send({ messages: messages.map((m) => toLibraryMessage(topic, m)), acks: -1 }));
   }
@@ -303,4 +320,18 @@ class PlatformaticTransaction implements KafkaTransaction {
 /** Closes a library consumer (leaving its group); failures are ignored: it is going away. */
 export function closeConsumer(consumer: Consumer | undefined): Promise<void> {
   return new Promise<void>((resolve) => (consumer === undefined ? resolve() : consumer.close(true, () => resolve())));
+}
+
+/**
+ * Fails when `topic` does not exist. The library's idempotent producer never settles a send (nor a
+ * metadata request) for a missing topic, so a deleted output topic would hang the stage; a plain
+ * client's metadata call (cached for metadataMaxAge) refuses it at once.
+ */
+async function requireTopic(checker: Admin, topic: string): Promise<void> {
+  try {
+    await checker.metadata({ topics: [topic] });
+  } catch (error) {
+    if (/unknown topic/i.test((error as Error)?.message ?? '')) throw new CuilinkError('KAFKA_UNKNOWN_TOPIC_OR_PARTITION', `produce to ${topic}: the topic does not exist`, { retriable: true, cause: error });
+    throw asKafkaError(error, `metadata of ${topic}`);
+  }
 }
