@@ -42,3 +42,13 @@ export function ensureBenchIndex(request: BenchIndexRequest): { indexDir: string
   if (build.status !== 0) process.exit(build.status ?? 1);
   return { indexDir, buildSeconds: (performance.now() - t0) / 1000 };
 }
+
+/** `node bin/cuilink.js ARGS` in a child process: its stdout; its output printed and an error thrown when it exits non-zero. */
+export function cli(args: string[]): string {
+  const run = spawnSync(process.execPath, ['bin/cuilink.js', ...args], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
+  if (run.status !== 0) {
+    console.error(run.stdout, run.stderr);
+    throw new Error(`cuilink ${args.slice(0, 2).join(' ')} exited ${run.status}`);
+  }
+  return run.stdout;
+}

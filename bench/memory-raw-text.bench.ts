@@ -5,7 +5,6 @@
 // config, nothing tuned; dev is not touched), with and without the reranker. Also checks that no
 // learned mention text is in the no-raw-text memory's files. Writes bench/results/memory-raw-text.json.
 //   --reranker DIR|none  --corpus-train FILE  --kb FILE  --out FILE
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +14,7 @@ import { selectSplit } from '../src/eval/tuning-split.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
 import { resolveMemoryDir } from '../src/retrieve/memory-root.ts';
-import { ensureBenchIndex } from './bench-index.ts';
+import { cli, ensureBenchIndex } from './bench-index.ts';
 import { MEDIC_KB_FLAGS, medicKb, requireBenchFiles } from './medic-kb.ts';
 
 const { values } = parseArgs({
@@ -28,15 +27,6 @@ const { values } = parseArgs({
 });
 const medic = medicKb(values);
 requireBenchFiles('bench memory-raw-text', [...medic.files, values['corpus-train']]);
-
-const cli = (args: string[]): string => {
-  const run = spawnSync(process.execPath, ['bin/cuilink.js', ...args], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
-  if (run.status !== 0) {
-    console.error(run.stdout, run.stderr);
-    throw new Error(`cuilink ${args.slice(0, 2).join(' ')} exited ${run.status}`);
-  }
-  return run.stdout;
-};
 
 const { indexDir } = ensureBenchIndex({ ...medic, modelDir: DEFAULT_MODEL_DIR, log: console.log });
 const work = mkdtempSync(join(tmpdir(), 'cuilink-bench-memory-raw-'));

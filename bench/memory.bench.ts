@@ -5,7 +5,6 @@
 // once, with the memory rebuilt from all of train. Writes bench/results/memory.json.
 //   --tune (run the coordinate search; default: score the shipped defaults on tune only)
 //   --reranker DIR|none  --corpus-train FILE  --corpus-dev FILE  --kb FILE  --out FILE
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +15,7 @@ import { selectSplit } from '../src/eval/tuning-split.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
 import { parseLinkConfig } from '../src/link/link-config.ts';
-import { ensureBenchIndex } from './bench-index.ts';
+import { cli, ensureBenchIndex } from './bench-index.ts';
 import { MEDIC_KB_FLAGS, medicKb, requireBenchFiles } from './medic-kb.ts';
 import { tuneMemory } from './memory-tuning.ts';
 
@@ -33,15 +32,6 @@ const { values } = parseArgs({
 });
 const medic = medicKb(values);
 requireBenchFiles('bench:memory', [...medic.files, values['corpus-train'], values['corpus-dev']]);
-
-const cli = (args: string[]): string => {
-  const run = spawnSync(process.execPath, ['bin/cuilink.js', ...args], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
-  if (run.status !== 0) {
-    console.error(run.stdout, run.stderr);
-    throw new Error(`cuilink ${args.slice(0, 2).join(' ')} exited ${run.status}`);
-  }
-  return run.stdout;
-};
 
 const { indexDir } = ensureBenchIndex({ ...medic, modelDir: DEFAULT_MODEL_DIR, log: console.log });
 const work = mkdtempSync(join(tmpdir(), 'cuilink-bench-memory-'));

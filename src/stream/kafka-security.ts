@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import { z } from 'zod';
 import { CuilinkError, InputError } from '../kb/errors.ts';
+import { asBool, asString, setPath, type EnvVar } from './env-vars.ts';
 
 /**
  * Kafka TLS and SASL settings: their schemas, the CUILINK_* variables that set them, and their
@@ -80,15 +81,11 @@ export const kafkaSaslSchema = z.discriminatedUnion('mechanism', [passwordSaslSc
 export type KafkaTlsConfig = z.output<typeof kafkaTlsSchema>;
 export type KafkaSaslConfig = z.output<typeof kafkaSaslSchema>;
 
-type EnvParser = (value: string) => unknown;
-const asString: EnvParser = (v) => v;
-const asBool: EnvParser = (v) => (/^(1|true|yes|on)$/i.test(v) ? true : /^(0|false|no|off)$/i.test(v) ? false : v);
-
 /**
  * Environment variable → connection config path, for the stage (stage-config.ts ENV_VARS) and the
  * Kafka tools (src/cli/kafka-flags.ts). A TLS file variable turns TLS on. docs/security.md.
  */
-export const KAFKA_SECURITY_ENV_VARS: [string, string[], EnvParser][] = [
+export const KAFKA_SECURITY_ENV_VARS: EnvVar[] = [
   ['CUILINK_SSL', ['ssl'], asBool],
   ['CUILINK_KAFKA_TLS_CA_FILE', ['ssl', 'caFile'], asString],
   ['CUILINK_KAFKA_TLS_CERT_FILE', ['ssl', 'certFile'], asString],
@@ -116,13 +113,7 @@ export function kafkaSecurityFromEnv(env: NodeJS.ProcessEnv): { config: { ssl?: 
   for (const [variable, path, parse] of KAFKA_SECURITY_ENV_VARS) {
     const value = env[variable];
     if (value === undefined || value === '') continue;
-    if (path.length === 1) config[path[0]!] = parse(value);
-    else {
-      const parent = config[path[0]!];
-      const node = typeof parent === 'object' && parent !== null && !Array.isArray(parent) ? (parent as Record<string, unknown>) : {};
-      node[path[1]!] = parse(value);
-      config[path[0]!] = node;
-    }
+    setPath(config, path, parse(value));
     variables.set(path.join('.'), variable);
   }
   return { config, variables };

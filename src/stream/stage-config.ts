@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import { parseLinkConfig } from '../link/link-config.ts';
 import { parseBrokerList, type KafkaConnectionConfig } from './kafka-client.ts';
-import { checkedKafkaSaslSchema, checkedKafkaTlsSchema } from './kafka-security.ts';
+import { checkedKafkaSaslSchema, checkedKafkaTlsSchema, KAFKA_SECURITY_ENV_VARS } from './kafka-security.ts';
+import { asBool, asString, setPath, type EnvParser, type EnvVar } from './env-vars.ts';
 import type { SchemaRegistryOptions } from './avro/confluent-avro-codec.ts';
 import { resolveSchemaRegistry, SCHEMA_REGISTRY_ENV_VARS, schemaRegistrySectionSchema } from './avro/schema-registry-config.ts';
 import { DEFAULT_LABEL_POLICY, DEFAULT_RECURRENCE_EXPONENT, SELECTION_POLICIES } from './label-selection/selection-policy.ts';
@@ -227,15 +228,12 @@ export const stageConfigSchema = z
 export type StageConfig = z.output<typeof stageConfigSchema>;
 export type StageConfigInput = z.input<typeof stageConfigSchema>;
 
-type EnvParser = (value: string) => unknown;
-const asString: EnvParser = (v) => v;
 const asInt: EnvParser = (v) => (/^-?\d+$/.test(v.trim()) ? Number(v) : v);
 const asNumber: EnvParser = (v) => (/^-?\d+(\.\d+)?$/.test(v.trim()) ? Number(v) : v);
 const asReranker: EnvParser = (v) => (v === 'none' ? false : v);
-const asBool: EnvParser = (v) => (/^(1|true|yes|on)$/i.test(v) ? true : /^(0|false|no|off)$/i.test(v) ? false : v);
 
 /** Environment variable → config path. Documented in docs/stream.md. */
-export const ENV_VARS: [string, string[], EnvParser][] = [
+export const ENV_VARS: EnvVar[] = [
   ['CUILINK_BROKERS', ['brokers'], parseBrokerList],
   ['CUILINK_CLIENT_ID', ['clientId'], asString],
   ['CUILINK_GROUP_ID', ['groupId'], asString],
@@ -267,23 +265,9 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_OTLP_ENDPOINT', ['telemetry', 'otlpEndpoint'], asString],
   ['CUILINK_LOG_PHI', ['telemetry', 'logPhi'], asBool],
   ['CUILINK_LOG_LEVEL', ['telemetry', 'logLevel'], asString],
-  ['CUILINK_SSL', ['ssl'], asBool],
-  // After CUILINK_SSL: a TLS file variable makes `ssl` an object (TLS on). Same rows as KAFKA_SECURITY_ENV_VARS (src/stream/kafka-security.ts).
-  ['CUILINK_KAFKA_TLS_CA_FILE', ['ssl', 'caFile'], asString],
-  ['CUILINK_KAFKA_TLS_CERT_FILE', ['ssl', 'certFile'], asString],
-  ['CUILINK_KAFKA_TLS_KEY_FILE', ['ssl', 'keyFile'], asString],
-  ['CUILINK_KAFKA_TLS_KEY_PASSPHRASE_FILE', ['ssl', 'keyPassphraseFile'], asString],
-  ['CUILINK_KAFKA_TLS_SERVERNAME', ['ssl', 'servername'], asString],
-  ['CUILINK_SASL_PASSWORD_FILE', ['sasl', 'passwordFile'], asString],
-  ['CUILINK_SASL_OAUTH_TOKEN_ENDPOINT', ['sasl', 'tokenEndpoint'], asString],
-  ['CUILINK_SASL_OAUTH_CLIENT_ID', ['sasl', 'clientId'], asString],
-  ['CUILINK_SASL_OAUTH_CLIENT_SECRET', ['sasl', 'clientSecret'], asString],
-  ['CUILINK_SASL_OAUTH_CLIENT_SECRET_FILE', ['sasl', 'clientSecretFile'], asString],
-  ['CUILINK_SASL_OAUTH_SCOPE', ['sasl', 'scope'], asString],
-  ['CUILINK_SASL_MECHANISM', ['sasl', 'mechanism'], asString],
-  ['CUILINK_SASL_USERNAME', ['sasl', 'username'], asString],
-  ['CUILINK_SASL_PASSWORD', ['sasl', 'password'], asString],
-  ...SCHEMA_REGISTRY_ENV_VARS.map(([name, path, parse]): [string, string[], EnvParser] => [name, ['schemaRegistry', ...path], parse]),
+  // The Kafka TLS and SASL variables (CUILINK_SSL first: a TLS file variable after it makes `ssl` an object, TLS on).
+  ...KAFKA_SECURITY_ENV_VARS,
+  ...SCHEMA_REGISTRY_ENV_VARS.map(([name, path, parse]): EnvVar => [name, ['schemaRegistry', ...path], parse]),
   ['CUILINK_WIRE_FORMAT', ['avro', 'wireFormat'], asString],
   ['CUILINK_INDEX_DIR', ['linker', 'indexDir'], asString],
   ['CUILINK_PROVIDER', ['linker', 'provider'], asString],
@@ -298,16 +282,6 @@ export const ENV_VARS: [string, string[], EnvParser][] = [
   ['CUILINK_MEMORY_POLL_MS', ['linker', 'memoryPollMs'], asInt],
   ['CUILINK_CALIBRATION', ['linker', 'calibration'], asReranker],
 ];
-
-function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
-  let node = target;
-  for (const key of path.slice(0, -1)) {
-    const next = node[key];
-    if (typeof next !== 'object' || next === null || Array.isArray(next)) node[key] = {};
-    node = node[key] as Record<string, unknown>;
-  }
-  node[path[path.length - 1]!] = value;
-}
 
 export interface LoadStageConfigOptions {
   /** JSON file (`--config`). */

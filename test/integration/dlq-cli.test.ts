@@ -14,6 +14,7 @@ import { startStageRuntime } from '../../src/cli/stage-runtime.ts';
 import { dlqInspect, dlqReplay } from '../../src/cli/commands/dlq.ts';
 import { REPLAYED_FROM_HEADER } from '../../src/stream/dead-letter-replay.ts';
 import { buildPhenotypeIndex, noteMessage, publish, readTopics, syntheticNotes, type ReadRecord } from '../support/stream-fixtures.ts';
+import { capture } from '../support/capture-console.ts';
 
 // `cuilink dlq inspect` and `cuilink dlq replay` against a real broker and stage: records are
 // dead-lettered (two notes over a limit, a tombstone, an empty note, a large record of an unknown
@@ -58,20 +59,6 @@ function stageConfig(maxNoteChars: number): StageConfig {
     telemetry: { logLevel: 'warn', kafkaLogLevel: 'error', prometheus: false },
     linker: { indexDir, threads: 1, rerankerDir: false },
   });
-}
-
-async function capture(fn: () => Promise<number>): Promise<{ code: number; out: string[]; err: string[] }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const [log, error] = [console.log, console.error];
-  console.log = (...args: unknown[]) => void out.push(args.join(' '));
-  console.error = (...args: unknown[]) => void err.push(args.join(' '));
-  try {
-    return { code: await fn(), out, err };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
 }
 
 async function endOffset(topic: string): Promise<number> {

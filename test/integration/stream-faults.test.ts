@@ -1,14 +1,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
 import { OnnxSession } from '../../src/encode/onnx-session.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/link/default-index.ts';
-import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
-import { createKafkaClient } from '../../src/stream/kafka-client.ts';
 import { stageConfigSchema, type StageConfig, type StageConfigInput } from '../../src/stream/stage-config.ts';
 import { ensureTopics } from '../../src/stream/topics.ts';
 import { createRecordCodec, knownSchemas, SCHEMA_FINGERPRINT_HEADER } from '../../src/stream/avro/index.ts';
@@ -16,28 +12,17 @@ import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtim
 import type { NoteInput } from '../../src/link/types.ts';
 import { CANDIDATES_CUT_HEADER } from '../../src/stream/output-fitter.ts';
 import { StageProcess } from '../support/stage-process.ts';
-import { buildPhenotypeIndex, noteMessage, publish, syntheticNotes, TopicCollector, waitFor, waitForLeaders } from '../support/stream-fixtures.ts';
+import { BrokerBed } from '../support/broker-bed.ts';
+import { noteMessage, publish, syntheticNotes, TopicCollector, waitFor, waitForLeaders } from '../support/stream-fixtures.ts';
 
 // Poison records and internal faults on a real broker, with the real default bi-encoder over the
 // small phenotype index (no reranker: the faults are in the stream and the encoder worker).
-let broker: LocalBroker;
-let root: string;
-let kafka: KafkaClient;
-let indexDir: string;
+const bed = new BrokerBed('faults');
 const codec = createRecordCodec();
 const NOTE_FINGERPRINT = knownSchemas().current('NoteEvent').fingerprint;
 
-before(async () => {
-  root = mkdtempSync(join(tmpdir(), 'cuilink-faults-'));
-  broker = await startLocalBroker();
-  kafka = createKafkaClient({ brokers: broker.brokers, clientId: 'stream-faults-test', logLevel: 'nothing' });
-  indexDir = await buildPhenotypeIndex(join(root, 'index'));
-});
-
-after(async () => {
-  await broker?.stop();
-  rmSync(root, { recursive: true, force: true });
-});
+before(() => bed.start());
+after(() => bed.stop());
 
 interface Topics {
   input: string;
@@ -48,13 +33,13 @@ interface Topics {
 
 async function topicsFor(name: string, partitions = 2): Promise<Topics> {
   const t = { input: `${name}.in`, output: `${name}.out`, deadLetter: `${name}.dead` };
-  await ensureTopics(kafka, [t.input, t.output, t.deadLetter], { partitions });
+  await ensureTopics(bed.kafka, [t.input, t.output, t.deadLetter], { partitions });
   return t;
 }
 
 function configFor(name: string, topics: Topics, extra: Partial<StageConfigInput> = {}): StageConfig {
   return stageConfigSchema.parse({
-    brokers: broker.brokers,
+    brokers: bed.broker.brokers,
     groupId: `${name}-group`,
     topics,
     batching: { maxMentions: 8, maxInFlightMentions: 64 },
@@ -63,7 +48,7 @@ function configFor(name: string, topics: Topics, extra: Partial<StageConfigInput
     retry: { maxAttempts: 8, initialBackoffMs: 100, maxBackoffMs: 2000 },
     http: { host: '127.0.0.1', port: 0 },
     telemetry: { logLevel: 'warn', kafkaLogLevel: 'error', prometheus: false },
-    linker: { indexDir, threads: 1, rerankerDir: false },
+    linker: { indexDir: bed.indexDir, threads: 1, rerankerDir: false },
     // Every mention through the encoder: the link cache and stored exact-name vectors would answer
     // these repeated synthetic mentions without it, and the faults here are the encoder's.
     link: { cache: { maxEntries: 0 }, exactVectors: false },
@@ -72,7 +57,7 @@ function configFor(name: string, topics: Topics, extra: Partial<StageConfigInput
 }
 
 async function committed(groupId: string, topic: string): Promise<number> {
-  const admin = kafka.admin();
+  const admin = bed.kafka.admin();
   try {
     const offsets = await admin.committedOffsets(groupId, topic);
     return offsets.reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
@@ -85,14 +70,14 @@ test('a 9-byte record claiming 2^31-1 mentions is dead-lettered at once; the goo
   const topics = await topicsFor('poison-count', 1);
   const logs: string[] = [];
   const runtime = await startStageRuntime(configFor('poison-count', topics), { logSink: (l) => logs.push(l) });
-  const out = new TopicCollector(kafka, topics.output);
-  const dead = new TopicCollector(kafka, topics.deadLetter);
+  const out = new TopicCollector(bed.kafka, topics.output);
+  const dead = new TopicCollector(bed.kafka, topics.deadLetter);
   try {
     await Promise.all([runtime.stage.whenJoined(), out.start(), dead.start()]);
     const [before, after] = syntheticNotes(2, 'behind-poison');
     const poison = { key: 'poison', value: Buffer.from('02780279feffffff0f', 'hex'), headers: { [SCHEMA_FINGERPRINT_HEADER]: NOTE_FINGERPRINT } };
     const started = Date.now();
-    await publish(kafka, topics.input, [await noteMessage(codec, before!), poison, poison, await noteMessage(codec, after!)]);
+    await publish(bed.kafka, topics.input, [await noteMessage(codec, before!), poison, poison, await noteMessage(codec, after!)]);
     await waitFor(() => out.records.length >= 2 && dead.records.length >= 2, 60_000, 'the good notes and the dead letters');
     assert.ok(Date.now() - started < 30_000, 'no minute-long allocation loop');
     assert.deepEqual([...out.keys()].sort(), [before!.noteId, after!.noteId].sort(), 'the notes before and behind the poison are linked');
@@ -117,8 +102,8 @@ test('a 9-byte record claiming 2^31-1 mentions is dead-lettered at once; the goo
 test('the encoder worker killed mid-stream is restarted: every note linked once, none dead-lettered, /readyz 503 meanwhile', async (ctx) => {
   const topics = await topicsFor('worker-kill');
   const runtime = await startStageRuntime(configFor('worker-kill', topics));
-  const out = new TopicCollector(kafka, topics.output);
-  const dead = new TopicCollector(kafka, topics.deadLetter);
+  const out = new TopicCollector(bed.kafka, topics.output);
+  const dead = new TopicCollector(bed.kafka, topics.deadLetter);
   const readyStatuses = new Set<number>();
   let polling = true;
   const poll = (async () => {
@@ -130,7 +115,7 @@ test('the encoder worker killed mid-stream is restarted: every note linked once,
   try {
     await Promise.all([runtime.stage.whenJoined(), out.start(), dead.start()]);
     const notes = syntheticNotes(120, 'kill');
-    await publish(kafka, topics.input, await Promise.all(notes.map((n) => noteMessage(codec, n))));
+    await publish(bed.kafka, topics.input, await Promise.all(notes.map((n) => noteMessage(codec, n))));
     const sessions = OnnxSession.openSessions();
     assert.equal(sessions.length, 1, 'the bi-encoder session');
     // The stage's own count (the collector may lag), so that each kill lands mid-stream.
@@ -160,24 +145,24 @@ test('the encoder worker killed mid-stream is restarted: every note linked once,
 
 test('an encoder that cannot be restarted stops the stage without committing; a restarted stage links everything, nothing dead-lettered', async () => {
   const topics = await topicsFor('worker-dead');
-  const modelDir = join(root, 'model-copy');
+  const modelDir = join(bed.root, 'model-copy');
   cpSync(DEFAULT_MODEL_DIR, modelDir, { recursive: true });
-  const config = configFor('worker-dead', topics, { linker: { indexDir, modelDir, threads: 1, rerankerDir: false } });
+  const config = configFor('worker-dead', topics, { linker: { indexDir: bed.indexDir, modelDir, threads: 1, rerankerDir: false } });
   const first = await startStageRuntime(config);
-  const dead = new TopicCollector(kafka, topics.deadLetter);
-  const out = new TopicCollector(kafka, topics.output);
+  const dead = new TopicCollector(bed.kafka, topics.deadLetter);
+  const out = new TopicCollector(bed.kafka, topics.output);
   let second: StageRuntime | undefined;
   try {
     await Promise.all([first.stage.whenJoined(), dead.start(), out.start()]);
     const fatal = new Promise<unknown>((resolve) => first.stage.onFatal(resolve));
     const warmup = syntheticNotes(4, 'dead-warmup');
-    await publish(kafka, topics.input, await Promise.all(warmup.map((n) => noteMessage(codec, n))));
+    await publish(bed.kafka, topics.input, await Promise.all(warmup.map((n) => noteMessage(codec, n))));
     await waitFor(() => out.records.length >= warmup.length, 60_000, 'warm-up notes');
     // The model file disappears, then the worker dies: every restart fails.
     for (const file of readdirSync(modelDir).filter((f) => f.endsWith('.onnx'))) rmSync(join(modelDir, file));
     await OnnxSession.openSessions()[0]!.killWorker();
     const notes = syntheticNotes(20, 'dead');
-    await publish(kafka, topics.input, await Promise.all(notes.map((n) => noteMessage(codec, n))));
+    await publish(bed.kafka, topics.input, await Promise.all(notes.map((n) => noteMessage(codec, n))));
     const error = await fatal;
     assert.equal((error as { code?: string }).code, 'ENCODER_FAILED');
     assert.equal((await fetch(`${first.health!.url}/healthz`)).status, 503, '/healthz fails');
@@ -204,8 +189,8 @@ const SMALL_TOPIC_BYTES = 16_384;
 /** Topics whose output and dead-letter topics accept at most SMALL_TOPIC_BYTES per record batch. */
 async function smallTopics(name: string): Promise<{ input: string; output: string; deadLetter: string }> {
   const t = { input: `${name}.in`, output: `${name}.out`, deadLetter: `${name}.dead` };
-  await ensureTopics(kafka, [t.input], { partitions: 1 });
-  const admin = kafka.admin();
+  await ensureTopics(bed.kafka, [t.input], { partitions: 1 });
+  const admin = bed.kafka.admin();
   try {
     const configs = { 'max.message.bytes': String(SMALL_TOPIC_BYTES) };
     await admin.createTopics([t.output, t.deadLetter].map((topic) => ({ topic, partitions: 2, replicationFactor: 1, configs })));
@@ -237,8 +222,8 @@ async function outputSizeScenario(name: string, maxMessageBytes?: number): Promi
   // 202 of the 204 records are dead-lettered on purpose (batches of dead letters must be bounded
   // too): the dead-letter-rate breaker would rightly stop such a stream, so it is off here.
   const runtime = await startStageRuntime(configFor(name, { ...topics, ...(maxMessageBytes ? { maxMessageBytes } : {}) }, { link: { topK: 20 }, limits: { maxNoteChars: 100_000, maxMentionsPerNote: 1000 }, deadLetterBreaker: { enabled: false } }));
-  const out = new TopicCollector(kafka, topics.output);
-  const dead = new TopicCollector(kafka, topics.deadLetter);
+  const out = new TopicCollector(bed.kafka, topics.output);
+  const dead = new TopicCollector(bed.kafka, topics.deadLetter);
   try {
     await Promise.all([runtime.stage.whenJoined(), out.start(), dead.start()]);
     const fingerprint = { [SCHEMA_FINGERPRINT_HEADER]: 'f'.repeat(64) };
@@ -248,7 +233,7 @@ async function outputSizeScenario(name: string, maxMessageBytes?: number): Promi
     const tooLarge = manyMentions(`${name}-too-large`, 250);
     const [good] = syntheticNotes(1, `${name}-good`);
     const messages = [await noteMessage(codec, cut), await noteMessage(codec, tooLarge), big, ...many, await noteMessage(codec, good!)];
-    await publish(kafka, topics.input, messages);
+    await publish(bed.kafka, topics.input, messages);
     await waitFor(() => out.keys().size + dead.keys().size >= messages.length, 90_000, 'every record out or dead-lettered');
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(out.keys().size + dead.keys().size, messages.length, 'in = out + dead-lettered');
@@ -300,11 +285,11 @@ test('a broker that refuses a record the stage thought fit (MESSAGE_TOO_LARGE): 
 });
 
 test('a broker that is down at start: one JSON line with the cause, exit code 3, no stack trace', async () => {
-  const stage = new StageProcess(root, 'broker-down', {
+  const stage = new StageProcess(bed.root, 'broker-down', {
     brokers: ['127.0.0.1:9'],
     groupId: 'broker-down',
     http: { host: '127.0.0.1', port: 0 },
-    linker: { indexDir, threads: 1, rerankerDir: false },
+    linker: { indexDir: bed.indexDir, threads: 1, rerankerDir: false },
   });
   const code = await stage.exited;
   assert.equal(code, 3);

@@ -1,213 +1,62 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
-import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
-import { createKafkaClient } from '../../src/stream/kafka-client.ts';
-import { ensureTopics } from '../../src/stream/topics.ts';
-import { createRecordCodec } from '../../src/stream/avro/index.ts';
-import type { StageConfigInput } from '../../src/stream/stage-config.ts';
 import { writeBrokenBiEncoder } from '../support/broken-model.ts';
-import { buildPhenotypeIndex, noteMessage, publish, syntheticNotes, TopicCollector, waitFor } from '../support/stream-fixtures.ts';
+import { TopicCollector } from '../support/stream-fixtures.ts';
 import { StageProcess } from '../support/stage-process.ts';
+import { assignedPartitions, exitWithin, logsOf, StageFleet, tally } from '../support/stage-fleet.ts';
 
 // Issue #27: fencing of a stalled instance by one that takes its transactional id, scaling under
 // load with SIGTERM and SIGKILL, and a model that fails every run, all with real stage processes
 // (`cuilink run --config`) on a real broker, over the small phenotype index.
 // CUILINK_TEST_LOG_DIR=<dir> keeps every stage process's log lines there (one file per process).
-let broker: LocalBroker;
-let root: string;
-let kafka: KafkaClient;
-let indexDir: string;
-const codec = createRecordCodec();
-const running: { name: string; stage: StageProcess }[] = [];
+const fleet = new StageFleet('fencing');
 
-before(async () => {
-  root = mkdtempSync(join(tmpdir(), 'cuilink-fencing-'));
-  broker = await startLocalBroker();
-  kafka = createKafkaClient({ brokers: broker.brokers, clientId: 'stream-fencing-test', logLevel: 'nothing' });
-  indexDir = await buildPhenotypeIndex(join(root, 'index'));
-});
-
-after(async () => {
-  for (const { stage } of running) {
-    if (stage.child.exitCode === null && stage.child.signalCode === null) {
-      stage.kill('SIGCONT');
-      stage.kill('SIGKILL');
-    }
-  }
-  const logDir = process.env.CUILINK_TEST_LOG_DIR;
-  if (logDir) {
-    mkdirSync(logDir, { recursive: true });
-    for (const { name, stage } of running) writeFileSync(join(logDir, `${name}.log`), `${stage.lines.join('\n')}\n`);
-  }
-  await broker?.stop();
-  rmSync(root, { recursive: true, force: true });
-});
-
-interface Topics {
-  input: string;
-  output: string;
-  deadLetter: string;
-}
-
-async function topicsFor(name: string, partitions: number): Promise<Topics> {
-  const t = { input: `${name}.in`, output: `${name}.out`, deadLetter: `${name}.dead` };
-  await ensureTopics(kafka, [t.input, t.output], { partitions });
-  await ensureTopics(kafka, [t.deadLetter], { partitions: 1 });
-  return t;
-}
-
-function stageConfig(name: string, t: Topics, extra: Partial<StageConfigInput> = {}): StageConfigInput {
-  return {
-    brokers: broker.brokers,
-    groupId: `${name}-group`,
-    topics: t,
-    // Small batches: many produce/commit steps, so a signal lands between them.
-    batching: { maxMentions: 6, maxWaitMs: 2, maxInFlightMentions: 24 },
-    consumer: { sessionTimeoutMs: 6000, heartbeatIntervalMs: 1000 },
-    drainTimeoutMs: 20_000,
-    http: { host: '127.0.0.1', port: 0 },
-    telemetry: { kafkaLogLevel: 'warn', prometheus: true },
-    linker: { indexDir, threads: 1, rerankerDir: false },
-    ...extra,
-  };
-}
-
-function startStage(name: string, config: StageConfigInput): StageProcess {
-  const stage = new StageProcess(root, name, config);
-  running.push({ name, stage });
-  return stage;
-}
-
-async function publishNotes(topic: string, prefix: string, count: number): Promise<string[]> {
-  const notes = syntheticNotes(count, prefix);
-  await publish(kafka, topic, await Promise.all(notes.map((n) => noteMessage(codec, n))));
-  return notes.map((n) => n.noteId);
-}
-
-/** Committed group offsets per input partition (-1 where none). */
-async function committed(groupId: string, topic: string): Promise<{ partition: number; offset: number }[]> {
-  const admin = kafka.admin();
-  try {
-    return (await admin.committedOffsets(groupId, topic)).map((p) => ({ partition: p.partition, offset: Number(p.offset) }));
-  } finally {
-    await admin.close();
-  }
-}
-
-/** How often each key appears among the collected records. */
-function keyCounts(out: TopicCollector): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const r of out.records) counts.set(r.key!, (counts.get(r.key!) ?? 0) + 1);
-  return counts;
-}
-
-/** Lost and duplicated note ids among `sent`, plus ids that were never sent. */
-function tally(out: TopicCollector, sent: string[]): { lost: string[]; duplicated: [string, number][]; unknown: string[] } {
-  const counts = keyCounts(out);
-  const expected = new Set(sent);
-  return {
-    lost: sent.filter((id) => !counts.has(id)),
-    duplicated: [...counts].filter(([, n]) => n > 1),
-    unknown: [...counts.keys()].filter((id) => !expected.has(id)),
-  };
-}
-
-/** The last log lines of each stage, for an assertion message. */
-function logsOf(stages: Record<string, StageProcess>, lines = 15): string {
-  return Object.entries(stages)
-    .map(([name, stage]) => `--- ${name} (exit ${stage.child.exitCode ?? stage.child.signalCode ?? 'running'}):\n${stage.lines.slice(-lines).join('\n')}`)
-    .join('\n');
-}
-
-/** waitFor, with a failure message made when it fails (the stages' last log lines then, not at the call). */
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: () => string): Promise<void> {
-  try {
-    await waitFor(condition, timeoutMs, 'the condition');
-  } catch (error) {
-    throw new Error(`${(error as Error).message.replace('the condition', '')}${what()}\n${await countersOf()}`, { cause: error });
-  }
-}
-
-/** Each running stage's consumed/produced counters and /readyz, for a failure message. */
-async function countersOf(): Promise<string> {
-  const rows = await Promise.all(
-    running.map(async ({ name, stage }) => {
-      if (stage.child.exitCode !== null || stage.child.signalCode !== null) return `${name}: exited`;
-      try {
-        const [consumed, produced] = await Promise.all([stage.counter('cuilink_stream_consumed_total'), stage.counter('cuilink_stream_produced_total')]);
-        return `${name}: consumed ${consumed}, produced ${produced}`;
-      } catch (error) {
-        return `${name}: ${(error as Error).message}`;
-      }
-    }),
-  );
-  return rows.join('; ');
-}
-
-/** A process's exit within `timeoutMs`: its code, null when a signal ended it, 'running' when it did not end. */
-async function exitWithin(stage: StageProcess, timeoutMs: number): Promise<number | null | 'running'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'running'>((resolve) => (timer = setTimeout(() => resolve('running'), timeoutMs)));
-  try {
-    return await Promise.race([stage.exited, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** The last 'joined consumer group' line's assigned partitions (none before the first join). */
-function assignedPartitions(stage: StageProcess): number[] {
-  const line = stage.lines.filter((l) => l.includes('"message":"joined consumer group"')).at(-1);
-  if (line === undefined) return [];
-  const { assignment } = JSON.parse(line) as { assignment?: { partitions: number[] }[] };
-  return (assignment ?? []).flatMap((a) => a.partitions);
-}
+before(() => fleet.start());
+after(() => fleet.stop());
 
 /** Notes published per wave in the scaling scenario (four waves). */
 const WAVE = 300;
 const SCALE_NOTES = 4 * WAVE;
 
 async function scalingScenario(name: string, delivery: 'exactly-once' | 'at-least-once', ctx: { diagnostic(message: string): void }): Promise<void> {
-  const t = await topicsFor(name, 3);
-  const out = new TopicCollector(kafka, t.output);
-  const dead = new TopicCollector(kafka, t.deadLetter);
+  const t = await fleet.topicsFor(name, 3);
+  const out = new TopicCollector(fleet.kafka, t.output);
+  const dead = new TopicCollector(fleet.kafka, t.deadLetter);
   await Promise.all([out.start(), dead.start()]);
   // One stable client and transactional id per slot, as a StatefulSet pod keeps its name.
   const slot = (i: number) =>
-    stageConfig(name, t, { delivery, clientId: `${name}-slot-${i}`, ...(delivery === 'exactly-once' ? { transactionalId: `${name}-slot-${i}`, transactionTimeoutMs: 10_000 } : {}) });
+    fleet.stageConfig(name, t, { delivery, clientId: `${name}-slot-${i}`, ...(delivery === 'exactly-once' ? { transactionalId: `${name}-slot-${i}`, transactionTimeoutMs: 10_000 } : {}) });
   const stages: Record<string, StageProcess> = {};
   const produced = (s: StageProcess) => s.counter('cuilink_stream_produced_total');
   try {
-    const sent = await publishNotes(t.input, `${name}-w0`, WAVE);
+    const sent = await fleet.publishNotes(t.input, `${name}-w0`, WAVE);
     // 1 instance.
-    const s0 = (stages.s0 = startStage(`${name}-0`, slot(0)));
-    await until(async () => (await produced(s0)) >= 20, 120_000, () => `slot 0 to produce:\n${logsOf(stages)}`);
+    const s0 = (stages.s0 = fleet.startStage(`${name}-0`, slot(0)));
+    await fleet.until(async () => (await produced(s0)) >= 20, 120_000, () => `slot 0 to produce:\n${logsOf(stages)}`);
     // 1 → 3.
-    const s1 = (stages.s1 = startStage(`${name}-1`, slot(1)));
-    const s2 = (stages.s2 = startStage(`${name}-2`, slot(2)));
+    const s1 = (stages.s1 = fleet.startStage(`${name}-1`, slot(1)));
+    const s2 = (stages.s2 = fleet.startStage(`${name}-2`, slot(2)));
     // Slot 0 alone may finish the first wave while the others load: the next wave waits for all three to own partitions.
-    await until(() => [s0, s1, s2].every((s) => assignedPartitions(s).length === 1), 120_000, () => `one partition each:\n${logsOf(stages)}`);
-    sent.push(...(await publishNotes(t.input, `${name}-w1`, WAVE)));
-    await until(async () => (await produced(s1)) > 0 && (await produced(s2)) > 0, 60_000, () => `slots 1 and 2 to produce:\n${logsOf(stages)}`);
+    await fleet.until(() => [s0, s1, s2].every((s) => assignedPartitions(s).length === 1), 120_000, () => `one partition each:\n${logsOf(stages)}`);
+    sent.push(...(await fleet.publishNotes(t.input, `${name}-w1`, WAVE)));
+    await fleet.until(async () => (await produced(s1)) > 0 && (await produced(s2)) > 0, 60_000, () => `slots 1 and 2 to produce:\n${logsOf(stages)}`);
     // 3 → 2: slot 2 dies mid-stream (in exactly-once its open transaction is aborted by the broker on its timeout).
     const before2 = await produced(s2);
-    sent.push(...(await publishNotes(t.input, `${name}-w2`, WAVE)));
-    await until(async () => (await produced(s2)) > before2, 60_000, () => `slot 2 to be mid-stream:\n${logsOf(stages)}`);
+    sent.push(...(await fleet.publishNotes(t.input, `${name}-w2`, WAVE)));
+    await fleet.until(async () => (await produced(s2)) > before2, 60_000, () => `slot 2 to be mid-stream:\n${logsOf(stages)}`);
     s2.kill('SIGKILL');
     assert.equal(await s2.exited, null, 'slot 2 killed by the signal');
     ctx.diagnostic(`slot 2 killed with ${out.keys().size} of ${sent.length} notes visible`);
-    sent.push(...(await publishNotes(t.input, `${name}-w3`, WAVE)));
+    sent.push(...(await fleet.publishNotes(t.input, `${name}-w3`, WAVE)));
     // 2 → 1: slot 1 drains and leaves once it owns partitions again.
-    await until(async () => assignedPartitions(s1).length > 0 && (await produced(s1)) > 0, 60_000, () => `slot 1 to own partitions:\n${logsOf(stages)}`);
+    await fleet.until(async () => assignedPartitions(s1).length > 0 && (await produced(s1)) > 0, 60_000, () => `slot 1 to own partitions:\n${logsOf(stages)}`);
     s1.kill('SIGTERM');
     assert.equal(await exitWithin(s1, 40_000), 0, `slot 1 drains and exits 0:\n${logsOf(stages)}`);
     ctx.diagnostic(`slot 1 stopped with ${out.keys().size} of ${sent.length} notes visible`);
-    await until(() => sent.every((id) => out.keys().has(id)), 150_000, () => `every note in the output (${delivery}):\n${logsOf(stages)}`);
+    await fleet.until(() => sent.every((id) => out.keys().has(id)), 150_000, () => `every note in the output (${delivery}):\n${logsOf(stages)}`);
     s0.kill('SIGTERM');
     assert.equal(await exitWithin(s0, 40_000), 0, `slot 0 drains and exits 0:\n${logsOf(stages)}`);
     await new Promise((r) => setTimeout(r, 1500));
@@ -233,7 +82,7 @@ test(`scaling 1 → 3 → 2 → 1 under load (${SCALE_NOTES} notes, 3 partitions
 
 /** A copy of the index that names the broken model as its own, so the stage opens it and links with it. */
 function indexForModel(modelDir: string, dir: string): string {
-  cpSync(indexDir, dir, { recursive: true });
+  cpSync(fleet.indexDir, dir, { recursive: true });
   const manifestFile = join(dir, 'manifest.json');
   const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as { model: { path: string; sha256: string } };
   manifest.model.path = modelDir;
@@ -243,16 +92,16 @@ function indexForModel(modelDir: string, dir: string): string {
 }
 
 test('a model that throws on every call, over a real broker: nothing dead-lettered, nothing committed, the stage exits non-zero or stays unready', async (ctx) => {
-  const t = await topicsFor('broken-model', 2);
-  const modelDir = writeBrokenBiEncoder(join(root, 'broken-model'));
-  const brokenIndex = indexForModel(modelDir, join(root, 'broken-index'));
-  const out = new TopicCollector(kafka, t.output);
-  const dead = new TopicCollector(kafka, t.deadLetter);
+  const t = await fleet.topicsFor('broken-model', 2);
+  const modelDir = writeBrokenBiEncoder(join(fleet.root, 'broken-model'));
+  const brokenIndex = indexForModel(modelDir, join(fleet.root, 'broken-index'));
+  const out = new TopicCollector(fleet.kafka, t.output);
+  const dead = new TopicCollector(fleet.kafka, t.deadLetter);
   await Promise.all([out.start(), dead.start()]);
   const stages: Record<string, StageProcess> = {};
   try {
-    await publishNotes(t.input, 'broken', 30);
-    const stage = (stages.broken = startStage('broken-model', stageConfig('broken-model', t, {
+    await fleet.publishNotes(t.input, 'broken', 30);
+    const stage = (stages.broken = fleet.startStage('broken-model', fleet.stageConfig('broken-model', t, {
       linker: { indexDir: brokenIndex, modelDir, threads: 1, rerankerDir: false, provider: 'cpu' },
       link: { cache: { maxEntries: 0 }, exactVectors: false },
       retry: { maxAttempts: 2, initialBackoffMs: 50, maxBackoffMs: 200 },
@@ -294,7 +143,7 @@ test('a model that throws on every call, over a real broker: nothing dead-letter
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(dead.records.length, 0, `nothing dead-lettered:\n${logsOf(stages, 30)}`);
     assert.equal(out.records.length, 0, 'nothing linked');
-    const offsets = await committed('broken-model-group', t.input);
+    const offsets = await fleet.committed('broken-model-group', t.input);
     assert.ok(offsets.every((p) => p.offset <= 0), `nothing committed: ${JSON.stringify(offsets)}`);
   } finally {
     await out.stop();

@@ -3,6 +3,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { InputError } from '../../kb/errors.ts';
+import { asBool, asString, setPath, type EnvVar } from '../env-vars.ts';
 import type { SchemaRegistryOptions } from './confluent-avro-codec.ts';
 
 /**
@@ -70,12 +71,8 @@ export const schemaRegistrySectionSchema = z
 
 export type SchemaRegistrySection = z.output<typeof schemaRegistrySectionSchema>;
 
-type EnvParser = (value: string) => unknown;
-const asString: EnvParser = (v) => v;
-const asBool: EnvParser = (v) => (/^(1|true|yes|on)$/i.test(v) ? true : /^(0|false|no|off)$/i.test(v) ? false : v);
-
 /** Environment variable → path under `schemaRegistry`. */
-export const SCHEMA_REGISTRY_ENV_VARS: [string, string[], EnvParser][] = [
+export const SCHEMA_REGISTRY_ENV_VARS: EnvVar[] = [
   ['CUILINK_SCHEMA_REGISTRY_URL', ['url'], asString],
   ['CUILINK_SCHEMA_REGISTRY_USERNAME', ['auth', 'basic', 'username'], asString],
   ['CUILINK_SCHEMA_REGISTRY_PASSWORD', ['auth', 'basic', 'password'], asString],
@@ -160,16 +157,6 @@ export function resolveSchemaRegistry(section: SchemaRegistrySection, prefix = '
     options.tls = resolved;
   }
   return options;
-}
-
-function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
-  let node = target;
-  for (const key of path.slice(0, -1)) {
-    const next = node[key];
-    if (typeof next !== 'object' || next === null || Array.isArray(next)) node[key] = {};
-    node = node[key] as Record<string, unknown>;
-  }
-  node[path[path.length - 1]!] = value;
 }
 
 /**

@@ -7,6 +7,7 @@ import { annotateExport } from '../../../src/cli/commands/annotate-export.ts';
 import { annotateImport } from '../../../src/cli/commands/annotate-import.ts';
 import { LABELING_CONFIG } from '../../../src/eval/annotation/labeling-config.ts';
 import { labelledMentionsFromJsonl } from '../../../src/eval/memory-sources.ts';
+import { capture } from '../../support/capture-console.ts';
 
 const REQUESTS = 'test/fixtures/label-studio/label-requests.jsonl';
 const CORPUS = 'test/fixtures/eval/sample.PubTator';
@@ -14,20 +15,6 @@ const INDEX = 'test/fixtures/eval/index';
 let dir: string;
 let tasks: string;
 let plainTasks: string;
-
-async function capture(fn: () => Promise<number>): Promise<{ code: number; out: string[]; err: string[] }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const [log, error] = [console.log, console.error];
-  console.log = (...args: unknown[]) => void out.push(args.join(' '));
-  console.error = (...args: unknown[]) => void err.push(args.join(' '));
-  try {
-    return { code: await fn(), out, err };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
 
 const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
 
