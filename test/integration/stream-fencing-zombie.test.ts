@@ -4,7 +4,7 @@ import { TopicCollector, waitFor } from '../support/stream-fixtures.ts';
 import { StageProcess } from '../support/stage-process.ts';
 import { assignedPartitions, exitWithin, logsOf, StageFleet, tally } from '../support/stage-fleet.ts';
 
-// Issue #27 (FAILING, kept out of the commit: see the report): the zombie-fencing part of stream-fencing.test.ts.
+// Issue #27: the zombie-fencing part of the fencing tests (stream-fencing.test.ts has scaling and the broken model).
 // Issue #27: fencing of a stalled instance by one that takes its transactional id, scaling under
 // load with SIGTERM and SIGKILL, and a model that fails every run, all with real stage processes
 // (`cuilink run --config`) on a real broker, over the small phenotype index.
