@@ -4,10 +4,9 @@ import { TopicCollector, waitFor } from '../support/stream-fixtures.ts';
 import { StageProcess } from '../support/stage-process.ts';
 import { assignedPartitions, exitWithin, logsOf, StageFleet, tally } from '../support/stage-fleet.ts';
 
-// Issue #27: the zombie-fencing part of the fencing tests (stream-fencing.test.ts has scaling and the broken model).
-// Issue #27: fencing of a stalled instance by one that takes its transactional id, scaling under
-// load with SIGTERM and SIGKILL, and a model that fails every run, all with real stage processes
-// (`cuilink run --config`) on a real broker, over the small phenotype index.
+// Issue #27: fencing of a stalled instance by one that takes its transactional id, with real stage
+// processes (`cuilink run --config`) on a real broker, over the small phenotype index
+// (stream-fencing.test.ts has scaling under load and the model that fails every run).
 // CUILINK_TEST_LOG_DIR=<dir> keeps every stage process's log lines there (one file per process).
 const fleet = new StageFleet('fencing');
 
