@@ -22,7 +22,11 @@ test('zombie fencing: a stage stalled (SIGSTOP) past its session timeout is fenc
   await Promise.all([out.start(), dead.start()]);
   const stages: Record<string, StageProcess> = {};
   try {
-    const sent = await fleet.publishNotes(t.input, 'fence', 300);
+    // Three waves, so that each instance surely has work whatever the machine's speed: A the first
+    // (it may finish it before it is stopped), B the second (published while A is stopped), and the
+    // third, published once A is awake again, reaches whichever partitions A takes back when it
+    // rejoins, so the zombie has to try a transaction with its fenced producer.
+    const sent = await fleet.publishNotes(t.input, 'fence-w1', 150);
     const a = (stages.a = fleet.startStage('fence-a', fleet.stageConfig('fence', t, { ...shared, clientId: 'fence-a' })));
     await a.untilLogged('joined consumer group', 120_000);
     await waitFor(async () => (await a.counter('cuilink_stream_produced_total')) >= 20, 120_000, 'A to produce its first outputs');
@@ -30,6 +34,7 @@ test('zombie fencing: a stage stalled (SIGSTOP) past its session timeout is fenc
     const stoppedAt = Date.now();
     const producedByA = out.keys().size;
     ctx.diagnostic(`A stopped after ~${producedByA} of ${sent.length} notes visible`);
+    sent.push(...(await fleet.publishNotes(t.input, 'fence-w2', 150)));
 
     const b = (stages.b = fleet.startStage('fence-b', fleet.stageConfig('fence', t, { ...shared, clientId: 'fence-b' })));
     // B fences A's producer when it connects (InitProducerId on the shared id), then takes every partition once A's session expired.
@@ -38,6 +43,7 @@ test('zombie fencing: a stage stalled (SIGSTOP) past its session timeout is fenc
     // Past A's session timeout (6 s) with a margin, whenever B got there.
     await waitFor(() => Date.now() - stoppedAt > 8000, 10_000, 'A stopped past its session timeout');
     a.kill('SIGCONT');
+    sent.push(...(await fleet.publishNotes(t.input, 'fence-w3', 60)));
 
     // The zombie wakes: whatever it had in flight must not reach read_committed readers.
     await fleet.until(() => sent.every((id) => out.keys().has(id)), 150_000, () => `every note in the output:\n${logsOf(stages)}`);
