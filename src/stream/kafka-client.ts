@@ -106,7 +106,13 @@ export function createKafkaClient(config: KafkaConnectionConfig, sink: KafkaLogS
   if (security.tls !== undefined) base.tls = security.tls;
   if (security.sasl !== undefined) base.sasl = security.sasl;
   if (valid.retry?.retries !== undefined) base.retries = valid.retry.retries;
-  if (valid.retry?.initialRetryTime !== undefined) base.retryDelay = valid.retry.initialRetryTime;
+  const { initialRetryTime, maxRetryTime } = valid.retry ?? {};
+  if (initialRetryTime !== undefined || maxRetryTime !== undefined) {
+    // Exponential from initialRetryTime, capped at maxRetryTime (the library's own default is a flat 1 s).
+    const initial = initialRetryTime ?? 1000;
+    const ceiling = maxRetryTime ?? Number.POSITIVE_INFINITY;
+    base.retryDelay = (_client, _operation, attempt) => Math.min(ceiling, initial * 2 ** (attempt - 1));
+  }
   const reported = new Map<string, number>();
   const onBrokerFailed = (broker: string): void => {
     if (LEVEL_RANK[valid.logLevel] < LEVEL_RANK.warn) return;

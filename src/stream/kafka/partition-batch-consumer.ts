@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, Message, MessagesStream } from '@platformatic/kafka';
 import type { ConsumerJoin, ConsumerOptions, ConsumerRunOptions, GroupMembership, InboundRecord, InputCommit, KafkaConsumerClient } from './client-types.ts';
 import { asKafkaError, kafkaCall } from './kafka-errors.ts';
+import { CuilinkError } from '../../kb/errors.ts';
 import { closeConsumer, membershipOf, toInboundRecord } from './platformatic-client.ts';
 
 export type LibraryConsumer = Consumer;
@@ -91,7 +92,7 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
     for (const c of commits) {
       // The library would rejoin and commit under the new generation; a commit read under an older one must be refused instead.
       if (c.membership.generationId !== consumer.generationId || c.membership.memberId !== consumer.memberId) {
-        throw asKafkaError(Object.assign(new Error(`records of ${c.topic}/${c.partition} were read under generation ${c.membership.generationId}; the group is at ${consumer.generationId}`), { apiId: 'ILLEGAL_GENERATION' }), 'commit offsets');
+        throw new CuilinkError('KAFKA_ILLEGAL_GENERATION', `commit offsets: records of ${c.topic}/${c.partition} were read under generation ${c.membership.generationId}; the group is at ${consumer.generationId}`);
       }
     }
     await kafkaCall('commit offsets', () => consumer.commit({ offsets: commits.map((c) => ({ topic: c.topic, partition: c.partition, offset: BigInt(c.offset), leaderEpoch: -1 })) }));
