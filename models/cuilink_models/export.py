@@ -367,6 +367,8 @@ def main(argv=None):
     ap.add_argument("--id", required=True)
     ap.add_argument("--pooling", choices=["mean", "cls"], default="mean")
     ap.add_argument("--max-length", type=int, default=None)
+    ap.add_argument("--query-mode", choices=["mention", "context"], default="mention",
+                    help="manifest query.mode: context = the mention between markers in --context-chars of note a side")
     ap.add_argument("--context-chars", type=int, default=64)
     ap.add_argument("--no-semantic-type", action="store_true")
     ap.add_argument("--training-json", help="JSON file merged into manifest.training")
@@ -381,6 +383,7 @@ def main(argv=None):
         a.id,
         pooling=a.pooling,
         max_length=max_length,
+        query_mode=a.query_mode,
         context_chars=a.context_chars,
         include_semantic_type=not a.no_semantic_type,
         training=read_json(a.training_json) if a.training_json else None,

@@ -94,9 +94,11 @@ REQUIRED = ["schemaVersion", "id", "kind", "base", "files", "tokenizer", "maxLen
 
 def _shipped():
     out = []
-    # crossencoder-fast: the opt-in distilled reranker (MODEL_CARD.md, "Distilled cross-encoder").
+    # crossencoder-fast: the opt-in distilled reranker (MODEL_CARD.md, "Distilled cross-encoder");
+    # crossencoder-context: the opt-in context-reading reranker (MODEL_CARD.md, "Context cross-encoder").
     for sub, fixture in [("biencoder", "reference_biencoder.json"), ("crossencoder", "reference_crossencoder.json"),
-                         ("crossencoder-fast", "reference_crossencoder_fast.json")]:
+                         ("crossencoder-fast", "reference_crossencoder_fast.json"),
+                         ("crossencoder-context", "reference_crossencoder_context.json")]:
         if (DEFAULT / sub / "manifest.json").exists():
             out.append(pytest.param(sub, fixture, id=sub))
     return out

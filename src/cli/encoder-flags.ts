@@ -16,7 +16,7 @@ export const ENCODER_FLAG_OPTIONS = {
 export const ENCODER_FLAGS_HELP = `  --provider P          auto|cuda|cpu (default auto: CUDA when its provider loads, else CPU, logged)
   --device-id N         CUDA device (default 0)
   --threads N           intra-op threads per ONNX session (default: cores, at most 4; half each
-                        when both context-free int8 models run side by side, as by default)
+                        when both int8 models run side by side, as by default)
   --precision P         int8|fp16|fp32 model file (default int8 on the CPU, fp16 on CUDA)`;
 
 export function encoderRequest(values: { provider?: string; 'device-id'?: string; threads?: string; precision?: string }): { provider: ProviderChoice; deviceId: number; threads: number | undefined; precision: Precision | undefined } {

@@ -99,3 +99,18 @@ export function summarizeMisses(misses: readonly MissRecord[]): { errorClass: Er
   }
   return [...counts.entries()].map(([errorClass, c]) => ({ errorClass, ...c })).sort((a, b) => b.count - a.count || a.errorClass.localeCompare(b.errorClass));
 }
+
+/** Per error class, the misses of A that B gets right (`fixed`, A's class) and B's new misses (`broken`, B's class). */
+export function missChanges(a: readonly Pick<MissRecord, 'noteId' | 'mentionId' | 'errorClass'>[], b: readonly Pick<MissRecord, 'noteId' | 'mentionId' | 'errorClass'>[]): { errorClass: ErrorClass; fixed: number; broken: number; stillMissed: number }[] {
+  const keyOf = (m: Pick<MissRecord, 'noteId' | 'mentionId'>) => mentionKey(m.noteId, m.mentionId);
+  const inB = new Set(b.map(keyOf));
+  const inA = new Set(a.map(keyOf));
+  const rows = new Map<ErrorClass, { fixed: number; broken: number; stillMissed: number }>();
+  const row = (c: ErrorClass) => rows.get(c) ?? rows.set(c, { fixed: 0, broken: 0, stillMissed: 0 }).get(c)!;
+  for (const m of a) {
+    if (inB.has(keyOf(m))) row(m.errorClass).stillMissed++;
+    else row(m.errorClass).fixed++;
+  }
+  for (const m of b) if (!inA.has(keyOf(m))) row(m.errorClass).broken++;
+  return [...rows.entries()].map(([errorClass, r]) => ({ errorClass, ...r })).sort((x, y) => y.fixed + y.broken - (x.fixed + x.broken) || x.errorClass.localeCompare(y.errorClass));
+}

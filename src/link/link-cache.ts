@@ -10,6 +10,8 @@ export interface CachedLink {
   readonly memoryDecided?: boolean;
   readonly memorySupport?: number;
   readonly memoryConcept?: unknown;
+  /** The state before a context-reading cross-encoder: the finished link is keyed by the window too (link-memo.ts). */
+  readonly awaitsRerank?: boolean;
 }
 
 export interface LinkCacheLimits {
@@ -27,6 +29,8 @@ export interface LinkCacheStats {
   bytes: number;
   /** hits / (hits + misses); 0 before the first lookup. */
   hitRatio: number;
+  /** Mentions whose retrieval came from the cache and only the context-reading reranker ran. */
+  rerankOnly: number;
 }
 
 // Rough V8 sizes: a string costs ~2 bytes a character plus a header; a hit object ~48 bytes.
@@ -38,8 +42,8 @@ function sizeOf(key: string, value: CachedLink): number {
 }
 
 /**
- * A bounded LRU of finished mention links, keyed by everything a context-free link depends on
- * (src/link/link-cache-key.ts builds the keys). Bounded by entries and by estimated bytes; the
+ * A bounded LRU of finished mention links, keyed by everything a link depends on
+ * (src/link/link-memo.ts builds the keys). Bounded by entries and by estimated bytes; the
  * least recently used entry goes first. Counters are OpenTelemetry instruments
  * (`cuilink.link.cache.*`) and plain numbers for benchmarks. Keys hold mention text, so nothing
  * here ever logs or labels a key.
@@ -48,7 +52,7 @@ export class LinkCache {
   readonly limits: LinkCacheLimits;
   private readonly map = new Map<string, CachedLink>();
   private bytes = 0;
-  private readonly counts = { hits: 0, misses: 0, evictions: 0 };
+  private readonly counts = { hits: 0, misses: 0, evictions: 0, rerankOnly: 0 };
   private readonly hitCounter: Counter;
   private readonly missCounter: Counter;
   private readonly evictionCounter: Counter;
@@ -67,19 +71,26 @@ export class LinkCache {
     return this.limits.maxEntries > 0 && this.limits.maxBytes > 0;
   }
 
-  get(key: string): CachedLink | undefined {
+  /** `count` false: a first-stage probe of a two-stage lookup, counted by `countLookup` once decided. */
+  get(key: string, count = true): CachedLink | undefined {
     const value = this.map.get(key);
-    if (value === undefined) {
-      this.counts.misses++;
-      this.missCounter.add(1);
-      return undefined;
-    }
+    if (count) this.countLookup(value !== undefined);
+    if (value === undefined) return undefined;
     // Re-insert: a Map iterates in insertion order, so the first key is the least recently used.
     this.map.delete(key);
     this.map.set(key, value);
-    this.counts.hits++;
-    this.hitCounter.add(1);
     return value;
+  }
+
+  /** One mention looked up: a hit (answered without a model) or a miss. */
+  countLookup(hit: boolean): void {
+    if (hit) {
+      this.counts.hits++;
+      this.hitCounter.add(1);
+    } else {
+      this.counts.misses++;
+      this.missCounter.add(1);
+    }
   }
 
   set(key: string, value: CachedLink): void {
@@ -111,6 +122,11 @@ export class LinkCache {
     if (n === 0) return;
     this.counts.hits += n;
     this.hitCounter.add(n);
+  }
+
+  /** Counts mentions linked from a cached retrieval by the reranker alone. */
+  countPartial(n: number): void {
+    this.counts.rerankOnly += n;
   }
 
   /** Drops every entry (counters keep counting). */

@@ -27,8 +27,12 @@ export const linkConfigSchema = z
     efSearch: z.number().int().min(1).max(10000).optional(),
     rerank: z
       .object({
-        /** `ambiguous`: only mentions whose top-1 is not a unique exact match and whose top-1/top-2 margin is small. */
-        policy: z.enum(['always', 'ambiguous', 'never']).default('ambiguous'),
+        /**
+         * `ambiguous`: only mentions whose top-1 is not a unique exact match and whose top-1/top-2
+         * margin is small. `inexact`: every mention but a unique true exact name match (fuzzy
+         * lookups, abbreviations and dense hits alike).
+         */
+        policy: z.enum(['always', 'inexact', 'ambiguous', 'never']).default('ambiguous'),
         /**
          * Candidates the cross-encoder scores. With the margin, chosen on the tune split's
          * candidates {2, 3, 5} × margin {0.02, 0.05, 0.1} grid (bench/results/accuracy-tuning.json,
@@ -44,7 +48,8 @@ export const linkConfigSchema = z
         weight: z.number().min(0).max(1).default(0.3),
         /**
          * Score only the candidates that can still come first (src/link/rerank-pruning.ts): same
-         * top-1, fewer cross-encoder pairs. Context-free models only (their pair scores are pure).
+         * top-1, fewer cross-encoder pairs (pair scores are pure: each pair alone with int8, rows that
+         * do not interact with fp16/fp32).
          */
         prune: z.boolean().default(true),
       })
@@ -100,8 +105,8 @@ export const linkConfigSchema = z
      */
     exactVectors: z.boolean().default(true),
     /**
-     * The link cache (src/link/link-cache.ts), used when both models are context-free: finished
-     * mention links by (query, label, versions, config). Sizes only; they never change a link.
+     * The link cache (src/link/link-cache.ts): finished mention links by (query, context window of
+     * a model that reads one, label, versions, config). Sizes only; they never change a link.
      */
     cache: z
       .object({

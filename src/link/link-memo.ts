@@ -26,6 +26,8 @@ export interface MemoWork {
   expandedFrom: string | null;
   /** The texts the exact and loose name lookups read (an expanded short form first): part of the key. */
   exactTexts: readonly string[];
+  /** What else of the note a model reads (the cross-encoder's context window), '' for context-free models: part of the key. */
+  contextKey: string;
   hits: ConceptHit[];
   scores: number[];
   reranked: boolean;
@@ -33,19 +35,24 @@ export interface MemoWork {
   memoryDecided: boolean;
   memorySupport: number;
   memoryConcept?: unknown;
+  /** Hits and scores as they were before the cross-encoder reordered them (set by the linker when it reranks). */
+  beforeRerank?: { hits: ConceptHit[]; scores: number[] };
 }
 
 export interface MemoPass<T> {
   /** Mentions the models must link: neither cached nor a repeat of another in this call. */
   todo: T[];
+  /** Mentions whose state before reranking came from the cache: only the reranker must run (`partial`). */
+  rerankOnly: T[];
   /** Stores the linked `todo` mentions and copies them to their repeats. */
   finish(): void;
 }
 
 /**
- * Puts a LinkCache in front of the linker for context-free models. A key is the scope (a hash of
+ * Puts a LinkCache in front of the linker. A key is the scope (a hash of
  * every field of the linker's versions object, the link config's hash and any extra key parts,
- * e.g. a memory version) plus the NER label, the query the models see and, for an expanded
+ * e.g. a memory version) plus the NER label, the query the models see, what else of the note a
+ * model reads (a context-reading cross-encoder's window) and, for an expanded
  * abbreviation or composite, the texts the name lookups read (they can differ from the query). The scope is recomputed on
  * every call, so a versions object that changes (an index, model or memory swap) can never be
  * answered from entries made under the old one. Repeats within one call are linked once.
@@ -71,33 +78,62 @@ export class LinkMemo {
     this.cache.clear();
   }
 
-  /** `keep`: candidates stored per mention (the linker's topK: it never reads past them). */
-  begin<T extends MemoWork>(work: T[], versions: Readonly<Record<string, string>>, keep = Infinity): MemoPass<T> {
-    if (!this.cache.enabled) return { todo: work, finish: () => {} };
+  /**
+   * `keep`: candidates stored per finished mention (the linker's topK: it never reads past them).
+   * `partial`: a mention whose cross-encoder reads context is cached in two stages. Under the
+   * mention's own key, either its finished link (it was not reranked: the window cannot change it)
+   * or its state before reranking (`awaitsRerank`); under that key plus the window, the finished
+   * link. A mention seen before in another window then skips encoding and retrieval: `rerankOnly`.
+   * Off while a memory is served (its tie-break reads votes the cache does not keep).
+   */
+  begin<T extends MemoWork>(work: T[], versions: Readonly<Record<string, string>>, keep = Infinity, partial = false): MemoPass<T> {
+    if (!this.cache.enabled) return { todo: work, rerankOnly: [], finish: () => {} };
     const scope = this.scope(versions);
     const todo: T[] = [];
-    const leaders = new Map<string, T>();
+    const rerankOnly: T[] = [];
+    const leaders = new Map<string, { w: T; mentionKey: string }>();
     const repeats: [T, T][] = [];
     for (const w of work) {
-      const key = `${scope}\u0000${w.mention.label}\u0000${w.query}\u0000${w.exactTexts.join('\u0001')}`;
+      const mentionKey = `${scope}\u0000${w.mention.label}\u0000${w.query}\u0000${w.exactTexts.join('\u0001')}`;
+      const key = `${mentionKey}\u0000${w.contextKey}`;
       const leader = leaders.get(key);
       if (leader !== undefined) {
-        repeats.push([w, leader]);
+        repeats.push([w, leader.w]);
         continue;
       }
-      const cached = this.cache.get(key);
-      if (cached !== undefined) {
+      const staged = partial && w.contextKey !== '';
+      const cached = staged ? this.cache.get(mentionKey, false) : this.cache.get(key);
+      const done = cached?.awaitsRerank ? this.cache.get(key, false) : cached;
+      if (staged) this.cache.countLookup(done !== undefined);
+      if (done !== undefined) {
+        fill(w, done);
+        continue;
+      }
+      if (cached?.awaitsRerank) {
         fill(w, cached);
-        continue;
+        rerankOnly.push(w);
+      } else {
+        todo.push(w);
       }
-      leaders.set(key, w);
-      todo.push(w);
+      leaders.set(key, { w, mentionKey });
     }
     this.cache.countRepeats(repeats.length);
+    this.cache.countPartial(rerankOnly.length);
+    const finished = (w: T): CachedLink => ({ hits: w.hits.slice(0, keep), scores: w.scores.slice(0, keep), reranked: w.reranked, memoryDecided: w.memoryDecided, memorySupport: w.memorySupport, memoryConcept: w.memoryConcept });
     return {
       todo,
+      rerankOnly,
       finish: () => {
-        for (const [key, w] of leaders) this.cache.set(key, { hits: w.hits.slice(0, keep), scores: w.scores.slice(0, keep), reranked: w.reranked, memoryDecided: w.memoryDecided, memorySupport: w.memorySupport, memoryConcept: w.memoryConcept });
+        for (const [key, { w, mentionKey }] of leaders) {
+          const staged = partial && w.contextKey !== '';
+          if (!staged) this.cache.set(key, finished(w));
+          else if (!w.reranked) this.cache.set(mentionKey, finished(w));
+          else {
+            // The whole list before reranking: the reranked top-k can draw on any of it.
+            if (w.beforeRerank) this.cache.set(mentionKey, { ...w.beforeRerank, reranked: false, awaitsRerank: true, memoryDecided: w.memoryDecided, memorySupport: w.memorySupport, memoryConcept: w.memoryConcept });
+            this.cache.set(key, finished(w));
+          }
+        }
         for (const [w, leader] of repeats) fill(w, leader);
       },
     };

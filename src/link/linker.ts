@@ -56,15 +56,21 @@ export interface LinkerParts {
   /** Manifest checksums of the loaded models (what a calibration is fit for). */
   modelChecksums?: { biEncoder: string; crossEncoder: string | null };
   /**
-   * What a model batch may mix (default `note`). `note`: models that read context; a mention must
-   * not depend on other notes. `mention`: context-free models with dynamic int8 quantization, which
-   * scales activations per batch: each mention (each rerank pair when pruning) alone, so a link is
-   * a pure function of its mention. `all`: context-free models without it (fp16/fp32): rows of a
-   * batch do not interact, so every mention of the call shares batches.
+   * What a model batch may mix (default `note`). `note`: mentions of one note together (a mention
+   * must not depend on other notes). `mention`: models with dynamic int8 quantization, which scales
+   * activations per batch: each mention (each rerank pair when pruning) alone, so a link is a pure
+   * function of what its models read (its text, and its context window for a model that reads
+   * one). `all`: models without it (fp16/fp32): rows of a batch do not interact, so every mention
+   * of the call shares batches.
    */
   batchScope?: BatchScope;
-  /** The link cache in front of retrieval and reranking (context-free models only). */
+  /** The link cache in front of retrieval and reranking. */
   memo?: LinkMemo;
+  /**
+   * The cross-encoder reads the note around the mention (its manifest's context window): the
+   * rerank query, context included, is then part of a mention's cache key.
+   */
+  rerankReadsContext?: boolean;
   /** Stored vectors of exact KB names, used instead of encoding (config.exactVectors). */
   exactVectors?: ExactNameVectors;
   /** The labelled-mention memory now being served (memory-watcher.ts swaps it); each batch reads it once. */
@@ -85,6 +91,12 @@ interface MentionWork {
   /** Inventory senses of an undefined short form. */
   senses: readonly string[];
   query: string;
+  /** What the cross-encoder reads for the mention ('' without one). */
+  rerankQuery: string;
+  /** The rerank query when the cross-encoder reads context, else '': the link cache's key part. */
+  contextKey: string;
+  /** Hits and scores before reranking, kept for the link cache's two stages (link-memo.ts). */
+  beforeRerank?: { hits: ConceptHit[]; scores: number[] };
   hits: ConceptHit[];
   scores: number[];
   reranked: boolean;
@@ -148,11 +160,17 @@ export class Linker implements LinkingCore {
         const memoryVersion = memory?.version ?? null;
         const work = this.prepare(notes);
         span.setAttribute('cuilink.mentions', work.length);
-        const pass = this.parts.memo?.begin(work, { ...this.parts.versions, memoryVersion: memoryVersion ?? '' }, this.parts.config.topK);
+        const partial = this.parts.rerankReadsContext === true && memory === undefined;
+        const pass = this.parts.memo?.begin(work, { ...this.parts.versions, memoryVersion: memoryVersion ?? '' }, this.parts.config.topK, partial);
         const todo = pass?.todo ?? work;
+        const rerankOnly = pass?.rerankOnly ?? [];
         span.setAttribute('cuilink.mentions.linked', todo.length);
-        if ((this.parts.batchScope ?? 'note') === 'mention') await this.linkEachAlone(notes, todo, memory);
-        else await this.linkInPhases(notes, todo, memory);
+        span.setAttribute('cuilink.mentions.rerank_only', rerankOnly.length);
+        if ((this.parts.batchScope ?? 'note') === 'mention') await Promise.all([this.linkEachAlone(todo, memory), ...rerankOnly.map((w) => this.rerank([w]))]);
+        else {
+          await this.linkInPhases(todo, memory);
+          if (rerankOnly.length > 0) await withSpan('cuilink.rerank', { 'cuilink.mentions': rerankOnly.length }, () => this.rerank(rerankOnly));
+        }
         pass?.finish();
         return this.assemble(notes, work, memoryVersion);
       } finally {
@@ -176,7 +194,7 @@ export class Linker implements LinkingCore {
     if (this.parts.reranker && concept) await this.parts.reranker.rerank([{ query: this.parts.rerankQuery(text, mention), candidates: [concept] }]);
   }
 
-  /** The link cache's counters; undefined when the cache is off or bypassed (context-reading models). */
+  /** The link cache's counters; undefined when the cache is off. */
   cacheStats(): LinkCacheStats | undefined {
     return this.parts.memo?.cache.stats();
   }
@@ -192,10 +210,10 @@ export class Linker implements LinkingCore {
   }
 
   /** Every mention through each stage together: the models batch across mentions (and notes, as the scope allows). */
-  private async linkInPhases(notes: NoteInput[], todo: MentionWork[], memory: MemoryEvidence | undefined): Promise<void> {
+  private async linkInPhases(todo: MentionWork[], memory: MemoryEvidence | undefined): Promise<void> {
     await this.retrieve(todo, withSpan);
     if (memory) for (const w of todo) memory.decide(w, this.allowFor(w.mention.label));
-    await withSpan('cuilink.rerank', { 'cuilink.mentions': todo.length }, () => this.rerank(notes, todo));
+    await withSpan('cuilink.rerank', { 'cuilink.mentions': todo.length }, () => this.rerank(todo));
     if (memory) for (const w of todo) memory.tieBreak(w);
   }
 
@@ -205,7 +223,7 @@ export class Linker implements LinkingCore {
    * another is encoded and a third reranked (one worker each). Links are those of linkInPhases.
    * The stage spans cover the pipelines' spans and overlap.
    */
-  private async linkEachAlone(notes: NoteInput[], todo: MentionWork[], memory: MemoryEvidence | undefined): Promise<void> {
+  private async linkEachAlone(todo: MentionWork[], memory: MemoryEvidence | undefined): Promise<void> {
     const retrieveSpan = tracer.startSpan('cuilink.retrieve', { attributes: { 'cuilink.queries': todo.length, 'cuilink.pipelined': true } });
     const rerankSpan = tracer.startSpan('cuilink.rerank', { attributes: { 'cuilink.mentions': todo.length, 'cuilink.pipelined': true } });
     let retrieving = todo.length;
@@ -215,7 +233,7 @@ export class Linker implements LinkingCore {
           await this.retrieve([w], untraced);
           if (--retrieving === 0) retrieveSpan.end();
           memory?.decide(w, this.allowFor(w.mention.label));
-          await this.rerank(notes, [w]);
+          await this.rerank([w]);
           memory?.tieBreak(w);
         }),
       );
@@ -226,7 +244,7 @@ export class Linker implements LinkingCore {
   }
 
   private prepare(notes: NoteInput[]): MentionWork[] {
-    const { config, biEncoderQuery, findAbbreviations } = this.parts;
+    const { config, biEncoderQuery, rerankQuery, reranker, rerankReadsContext, findAbbreviations } = this.parts;
     const work: MentionWork[] = [];
     notes.forEach((note, noteIndex) => {
       const abbreviations = config.abbreviations && note.mentions.length > 0 ? findAbbreviations(note.text) : undefined;
@@ -236,6 +254,7 @@ export class Linker implements LinkingCore {
         const expansion = abbreviations ? expandMention(mention, abbreviations, mentionLongForms, config.query.abbreviationsInside) : undefined;
         const expand = expansion?.text;
         const surface = expand ?? mention.text;
+        const rerankText = reranker ? rerankQuery(note.text, mention, expand) : '';
         work.push({
           noteIndex,
           mention,
@@ -245,6 +264,8 @@ export class Linker implements LinkingCore {
           senses: expand === undefined && this.parts.inventory && looksLikeShortForm(mention.text) ? this.parts.inventory.lookup(mention.text) : [],
           // A short form written out inside a longer mention helps the name lookup; the encoder reads the mention as written (tune split).
           query: biEncoderQuery(note.text, mention, expansion?.partial === true ? undefined : expand),
+          rerankQuery: rerankText,
+          contextKey: rerankReadsContext ? rerankText : '',
           hits: [],
           scores: [],
           reranked: false,
@@ -261,7 +282,7 @@ export class Linker implements LinkingCore {
     const vectors = this.storedVectors(work);
     const missing = work.flatMap((w, i) => (vectors[i] === undefined ? [i] : []));
     const encoded = await span('cuilink.encode', { 'cuilink.queries': missing.length }, () =>
-      // Batched per note (or per mention with context-free models): dynamic int8 scales activations
+      // Batched per note (or per mention with int8 models): dynamic int8 scales activations
       // per batch, and a mention's vector must not depend on the other notes of a micro-batch.
       encoder.encode(missing.map((i) => work[i]!.query), this.groups(missing.map((i) => work[i]!))),
     );
@@ -300,19 +321,21 @@ export class Linker implements LinkingCore {
     if (policy === 'never' || w.hits.length < 2 || w.memoryDecided) return false;
     if (policy === 'always') return true;
     const [first, second] = w.hits as [ConceptHit, ConceptHit];
+    // Only a unique true exact name match goes unscored: fuzzy lookups and abbreviations are weighed too.
+    if (policy === 'inexact') return !(first.exact && !second.exact);
     if (first.lexical && !second.lexical) return false;
     return first.score - second.score < margin || (first.lexical && second.lexical);
   }
 
-  private async rerank(notes: NoteInput[], work: MentionWork[]): Promise<void> {
-    const { reranker, config, rerankQuery, index } = this.parts;
+  private async rerank(work: MentionWork[]): Promise<void> {
+    const { reranker, config, index } = this.parts;
     if (!reranker) return;
     const chosen = work.filter((w) => this.needsRerank(w));
     if (chosen.length === 0) return;
     const weight = config.rerank.weight;
     const heads = chosen.map((w) => w.hits.slice(0, config.rerank.candidates));
-    const queries = chosen.map((w) => rerankQuery(notes[w.noteIndex]!.text, w.mention, w.expandedFrom === null ? undefined : w.exactTexts[0]));
-    // Pure pair scores (context-free models) let the candidates that cannot win go unscored.
+    const queries = chosen.map((w) => w.rerankQuery);
+    // Pure pair scores (each pair alone, or rows that do not interact) let the candidates that cannot win go unscored.
     const scope = this.parts.batchScope ?? 'note';
     const prune = scope !== 'note' && config.rerank.prune;
     // With int8, each pair alone when pruning (so the top-1 equals scoring all), else per mention.
@@ -344,7 +367,9 @@ export class Linker implements LinkingCore {
       scoredOf = heads.map((h) => h.map((_, j) => j));
       probabilities = await score(scoredOf);
     }
+    const keepBefore = this.parts.memo !== undefined && this.parts.rerankReadsContext === true;
     chosen.forEach((w, i) => {
+      if (keepBefore) w.beforeRerank = { hits: w.hits.slice(), scores: w.scores.slice() };
       const p = probabilities[i]!;
       // w.scores, not hit.score: the retrieval score after sparse fusion and the hierarchy preference.
       const scored = scoredOf[i]!.map((j, k) => ({ hit: { ...heads[i]![j]!, rerankProbability: p[k]! }, score: weight * p[k]! + (1 - weight) * w.scores[j]! }));

@@ -6,7 +6,7 @@ import { PACKAGE_ROOT } from '../kb/package-root.ts';
 import { BiEncoder } from '../encode/bi-encoder.ts';
 import { CrossEncoder } from '../encode/cross-encoder.ts';
 import type { ProviderChoice } from '../encode/execution-provider.ts';
-import { readModelManifest, type Precision } from '../encode/manifest.ts';
+import type { Precision } from '../encode/manifest.ts';
 import { buildQuery } from '../text/context-window.ts';
 import { findAbbreviationDefinitions } from '../text/abbreviations.ts';
 import { normalizeName } from '../text/normalize.ts';
@@ -89,10 +89,10 @@ export function resolveRecordedModelDir(recorded: string): string {
 
 /**
  * Whether the linker will run each mention through its own pipeline (Linker.linkEachAlone):
- * context-free models in int8 (the CPU default), whose dynamic quantization batches each mention alone.
+ * models in int8 (the CPU default), whose dynamic quantization batches each mention alone.
  */
-function pipelinesMentions(modelDir: string, rerankerDir: string, precision: Precision | undefined): boolean {
-  return (precision ?? 'int8') === 'int8' && isContextFree(readModelManifest(modelDir).query) && isContextFree(readModelManifest(rerankerDir).query);
+function pipelinesMentions(precision: Precision | undefined): boolean {
+  return (precision ?? 'int8') === 'int8';
 }
 
 /**
@@ -116,7 +116,7 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const modelDir = options.modelDir ?? resolveRecordedModelDir(index.manifest.model.path);
   const rerankerDir = options.rerankerDir === undefined ? (existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false) : options.rerankerDir;
   const withCross = rerankerDir !== false && config.rerank.policy !== 'never';
-  const threads = options.threads ?? (withCross && pipelinesMentions(modelDir, rerankerDir, options.precision) ? sideBySideThreads() : undefined);
+  const threads = options.threads ?? (withCross && pipelinesMentions(options.precision) ? sideBySideThreads() : undefined);
   const encoderOptions = { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads, precision: options.precision, log, debug: options.debug };
   const encoder = await BiEncoder.open(modelDir, encoderOptions);
   if (encoder.modelSha256 !== index.manifest.model.sha256) {
@@ -148,8 +148,10 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     for (const d of findAbbreviationDefinitions(text, { initials: config.query.abbreviationsInside })) if (!map.has(d.shortForm)) map.set(d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd });
     return map;
   };
-  // Both models must see only the mention for a mention's link to be a function of its text.
-  const contextFree = isContextFree(encoder.manifest.query) && (cross === undefined || isContextFree(cross.manifest.query));
+  // A model that reads the note puts what it reads into the cache key (the bi-encoder's query
+  // already is the key; a cross-encoder's window is added), so a cached link is always the one
+  // the models would give.
+  const rerankReadsContext = cross !== undefined && !isContextFree(cross.manifest.query);
   const { cache: cacheLimits, ...linkSettings } = config;
   const modelKeyParts = {
     biEncoder: `${encoder.modelSha256}:${encoder.precision}:${encoder.provider}`,
@@ -175,11 +177,13 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     modelChecksums: { biEncoder: encoder.modelSha256, crossEncoder: cross?.modelSha256 ?? null },
     exclude: options.excludeConcepts,
     config,
-    // Dynamic int8 quantization scales activations per batch: context-free int8 models link each
-    // mention alone; fp16/fp32 rows do not interact, so their mentions share batches across notes.
-    batchScope: !contextFree ? 'note' : encoder.precision === 'int8' || cross?.precision === 'int8' ? 'mention' : 'all',
+    // Dynamic int8 quantization scales activations per batch: int8 models link each mention alone
+    // (a link is then a function of what its models read, context included); fp16/fp32 rows do
+    // not interact, so their mentions share batches across notes.
+    batchScope: encoder.precision === 'int8' || cross?.precision === 'int8' ? 'mention' : 'all',
     // Model checksums, precisions and providers too: the versions carry model ids only.
-    memo: contextFree && cache.enabled ? new LinkMemo(cache, linkSettings, () => modelKeyParts) : undefined,
+    memo: cache.enabled ? new LinkMemo(cache, linkSettings, () => modelKeyParts) : undefined,
+    rerankReadsContext,
     exactVectors: new ExactNameVectors(index, normalizeName),
     memory,
     versions: {

@@ -1,11 +1,13 @@
-import { writeFileSync } from 'node:fs';
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { readPredictions } from '../../eval/prediction-file.ts';
+import { missChanges, type MissRecord } from '../../eval/error-report.ts';
 import { approximateRandomization, pairPredictions, type ComparisonResult } from '../../eval/randomization-test.ts';
 
 const usage = `Usage: cuilink compare A.jsonl B.jsonl [--shuffles 10000] [--seed N] [--out FILE.json]
+                      [--misses A-misses.jsonl,B-misses.jsonl]
 
 Approximate randomization test between two per-mention prediction files written by
 'cuilink eval --predictions'. Mentions are paired by (note id, mention id); both files must
@@ -17,6 +19,8 @@ Options:
   --shuffles R     number of shuffles (default 10000, at least 1)
   --seed N         RNG seed (default 1): the same seed gives the same p-values
   --out FILE       also write the result as JSON
+  --misses FA,FB   the two runs' 'cuilink eval --errors' files: per error class, the misses of A
+                   that B fixes (A's class), B's new misses (B's class) and those both miss
   -h, --help       this text`;
 
 function fmt(value: number | null, signed = false): string {
@@ -38,7 +42,7 @@ export const compare: Command = {
   summary: 'Approximate randomization test between two per-mention prediction files',
   usage,
   async run(argv) {
-    const { values, positionals } = parseFlags(argv, { shuffles: { type: 'string' }, seed: { type: 'string' }, out: { type: 'string' } }, true);
+    const { values, positionals } = parseFlags(argv, { shuffles: { type: 'string' }, seed: { type: 'string' }, out: { type: 'string' }, misses: { type: 'string' } }, true);
     if (positionals.length !== 2) throw new InputError(`expected two prediction files, got ${positionals.length}`, 'BAD_FLAGS');
     const shuffles = parseNumberFlag(values.shuffles, 'shuffles', 10_000, { min: 1, integer: true });
     const seed = parseNumberFlag(values.seed, 'seed', 1, { integer: true });
@@ -46,9 +50,14 @@ export const compare: Command = {
     const [a, b] = await Promise.all(names.map((file) => readPredictions(file)));
     const result = approximateRandomization(pairPredictions(a!, b!, names), { shuffles, seed });
     console.log(formatComparison(result, names));
+    const changes = values.misses === undefined ? undefined : missChanges(...readMissFiles(values.misses));
+    if (changes) {
+      console.log(`\n${'error class'.padEnd(14)}${'fixed'.padStart(7)}${'broken'.padStart(8)}${'both miss'.padStart(11)}`);
+      for (const c of changes) console.log(`${c.errorClass.padEnd(14)}${String(c.fixed).padStart(7)}${String(c.broken).padStart(8)}${String(c.stillMissed).padStart(11)}`);
+    }
     if (values.out !== undefined) {
       try {
-        writeFileSync(values.out, `${JSON.stringify({ a: names[0], b: names[1], ...result }, null, 2)}\n`);
+        writeFileSync(values.out, `${JSON.stringify({ a: names[0], b: names[1], ...result, ...(changes ? { missChanges: changes } : {}) }, null, 2)}\n`);
       } catch (error) {
         throw new InputError(`cannot write ${values.out}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
       }
@@ -56,3 +65,28 @@ export const compare: Command = {
     return 0;
   },
 };
+
+/** The two `--errors` files of `--misses A,B`, each line a miss record. */
+function readMissFiles(flag: string): [MissRecord[], MissRecord[]] {
+  const files = flag.split(',');
+  if (files.length !== 2 || files.some((f) => f === '')) throw new InputError(`--misses takes two files separated by a comma, got ${JSON.stringify(flag)}`, 'BAD_FLAGS');
+  const read = (file: string): MissRecord[] => {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new InputError(`cannot read ${file}: ${(error as Error).message}`, 'BAD_INPUT', error);
+    }
+    return text.split('\n').filter((line) => line.trim() !== '').map((line, i) => {
+      let record: Partial<MissRecord>;
+      try {
+        record = JSON.parse(line) as Partial<MissRecord>;
+      } catch {
+        throw new InputError(`${file}:${i + 1}: not JSON (expected a 'cuilink eval --errors' line)`, 'BAD_INPUT');
+      }
+      if (typeof record.noteId !== 'string' || typeof record.mentionId !== 'string' || typeof record.errorClass !== 'string') throw new InputError(`${file}:${i + 1}: no noteId, mentionId and errorClass (expected a 'cuilink eval --errors' line)`, 'BAD_INPUT');
+      return record as MissRecord;
+    });
+  };
+  return [read(files[0]!), read(files[1]!)];
+}

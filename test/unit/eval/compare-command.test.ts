@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compare } from '../../../src/cli/commands/compare.ts';
@@ -53,6 +53,35 @@ test('`compare` rejects files that do not cover the same mentions and malformed 
     await assert.rejects(compare.run([a, b]), /n1\/1-4 is in .*a\.jsonl but not in .*b\.jsonl/);
     writeFileSync(b, `${JSON.stringify(mention(0, true))}\n{"noteId": 3}\n`);
     await assert.rejects(compare.run([a, b]), /b\.jsonl:2: 'noteId' must be a string/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('`compare --misses` counts, per error class, what B fixes and breaks', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-compare-'));
+  try {
+    const a = join(dir, 'a.jsonl');
+    const b = join(dir, 'b.jsonl');
+    // A misses 0, 1, 2; B misses 2 and 3.
+    await writePredictions(a, [0, 1, 2, 3].map((i) => mention(i, i > 2)));
+    await writePredictions(b, [0, 1, 2, 3].map((i) => mention(i, i < 2)));
+    const miss = (i: number, errorClass: string) => JSON.stringify({ noteId: 'n1', mentionId: `${i}-${i + 3}`, text: 'x', errorClass });
+    const ma = join(dir, 'a-misses.jsonl');
+    const mb = join(dir, 'b-misses.jsonl');
+    writeFileSync(ma, [miss(0, 'abbreviation'), miss(1, 'abbreviation'), miss(2, 'synonym')].join('\n') + '\n');
+    writeFileSync(mb, [miss(2, 'hierarchy'), miss(3, 'hierarchy')].join('\n') + '\n');
+    const out = join(dir, 'out.json');
+    const { code, out: printed } = await captureStdout(() => compare.run([a, b, '--shuffles', '50', '--misses', `${ma},${mb}`, '--out', out]));
+    assert.equal(code, 0);
+    assert.match(printed, /abbreviation +2 +0 +0/);
+    assert.match(printed, /hierarchy +0 +1 +0/);
+    assert.match(printed, /synonym +0 +0 +1/);
+    const { missChanges } = JSON.parse(readFileSync(out, 'utf8')) as { missChanges: { errorClass: string; fixed: number; broken: number }[] };
+    assert.deepEqual(missChanges.map((c) => [c.errorClass, c.fixed, c.broken]), [['abbreviation', 2, 0], ['hierarchy', 0, 1], ['synonym', 0, 0]]);
+    await assert.rejects(compare.run([a, b, '--misses', ma]), /--misses takes two files/);
+    writeFileSync(mb, '{"noteId":"n1"}\n');
+    await assert.rejects(compare.run([a, b, '--misses', `${ma},${mb}`]), /b-misses\.jsonl:1: no noteId, mentionId and errorClass/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -101,7 +101,7 @@ test('LinkCache evicts the least recently used entry by count and by bytes, and 
   byCount.set('c', value);
   assert.equal(byCount.get('b'), undefined, 'b was least recently used');
   assert.ok(byCount.get('a') && byCount.get('c'));
-  assert.deepEqual({ ...byCount.stats(), bytes: 0 }, { hits: 3, misses: 1, evictions: 1, entries: 2, bytes: 0, hitRatio: 0.75 });
+  assert.deepEqual({ ...byCount.stats(), bytes: 0 }, { hits: 3, misses: 1, evictions: 1, entries: 2, bytes: 0, hitRatio: 0.75, rerankOnly: 0 });
 
   const byBytes = new LinkCache({ maxEntries: 100, maxBytes: 500 });
   for (const key of ['k1', 'k2', 'k3', 'k4', 'k5']) byBytes.set(key, value);

@@ -126,6 +126,19 @@ test('reranking reorders candidates; the cascade skips unambiguous exact matches
   assert.equal(cascaded.calls, 0, 'a unique exact match pays no cross-encoder call');
 });
 
+test('the inexact policy reranks all but a unique true exact name match', async () => {
+  const exact = scorerPreferring('Type 2');
+  const out = await linker({ rerank: { policy: 'inexact', weight: 1 } }, exact).linkNotes([note('heart attack', [['heart attack', 'Disease']])]);
+  assert.equal(out[0]!.mentions[0]!.reranked, false);
+  assert.equal(exact.calls, 0, 'a unique exact match pays no cross-encoder call');
+  // A misspelt name is no exact match: reranked, and the scorer's choice wins at weight 1.
+  const fuzzy = scorerPreferring('Type 2');
+  const [misspelt] = await linker({ rerank: { policy: 'inexact', weight: 1 } }, fuzzy).linkNotes([note('diabetis', [['diabetis', 'Disease']])]);
+  assert.equal(misspelt!.mentions[0]!.reranked, true);
+  assert.equal(misspelt!.mentions[0]!.conceptId, 'MESH:D003924');
+  assert.ok(fuzzy.calls > 0);
+});
+
 test('same input, same output', async () => {
   const input = [note('asthma and high cholesterol, pneumonia', [['asthma', 'Disease'], ['high cholesterol', 'Disease'], ['pneumonia', 'Disease']])];
   const a = await linker().linkNotes(input);
