@@ -23,6 +23,7 @@ import { buildQuery } from '../src/text/context-window.ts';
 import { loadPubTatorCorpus, mentionKey } from '../src/eval/gold.ts';
 import { tuneDocumentIds, TUNING_SPLIT_SEED } from '../src/eval/tuning-split.ts';
 import { ensureBenchIndex } from './bench-index.ts';
+import { lcg, mentionForm } from './kb-mention-form.ts';
 import { MEDIC_KB_FLAGS, medicKb, requireBenchFiles } from './medic-kb.ts';
 
 const { values } = parseArgs({
@@ -102,26 +103,12 @@ for (const note of corpus.notes) {
   await linker.linkNotes([note]);
 }
 
-let state = Number(values.seed);
-/** A 31-bit LCG, as bench/distill-pairs.ts draws its KB names. */
-const rand = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
-/** A KB name as a mention: reading order for inverted names, a dropped word, a plural, lower case. */
-function mentionForm(text: string): string {
-  const inverted = /^([^,]+), ([^,]+)$/.exec(text);
-  if (rand() < 0.6 && inverted) text = `${inverted[2]} ${inverted[1]}`;
-  const words = text.split(' ');
-  if (words.length >= 3 && rand() < 0.25) {
-    words.splice(Math.floor(rand() * words.length), 1);
-    text = words.join(' ');
-  }
-  if (rand() < 0.1 && /[a-z]$/.test(text) && !text.endsWith('s')) text += 's';
-  return rand() < 0.5 ? text.toLowerCase() : text;
-}
+const rand = lcg(Number(values.seed));
 const { concepts } = linker.index;
 for (let q = 0; q < Number(values['kb-queries']); q++) {
   const concept = concepts[Math.floor(rand() * concepts.length)]!;
   const names = [concept.name, ...concept.synonyms];
-  const text = mentionForm(names[Math.floor(rand() * names.length)]!);
+  const text = mentionForm(names[Math.floor(rand() * names.length)]!, rand);
   current = { part: 'kb', noteId: `kb${q}`, gold: () => [concept.id] };
   await linker.linkNotes([{ noteId: `kb${q}`, text, mentions: [{ id: 'm', start: 0, end: text.length, text, label: 'Disease' }] }]);
 }

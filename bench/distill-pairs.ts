@@ -13,6 +13,7 @@ import type { CrossEncoder } from '../src/encode/cross-encoder.ts';
 import { openLinker } from '../src/link/open-linker.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { ensureBenchIndex } from './bench-index.ts';
+import { lcg, mentionForm } from './kb-mention-form.ts';
 import { MEDIC_KB_FLAGS, medicKb } from './medic-kb.ts';
 
 const { values } = parseArgs({
@@ -29,9 +30,7 @@ const { values } = parseArgs({
 });
 const medic = medicKb(values);
 const { indexDir } = ensureBenchIndex({ ...medic, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
-let state = Number(values.seed);
-/** A 31-bit LCG: the generator the shipped student's file was drawn with, so that it reproduces. */
-const rand = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+const rand = lcg(Number(values.seed));
 const linker = await openLinker({
   indexDir,
   provider: 'cpu',
@@ -42,18 +41,6 @@ const linker = await openLinker({
 const teacher = (linker as unknown as { parts: { reranker?: { scorer: CrossEncoder } } }).parts.reranker?.scorer;
 if (!teacher) throw new Error('no cross-encoder: the teacher is models/default/crossencoder');
 
-/** A KB name as a mention: reading order for inverted names, a dropped word, a plural, lower case. */
-function mentionForm(text: string): string {
-  const inverted = /^([^,]+), ([^,]+)$/.exec(text);
-  if (rand() < 0.6 && inverted) text = `${inverted[2]} ${inverted[1]}`;
-  const words = text.split(' ');
-  if (words.length >= 3 && rand() < 0.25) {
-    words.splice(Math.floor(rand() * words.length), 1);
-    text = words.join(' ');
-  }
-  if (rand() < 0.1 && /[a-z]$/.test(text) && !text.endsWith('s')) text += 's';
-  return rand() < 0.5 ? text.toLowerCase() : text;
-}
 
 mkdirSync(dirname(values.out), { recursive: true });
 const out = createWriteStream(values.out);
@@ -76,7 +63,7 @@ const t0 = performance.now();
 for (; query < queries; query++) {
   const concept = concepts[Math.floor(rand() * concepts.length)]!;
   const names = [concept.name, ...concept.synonyms];
-  const text = mentionForm(names[Math.floor(rand() * names.length)]!);
+  const text = mentionForm(names[Math.floor(rand() * names.length)]!, rand);
   await linker.linkNotes([{ noteId: `q${query}`, text, mentions: [{ id: 'm', start: 0, end: text.length, text, label: 'Disease' }] }]);
   if (query % 2000 === 0) console.log(`${query} queries, ${written} pairs, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
