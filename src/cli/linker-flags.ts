@@ -21,7 +21,8 @@ export const LINKER_FLAGS_HELP = `  --model DIR           bi-encoder directory (
                         memory {minSupport, majority, kbVotes, neighbors, denseThreshold, …}
   --memory ROOT|DIR     labelled-mention memory (cuilink memory add); a root's CURRENT is polled
   --calibration FILE|none  confidence calibration (cuilink calibrate); default models/default/calibration.json
-                        when it was fit for the loaded models (else confidence is null, and said so)
+                        when it was fit for the loaded models, else the cross-encoder directory's own
+                        calibration.json when that was (else confidence is null, and said so)
 ${ENCODER_FLAGS_HELP}`;
 
 interface LinkerFlagValues {

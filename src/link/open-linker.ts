@@ -129,7 +129,7 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const cross = withCross ? await CrossEncoder.open(rerankerDir, encoderOptions) : undefined;
   let calibrator: ConfidenceCalibrator | undefined;
   try {
-    calibrator = openCalibration(options.calibration, { biEncoder: encoder.modelSha256, crossEncoder: cross?.modelSha256 ?? null }, log);
+    calibrator = openCalibration(options.calibration, { biEncoder: encoder.modelSha256, crossEncoder: cross?.modelSha256 ?? null }, log, cross ? rerankerDir || undefined : undefined);
   } catch (error) {
     await encoder.close();
     await cross?.close();
@@ -200,19 +200,31 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
 }
 
 /**
- * The calibration to use: an explicit file must fit the loaded models (else an error); the
- * shipped default is used only when it does, and the log says when it is not.
+ * The calibration to use: an explicit file must fit the loaded models (else an error). Without
+ * one: the shipped default when it fits, else a `calibration.json` beside the loaded
+ * cross-encoder when that fits (an opt-in reranker ships its own), and the log says when none does.
  */
-function openCalibration(choice: string | false | undefined, models: { biEncoder: string; crossEncoder: string | null }, log: (line: string) => void): ConfidenceCalibrator | undefined {
+function openCalibration(choice: string | false | undefined, models: { biEncoder: string; crossEncoder: string | null }, log: (line: string) => void, rerankerDir: string | undefined): ConfidenceCalibrator | undefined {
   if (choice === false) return undefined;
-  if (choice === undefined && !existsSync(DEFAULT_CALIBRATION)) {
+  if (choice !== undefined) {
+    const calibrator = ConfidenceCalibrator.load(choice);
+    const mismatch = calibrator.mismatch(models);
+    if (mismatch === undefined) return calibrator;
+    throw new InputError(`calibration ${choice} does not fit the loaded models: ${mismatch}; fit one with cuilink calibrate or pass --calibration none`, 'CALIBRATION_MISMATCH');
+  }
+  const besideReranker = rerankerDir === undefined ? undefined : join(rerankerDir, 'calibration.json');
+  const candidates = [DEFAULT_CALIBRATION, ...(besideReranker !== undefined && existsSync(besideReranker) ? [besideReranker] : [])];
+  if (!existsSync(DEFAULT_CALIBRATION) && candidates.length === 1) {
     log(`confidence: none (${DEFAULT_CALIBRATION} is missing)`);
     return undefined;
   }
-  const calibrator = ConfidenceCalibrator.load(choice ?? DEFAULT_CALIBRATION);
-  const mismatch = calibrator.mismatch(models);
-  if (mismatch === undefined) return calibrator;
-  if (choice !== undefined) throw new InputError(`calibration ${choice} does not fit the loaded models: ${mismatch}; fit one with cuilink calibrate or pass --calibration none`, 'CALIBRATION_MISMATCH');
+  let mismatch = '';
+  for (const file of candidates.filter((f) => existsSync(f))) {
+    const calibrator = ConfidenceCalibrator.load(file);
+    const why = calibrator.mismatch(models);
+    if (why === undefined) return calibrator;
+    mismatch ||= why;
+  }
   log(`confidence: none (the shipped calibration does not fit these models: ${mismatch}; fit one with cuilink calibrate)`);
   return undefined;
 }

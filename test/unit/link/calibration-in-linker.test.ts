@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InputError } from '../../../src/kb/errors.ts';
@@ -52,5 +52,34 @@ test('a calibration fit for other models is an error when asked for, and the def
     assert.ok(linked!.mentions.every((m) => m.confidence === null), 'no calibration, no confidence');
   } finally {
     await noReranker.close();
+  }
+});
+
+test('an opt-in cross-encoder brings its own calibration: used when the shipped default does not fit, never when it does', async () => {
+  // The context cross-encoder ships models/default/crossencoder-context/calibration.json, fit for it.
+  const rerankerDir = join('models', 'default', 'crossencoder-context');
+  const lines: string[] = [];
+  const linker = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', rerankerDir, log: (line) => lines.push(line) });
+  try {
+    const [linked] = await linker.linkNotes([note]);
+    for (const m of linked!.mentions) assert.ok(m.confidence !== null && m.confidence > 0 && m.confidence < 1, `${m.mentionId}: ${m.confidence}`);
+    assert.ok(!lines.some((l) => l.startsWith('confidence: none')), lines.join('\n'));
+  } finally {
+    await linker.close();
+  }
+  // Beside a reranker it was not fit for (a copy of the default's files under another directory), it is left out, said so.
+  const copy = join(dir, 'reranker-copy');
+  cpSync(rerankerDir, copy, { recursive: true });
+  const other = JSON.parse(readFileSync(join(copy, 'calibration.json'), 'utf8')) as { models: { crossEncoder: string } };
+  other.models.crossEncoder = 'e'.repeat(64);
+  writeFileSync(join(copy, 'calibration.json'), JSON.stringify(other));
+  const logged: string[] = [];
+  const mismatched = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', rerankerDir: copy, log: (line) => logged.push(line) });
+  try {
+    const [linked] = await mismatched.linkNotes([note]);
+    assert.ok(linked!.mentions.every((m) => m.confidence === null));
+    assert.ok(logged.some((l) => l.startsWith('confidence: none (the shipped calibration does not fit these models')), logged.join('\n'));
+  } finally {
+    await mismatched.close();
   }
 });
