@@ -127,7 +127,7 @@ def rerank_accuracy(torch, model, enc: PairEncoder, queries: list[dict], k: int,
                 continue
             logits = []
             for i in range(0, len(cands), batch):
-                e = enc.batch(torch, [(q["query"], c["text"]) for c in cands[i:i + batch]])
+                e = {k: v.to(next(model.parameters()).device) for k, v in enc.batch(torch, [(q["query"], c["text"]) for c in cands[i:i + batch]]).items()}
                 logits.extend(model(**e).logits[:, 0].tolist())
             total += 1
             right += cands[int(np.argmax(logits))]["id"] in gold
@@ -150,7 +150,8 @@ def train(args):
     model = teacher_from_onnx(Path(args.init_onnx), heads=12)
     if model.config.vocab_size != len(tok):
         raise SystemExit(f"{args.init_onnx}: vocabulary {model.config.vocab_size} != tokenizer {len(tok)}")
-    model.train()
+    device = torch.device(args.device)
+    model.to(device).train()
     enc = PairEncoder.from_hf(tok, args.max_length)
     before = rerank_accuracy(torch, model, enc, tune, args.eval_k) if args.eval_tune else None
     if before:
@@ -192,11 +193,11 @@ def train(args):
             padded = g + [g[-1]] * (width - len(g))
             pairs.extend((q["query"], c) for c in padded)
             valid.append([True] * len(g) + [False] * (width - len(g)))
-        e = enc.batch(torch, pairs)
+        e = {k: v.to(device) for k, v in enc.batch(torch, pairs).items()}
         logits = model(**e).logits.view(len(chosen), width)
-        mask = torch.tensor(valid)
+        mask = torch.tensor(valid, device=device)
         masked = logits.masked_fill(~mask, -1e4)
-        target = torch.zeros(len(chosen), dtype=torch.long)
+        target = torch.zeros(len(chosen), dtype=torch.long, device=device)
         loss = torch.nn.functional.cross_entropy(masked, target)
         onehot = torch.nn.functional.one_hot(target, width).float()
         bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, onehot, reduction="none")

@@ -2,6 +2,8 @@ import type { ConceptStore } from '../kb/concept-store.ts';
 import type { Hierarchy } from '../kb/hierarchy.ts';
 import type { NoteInput } from '../link/types.ts';
 import { normalizeName } from '../text/normalize.ts';
+import { readLines } from '../kb/line-reader.ts';
+import { ParseError } from '../kb/errors.ts';
 import { mentionKey } from './gold.ts';
 import type { ScoredMention } from './metrics/mention-record.ts';
 
@@ -10,7 +12,8 @@ import type { ScoredMention } from './metrics/mention-record.ts';
  * triage aid for the next person (which fix would help most), not a metric: the first rule that
  * applies wins, in the order of the union type.
  */
-export type ErrorClass = 'nil' | 'composite' | 'abbreviation' | 'hierarchy' | 'synonym' | 'other';
+export const ERROR_CLASSES = ['nil', 'composite', 'abbreviation', 'hierarchy', 'synonym', 'other'] as const;
+export type ErrorClass = (typeof ERROR_CLASSES)[number];
 
 export interface MissRecord {
   noteId: string;
@@ -113,4 +116,22 @@ export function missChanges(a: readonly Pick<MissRecord, 'noteId' | 'mentionId' 
   }
   for (const m of b) if (!inA.has(keyOf(m))) row(m.errorClass).broken++;
   return [...rows.entries()].map(([errorClass, r]) => ({ errorClass, ...r })).sort((x, y) => y.fixed + y.broken - (x.fixed + x.broken) || x.errorClass.localeCompare(y.errorClass));
+}
+
+/** The misses `cuilink eval --errors` wrote (one JSON object per line), checked for what `missChanges` reads. */
+export async function readMisses(file: string): Promise<MissRecord[]> {
+  const out: MissRecord[] = [];
+  for await (const line of readLines(file)) {
+    if (line.text.trim() === '') continue;
+    let value: Partial<MissRecord>;
+    try {
+      value = JSON.parse(line.text) as Partial<MissRecord>;
+    } catch (error) {
+      throw new ParseError(file, line.number, `not JSON (a 'cuilink eval --errors' line?): ${(error as Error).message}`);
+    }
+    if (typeof value.noteId !== 'string' || typeof value.mentionId !== 'string') throw new ParseError(file, line.number, "'noteId' and 'mentionId' must be strings");
+    if (!(ERROR_CLASSES as readonly unknown[]).includes(value.errorClass)) throw new ParseError(file, line.number, `'errorClass' must be one of ${ERROR_CLASSES.join(', ')}`);
+    out.push(value as MissRecord);
+  }
+  return out;
 }

@@ -125,7 +125,7 @@ export class LinkCache {
   }
 
   /** Counts mentions linked from a cached retrieval by the reranker alone. */
-  countPartial(n: number): void {
+  countRerankOnly(n: number): void {
     this.counts.rerankOnly += n;
   }
 

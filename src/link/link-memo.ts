@@ -118,7 +118,7 @@ export class LinkMemo {
       leaders.set(key, { w, mentionKey });
     }
     this.cache.countRepeats(repeats.length);
-    this.cache.countPartial(rerankOnly.length);
+    this.cache.countRerankOnly(rerankOnly.length);
     const finished = (w: T): CachedLink => ({ hits: w.hits.slice(0, keep), scores: w.scores.slice(0, keep), reranked: w.reranked, memoryDecided: w.memoryDecided, memorySupport: w.memorySupport, memoryConcept: w.memoryConcept });
     return {
       todo,

@@ -167,10 +167,7 @@ export class Linker implements LinkingCore {
         span.setAttribute('cuilink.mentions.linked', todo.length);
         span.setAttribute('cuilink.mentions.rerank_only', rerankOnly.length);
         if ((this.parts.batchScope ?? 'note') === 'mention') await Promise.all([this.linkEachAlone(todo, memory), ...rerankOnly.map((w) => this.rerank([w]))]);
-        else {
-          await this.linkInPhases(todo, memory);
-          if (rerankOnly.length > 0) await withSpan('cuilink.rerank', { 'cuilink.mentions': rerankOnly.length }, () => this.rerank(rerankOnly));
-        }
+        else await this.linkInPhases(todo, memory, rerankOnly);
         pass?.finish();
         return this.assemble(notes, work, memoryVersion);
       } finally {
@@ -209,11 +206,15 @@ export class Linker implements LinkingCore {
     return this.closed;
   }
 
-  /** Every mention through each stage together: the models batch across mentions (and notes, as the scope allows). */
-  private async linkInPhases(todo: MentionWork[], memory: MemoryEvidence | undefined): Promise<void> {
+  /**
+   * Every mention through each stage together: the models batch across mentions (and notes, as the
+   * scope allows). `rerankOnly` mentions (retrieval from the link cache) join the rerank phase.
+   */
+  private async linkInPhases(todo: MentionWork[], memory: MemoryEvidence | undefined, rerankOnly: MentionWork[] = []): Promise<void> {
     await this.retrieve(todo, withSpan);
     if (memory) for (const w of todo) memory.decide(w, this.allowFor(w.mention.label));
-    await withSpan('cuilink.rerank', { 'cuilink.mentions': todo.length }, () => this.rerank(todo));
+    const reranked = rerankOnly.length > 0 ? [...todo, ...rerankOnly] : todo;
+    await withSpan('cuilink.rerank', { 'cuilink.mentions': reranked.length }, () => this.rerank(reranked));
     if (memory) for (const w of todo) memory.tieBreak(w);
   }
 

@@ -129,7 +129,7 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const cross = withCross ? await CrossEncoder.open(rerankerDir, encoderOptions) : undefined;
   let calibrator: ConfidenceCalibrator | undefined;
   try {
-    calibrator = openCalibration(options.calibration, { biEncoder: encoder.modelSha256, crossEncoder: cross?.modelSha256 ?? null }, log, cross ? rerankerDir || undefined : undefined);
+    calibrator = openCalibration(options.calibration, { biEncoder: encoder.modelSha256, crossEncoder: cross?.modelSha256 ?? null }, log, cross && rerankerDir !== false ? rerankerDir : undefined);
   } catch (error) {
     await encoder.close();
     await cross?.close();
@@ -212,14 +212,13 @@ function openCalibration(choice: string | false | undefined, models: { biEncoder
     if (mismatch === undefined) return calibrator;
     throw new InputError(`calibration ${choice} does not fit the loaded models: ${mismatch}; fit one with cuilink calibrate or pass --calibration none`, 'CALIBRATION_MISMATCH');
   }
-  const besideReranker = rerankerDir === undefined ? undefined : join(rerankerDir, 'calibration.json');
-  const candidates = [DEFAULT_CALIBRATION, ...(besideReranker !== undefined && existsSync(besideReranker) ? [besideReranker] : [])];
-  if (!existsSync(DEFAULT_CALIBRATION) && candidates.length === 1) {
+  const files = [DEFAULT_CALIBRATION, ...(rerankerDir === undefined ? [] : [join(rerankerDir, 'calibration.json')])].filter((file) => existsSync(file));
+  if (files.length === 0) {
     log(`confidence: none (${DEFAULT_CALIBRATION} is missing)`);
     return undefined;
   }
   let mismatch = '';
-  for (const file of candidates.filter((f) => existsSync(f))) {
+  for (const file of files) {
     const calibrator = ConfidenceCalibrator.load(file);
     const why = calibrator.mismatch(models);
     if (why === undefined) return calibrator;

@@ -129,3 +129,22 @@ test('a mention the reranker does not score is cached once for every window', as
     await cached.close();
   }
 });
+
+test('fp16 models (one batch for all mentions): a mention in a new window is reranked with the others, as linking afresh would', async () => {
+  const config = { rerank: { policy: 'always' as const } };
+  const open = (extra: object) => openLinker({ indexDir, provider: 'cpu', threads: 1, precision: 'fp16', rerankerDir, calibration: false, config: { ...config, ...extra } });
+  const uncached = await open({ cache: { maxEntries: 0 } });
+  const cached = await open({});
+  try {
+    const first = [note('a', 'Admitted with pneumonia after a cold.', 'pneumonia')];
+    await cached.linkNotes(first);
+    const later = [note('e', 'Family history: pneumonia in a sibling.', 'pneumonia'), note('f', 'Known hypertension, no pneumonia.', 'hypertension')];
+    const before = cached.cacheStats()!;
+    const strip = (out: LinkedNote[]) => out.map((n) => ({ ...n, linkedAt: 0 }));
+    assert.deepEqual(strip(await cached.linkNotes(later)), strip(await uncached.linkNotes(later)));
+    assert.equal(cached.cacheStats()!.rerankOnly - before.rerankOnly, 1, 'e: retrieval from the cache, the reranker alone ran');
+  } finally {
+    await uncached.close();
+    await cached.close();
+  }
+});

@@ -1,9 +1,9 @@
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { readPredictions } from '../../eval/prediction-file.ts';
-import { missChanges, type MissRecord } from '../../eval/error-report.ts';
+import { missChanges, readMisses, type MissRecord } from '../../eval/error-report.ts';
 import { approximateRandomization, pairPredictions, type ComparisonResult } from '../../eval/randomization-test.ts';
 
 const usage = `Usage: cuilink compare A.jsonl B.jsonl [--shuffles 10000] [--seed N] [--out FILE.json]
@@ -50,7 +50,7 @@ export const compare: Command = {
     const [a, b] = await Promise.all(names.map((file) => readPredictions(file)));
     const result = approximateRandomization(pairPredictions(a!, b!, names), { shuffles, seed });
     console.log(formatComparison(result, names));
-    const changes = values.misses === undefined ? undefined : missChanges(...readMissFiles(values.misses));
+    const changes = values.misses === undefined ? undefined : missChanges(...(await readMissFiles(values.misses)));
     if (changes) {
       console.log(`\n${'error class'.padEnd(14)}${'fixed'.padStart(7)}${'broken'.padStart(8)}${'both miss'.padStart(11)}`);
       for (const c of changes) console.log(`${c.errorClass.padEnd(14)}${String(c.fixed).padStart(7)}${String(c.broken).padStart(8)}${String(c.stillMissed).padStart(11)}`);
@@ -66,27 +66,10 @@ export const compare: Command = {
   },
 };
 
-/** The two `--errors` files of `--misses A,B`, each line a miss record. */
-function readMissFiles(flag: string): [MissRecord[], MissRecord[]] {
+/** The two `--errors` files of `--misses A,B`. */
+async function readMissFiles(flag: string): Promise<[MissRecord[], MissRecord[]]> {
   const files = flag.split(',');
   if (files.length !== 2 || files.some((f) => f === '')) throw new InputError(`--misses takes two files separated by a comma, got ${JSON.stringify(flag)}`, 'BAD_FLAGS');
-  const read = (file: string): MissRecord[] => {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (error) {
-      throw new InputError(`cannot read ${file}: ${(error as Error).message}`, 'BAD_INPUT', error);
-    }
-    return text.split('\n').filter((line) => line.trim() !== '').map((line, i) => {
-      let record: Partial<MissRecord>;
-      try {
-        record = JSON.parse(line) as Partial<MissRecord>;
-      } catch {
-        throw new InputError(`${file}:${i + 1}: not JSON (expected a 'cuilink eval --errors' line)`, 'BAD_INPUT');
-      }
-      if (typeof record.noteId !== 'string' || typeof record.mentionId !== 'string' || typeof record.errorClass !== 'string') throw new InputError(`${file}:${i + 1}: no noteId, mentionId and errorClass (expected a 'cuilink eval --errors' line)`, 'BAD_INPUT');
-      return record as MissRecord;
-    });
-  };
-  return [read(files[0]!), read(files[1]!)];
+  const [a, b] = await Promise.all(files.map((file) => readMisses(file)));
+  return [a!, b!];
 }

@@ -81,7 +81,9 @@ test('`compare --misses` counts, per error class, what B fixes and breaks', asyn
     assert.deepEqual(missChanges.map((c) => [c.errorClass, c.fixed, c.broken]), [['abbreviation', 2, 0], ['hierarchy', 0, 1], ['synonym', 0, 0]]);
     await assert.rejects(compare.run([a, b, '--misses', ma]), /--misses takes two files/);
     writeFileSync(mb, '{"noteId":"n1"}\n');
-    await assert.rejects(compare.run([a, b, '--misses', `${ma},${mb}`]), /b-misses\.jsonl:1: no noteId, mentionId and errorClass/);
+    await assert.rejects(compare.run([a, b, '--misses', `${ma},${mb}`]), /b-misses\.jsonl:1: 'noteId' and 'mentionId' must be strings/);
+    writeFileSync(mb, `${miss(3, 'typo')}\n`);
+    await assert.rejects(compare.run([a, b, '--misses', `${ma},${mb}`]), /b-misses\.jsonl:1: 'errorClass' must be one of nil, composite/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
