@@ -3,8 +3,12 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import { CONFIDENCE_FEATURES } from './confidence-features.ts';
+import { calibrationModelSchema, checkModelShape, modelLogit } from './calibration-model.ts';
 
-export const CALIBRATION_FORMAT = 'cuilink-calibration/1';
+/** Format 1: logistic parts only, their fields at the top level (the context reranker's file is one). */
+export const CALIBRATION_FORMAT_V1 = 'cuilink-calibration/1';
+/** Format 2: each part names its model kind (calibration-model.ts). `cuilink calibrate` writes it. */
+export const CALIBRATION_FORMAT = 'cuilink-calibration/2';
 
 const logisticPart = {
   mean: z.array(z.number()),
@@ -14,35 +18,62 @@ const logisticPart = {
 };
 
 /**
- * The NIL part: P(the mention's concept is not in the KB | features), fitted on held-out-concept
- * runs of the tune split (where `trainedPrevalence` of the mentions had lost their concept) and
- * read at `assumedPrevalence`, the share of mentions without a KB concept a deployment is assumed to see.
+ * The NIL part's prevalences: it was fitted on held-out-concept runs (where `trainedPrevalence` of
+ * the mentions had lost their concept) and is read at `assumedPrevalence`, the share of mentions
+ * without a KB concept a deployment is assumed to see.
  */
-const nilPartSchema = z
-  .object({ ...logisticPart, trainedPrevalence: z.number().gt(0).lt(1), assumedPrevalence: z.number().gt(0).lt(1) })
-  .strict();
+const prevalences = { trainedPrevalence: z.number().gt(0).lt(1), assumedPrevalence: z.number().gt(0).lt(1) };
 
-/**
- * A calibration file (`cuilink calibrate` writes it; models/default/calibration.json ships): a
- * logistic model P(top-1 right | the concept is in the KB, features) over CONFIDENCE_FEATURES,
- * standardized, fitted on the tune split, and optionally the NIL part above; confidence is
- * P(right | in KB) · P(in KB). Fitted for exactly the models named in `models` (their manifest
- * checksums): anything else is refused at load, a calibration only means something for the models
- * and features it was fit on.
- */
-export const calibrationFileSchema = z
+const modelsSchema = z.object({ biEncoder: z.string().regex(/^[0-9a-f]{64}$/), crossEncoder: z.string().regex(/^[0-9a-f]{64}$/).nullable() }).strict();
+
+const calibrationFileV1Schema = z
   .object({
-    format: z.literal(CALIBRATION_FORMAT),
+    format: z.literal(CALIBRATION_FORMAT_V1),
     version: z.string().min(1),
     features: z.array(z.string()),
     ...logisticPart,
-    nil: nilPartSchema.optional(),
-    models: z.object({ biEncoder: z.string().regex(/^[0-9a-f]{64}$/), crossEncoder: z.string().regex(/^[0-9a-f]{64}$/).nullable() }).strict(),
+    nil: z.object({ ...logisticPart, ...prevalences }).strict().optional(),
+    models: modelsSchema,
     fit: z.record(z.string(), z.unknown()).default({}),
   })
   .strict();
 
-export type CalibrationFile = z.infer<typeof calibrationFileSchema>;
+const calibrationFileV2Schema = z
+  .object({
+    format: z.literal(CALIBRATION_FORMAT),
+    version: z.string().min(1),
+    features: z.array(z.string()),
+    right: calibrationModelSchema,
+    nil: z.object({ model: calibrationModelSchema, ...prevalences }).strict().optional(),
+    models: modelsSchema,
+    fit: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+
+/**
+ * A calibration file (`cuilink calibrate` writes it; models/default/calibration.json ships): a
+ * model of P(top-1 right | the concept is in the KB, features) over CONFIDENCE_FEATURES, and
+ * optionally the NIL part, P(the concept is not in the KB | features); confidence is
+ * P(right | in KB) · P(in KB). Fitted for exactly the models named in `models` (their manifest
+ * checksums): anything else is refused at load, a calibration only means something for the models
+ * and features it was fit on.
+ */
+export const calibrationFileSchema = z.discriminatedUnion('format', [calibrationFileV1Schema, calibrationFileV2Schema]);
+
+export type CalibrationFile = z.infer<typeof calibrationFileV2Schema>;
+type AnyCalibrationFile = z.infer<typeof calibrationFileSchema>;
+
+/** A format-1 file read as format 2: the same logistic parts, named. */
+function asFormat2(file: AnyCalibrationFile): CalibrationFile {
+  if (file.format === CALIBRATION_FORMAT) return file;
+  const { mean, scale, weights, bias, nil, ...rest } = file;
+  return {
+    ...rest,
+    format: CALIBRATION_FORMAT,
+    right: { kind: 'logistic', mean, scale, weights, bias },
+    ...(nil ? { nil: { model: { kind: 'logistic' as const, mean: nil.mean, scale: nil.scale, weights: nil.weights, bias: nil.bias }, trainedPrevalence: nil.trainedPrevalence, assumedPrevalence: nil.assumedPrevalence } } : {}),
+  };
+}
 
 export class ConfidenceCalibrator {
   readonly file: CalibrationFile;
@@ -55,9 +86,8 @@ export class ConfidenceCalibrator {
     if (file.features.length !== n || file.features.some((f, i) => f !== CONFIDENCE_FEATURES[i])) {
       throw new InputError(`${path}: fitted on features [${file.features.join(', ')}], this linker computes [${CONFIDENCE_FEATURES.join(', ')}]; fit it again with cuilink calibrate`, 'BAD_CALIBRATION');
     }
-    for (const [part, values] of [['', file], ['nil.', file.nil]] as const) {
-      if (values && (values.mean.length !== n || values.scale.length !== n || values.weights.length !== n)) throw new InputError(`${path}: ${part}mean, ${part}scale and ${part}weights must each have ${n} values`, 'BAD_CALIBRATION');
-    }
+    checkModelShape(file.right, n, path, file.right.kind === 'logistic' ? '' : 'right.');
+    if (file.nil) checkModelShape(file.nil.model, n, path, 'nil.');
     this.file = file;
     this.sha256 = sha256;
     this.path = path;
@@ -77,7 +107,7 @@ export class ConfidenceCalibrator {
       const issue = parsed.error.issues[0]!;
       throw new InputError(`calibration file ${path}: '${issue.path.join('.') || '(root)'}': ${issue.message}`, 'BAD_CALIBRATION');
     }
-    return new ConfidenceCalibrator(parsed.data, createHash('sha256').update(bytes).digest('hex'), path);
+    return new ConfidenceCalibrator(asFormat2(parsed.data), createHash('sha256').update(bytes).digest('hex'), path);
   }
 
   /** Why the calibration does not fit these models, or undefined when it does. */
@@ -90,19 +120,13 @@ export class ConfidenceCalibrator {
 
   /** P(top-1 right) for a feature vector (confidenceFeatures): P(right | in KB) · P(in KB). */
   probability(features: ArrayLike<number>): number {
-    const right = sigmoid(linear(this.file, features));
+    const right = sigmoid(modelLogit(this.file.right, features));
     const nil = this.file.nil;
     if (!nil) return right;
     // Bayes: the NIL part's odds at the prevalence it was fit at, moved to the assumed one.
     const shift = Math.log(nil.assumedPrevalence / (1 - nil.assumedPrevalence)) - Math.log(nil.trainedPrevalence / (1 - nil.trainedPrevalence));
-    return right * (1 - sigmoid(linear(nil, features) + shift));
+    return right * (1 - sigmoid(modelLogit(nil.model, features) + shift));
   }
-}
-
-function linear(part: { mean: number[]; scale: number[]; weights: number[]; bias: number }, features: ArrayLike<number>): number {
-  let z = part.bias;
-  for (let i = 0; i < part.weights.length; i++) z += part.weights[i]! * ((features[i]! - part.mean[i]!) / part.scale[i]!);
-  return z;
 }
 
 function sigmoid(z: number): number {

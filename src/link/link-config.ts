@@ -15,7 +15,7 @@ import { InputError } from '../kb/errors.ts';
  * give its settings in a link config.
  */
 /** The shipped NIL threshold on confidence (docs/confidence.md says how it was chosen). */
-export const DEFAULT_NIL_CONFIDENCE = 0.275;
+export const DEFAULT_NIL_CONFIDENCE = 0.175;
 
 export const linkConfigSchema = z
   .object({

@@ -10,9 +10,13 @@ import { evaluateCorpus } from '../offline-eval.ts';
 import { calibrationExamples } from './calibration-examples.ts';
 import { holdOutConcepts } from './held-out-concepts.ts';
 import { fitLogistic } from './logistic-fit.ts';
+import { fitBoostedTrees, type TreeFitOptions } from './tree-fit.ts';
+import type { CalibrationModel } from '../../link/calibration-model.ts';
 
 /** Share of mentions stranded in each held-out-concept run the NIL part learns from. */
 export const NIL_RUN_FRACTION = 0.1;
+
+export type CalibrationModelChoice = { kind: 'logistic'; l2: number } | ({ kind: 'trees' } & TreeFitOptions);
 
 export interface FitCalibrationRequest {
   corpus: GoldCorpus;
@@ -26,7 +30,8 @@ export interface FitCalibrationRequest {
    * confidence fitted on such links instead of one extrapolated from a fit that never saw one.
    */
   openWithMemory?: () => Promise<Linker>;
-  l2: number;
+  /** The model of both parts: logistic (L2 penalty) or boosted trees. */
+  model: CalibrationModelChoice;
   /** Held-out-concept runs (seeds 1..n) the NIL part is fitted on; 0 fits none. */
   nilRuns: number;
   /** Share of mentions without a KB concept a deployment is assumed to see. */
@@ -41,7 +46,7 @@ export interface FitCalibrationRequest {
  * the evaluation seed of `eval --hold-out`), whose stranded mentions are the positives.
  */
 export async function fitCalibration(request: FitCalibrationRequest): Promise<{ file: CalibrationFile; rows: Float64Array[]; labels: boolean[] }> {
-  const { corpus, view, l2 } = request;
+  const { corpus, view } = request;
   const linker = await request.open();
   let result;
   try {
@@ -66,17 +71,14 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     rows.push(...more.rows);
     labels.push(...more.labels);
   }
-  const right = fitLogistic(rows, labels, { l2 });
+  const right = fitModel(request.model, rows, labels);
   const file: CalibrationFile = {
     format: CALIBRATION_FORMAT,
     version: request.version,
     features: [...CONFIDENCE_FEATURES],
-    mean: right.mean,
-    scale: right.scale,
-    weights: right.weights,
-    bias: right.bias,
+    right: right.model,
     models: linker.modelChecksums!,
-    fit: { ...request.fit, mentions: rows.length, right: labels.filter(Boolean).length, l2, iterations: right.iterations, logLoss: right.logLoss, versions: linker.versions, ...(memoryPass ? { memoryPass } : {}) },
+    fit: { ...request.fit, mentions: rows.length, right: labels.filter(Boolean).length, model: request.model, ...right.report, versions: linker.versions, ...(memoryPass ? { memoryPass } : {}) },
   };
   if (request.nilRuns > 0) {
     const nilRows: Float64Array[] = [];
@@ -96,9 +98,18 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     }
     const positives = stranded.filter(Boolean).length;
     if (positives === 0) throw new InputError(`no mention lost its concept in ${request.nilRuns} held-out runs: the split is too small for the NIL part (--nil-runs 0 skips it)`, 'BAD_CALIBRATION_DATA');
-    const nil = fitLogistic(nilRows, stranded, { l2 });
-    file.nil = { mean: nil.mean, scale: nil.scale, weights: nil.weights, bias: nil.bias, trainedPrevalence: positives / stranded.length, assumedPrevalence: request.nilPrevalence };
-    file.fit = { ...file.fit, nil: { runs: request.nilRuns, seeds: `1..${request.nilRuns}`, fraction: NIL_RUN_FRACTION, mentions: stranded.length, stranded: positives, iterations: nil.iterations, logLoss: nil.logLoss } };
+    const nil = fitModel(request.model, nilRows, stranded);
+    file.nil = { model: nil.model, trainedPrevalence: positives / stranded.length, assumedPrevalence: request.nilPrevalence };
+    file.fit = { ...file.fit, nil: { runs: request.nilRuns, seeds: `1..${request.nilRuns}`, fraction: NIL_RUN_FRACTION, mentions: stranded.length, stranded: positives, ...nil.report } };
   }
   return { file, rows, labels };
+}
+
+function fitModel(choice: CalibrationModelChoice, rows: Float64Array[], labels: boolean[]): { model: CalibrationModel; report: Record<string, number> } {
+  if (choice.kind === 'logistic') {
+    const { mean, scale, weights, bias, iterations, logLoss } = fitLogistic(rows, labels, { l2: choice.l2 });
+    return { model: { kind: 'logistic', mean, scale, weights, bias }, report: { iterations, logLoss } };
+  }
+  const { logLoss, ...model } = fitBoostedTrees(rows, labels, choice);
+  return { model, report: { logLoss } };
 }

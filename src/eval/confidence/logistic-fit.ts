@@ -11,11 +11,10 @@ export interface LogisticModel {
 }
 
 /**
- * L2-regularized logistic regression by Newton's method on standardized features (a constant
- * feature gets scale 1 and, through the penalty, weight 0). Deterministic: no random start, no
- * shuffling, so one command on one split always writes the same calibration.
+ * Refuses examples no calibration can be fit on (none, one class only, ragged or non-finite rows);
+ * returns the number of features.
  */
-export function fitLogistic(rows: readonly ArrayLike<number>[], labels: readonly boolean[], options: { l2?: number; maxIterations?: number } = {}): LogisticModel {
+export function checkExamples(rows: readonly ArrayLike<number>[], labels: readonly boolean[]): number {
   const n = rows.length;
   if (n === 0) throw new InputError('no examples to fit a calibration on (is the split empty?)', 'BAD_CALIBRATION_DATA');
   if (labels.length !== n) throw new InputError(`${n} feature rows but ${labels.length} labels`, 'BAD_CALIBRATION_DATA');
@@ -26,6 +25,17 @@ export function fitLogistic(rows: readonly ArrayLike<number>[], labels: readonly
     if (r.length !== d) throw new InputError(`feature rows differ in length (${d} and ${r.length})`, 'BAD_CALIBRATION_DATA');
     for (let j = 0; j < d; j++) if (!Number.isFinite(r[j]!)) throw new InputError(`feature ${j} is not a finite number`, 'BAD_CALIBRATION_DATA');
   }
+  return d;
+}
+
+/**
+ * L2-regularized logistic regression by Newton's method on standardized features (a constant
+ * feature gets scale 1 and, through the penalty, weight 0). Deterministic: no random start, no
+ * shuffling, so one command on one split always writes the same calibration.
+ */
+export function fitLogistic(rows: readonly ArrayLike<number>[], labels: readonly boolean[], options: { l2?: number; maxIterations?: number } = {}): LogisticModel {
+  const n = rows.length;
+  const d = checkExamples(rows, labels);
   const l2 = options.l2 ?? 1;
   const mean = new Array<number>(d).fill(0);
   const scale = new Array<number>(d).fill(0);

@@ -16,6 +16,9 @@ test('calibrate: bad input is one line naming the flag or the split, exit 2, not
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator'], /--out/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--calibration', 'c.json'], /--calibration: calibrate fits one/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-prevalence', '0.9'], /--nil-prevalence/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--calibrator', 'forest'], /--calibrator: trees or logistic/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--calibrator', 'logistic', '--rounds', '5'], /--rounds: only for --calibrator trees/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--depth', '0'], /--depth/],
     // A corpus too small for the tuning split: the split is empty, so there is nothing to fit on.
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json'], /tuning split of 100 documents needs more than \d+ documents/],
   ];
@@ -46,17 +49,30 @@ test('calibrate --with-memory: a memory holding labels of the fitted part is ref
       return root;
     };
     const base = ['--index', index, '--corpus', corpus, '--provider', 'cpu', '--threads', '1', '--nil-runs', '0'];
-    const refused = run(...base, '--out', join(dir, 'x.json'), '--with-memory', memory('tune'));
+    // The default part is learn (10 of the 110 documents); a memory of its own notes is refused.
+    const refused = run(...base, '--out', join(dir, 'x.json'), '--with-memory', memory('learn'));
     assert.equal(refused.status, 2, refused.stderr);
-    assert.match(refused.stderr, /--with-memory .*holds 400 label\(s\) of the tune part's notes/);
-    assert.match(run(...base, '--out', join(dir, 'x.json'), '--memory', memory('learn')).stderr, /--memory: calibrate links without a memory/);
+    assert.match(refused.stderr, /--with-memory .*holds 40 label\(s\) of the learn part's notes/);
+    assert.match(run(...base, '--out', join(dir, 'x.json'), '--memory', memory('tune')).stderr, /--memory: calibrate links without a memory/);
     const out = join(dir, 'calibration.json');
-    const fitted = run(...base, '--out', out, '--with-memory', join(dir, 'memory-learn'));
+    const fitted = run(...base, '--out', out, '--with-memory', join(dir, 'memory-tune'));
     assert.equal(fitted.status, 0, fitted.stderr);
-    const file = JSON.parse(readFileSync(out, 'utf8')) as { fit: { mentions: number; memoryPass?: { mentions: number; memoryDecided: number } } };
-    assert.equal(file.fit.memoryPass?.mentions, 400, 'the tune part linked again with the memory');
-    assert.equal(file.fit.mentions, 800, 'both passes are fitting examples');
+    type Written = { format: string; right: { kind: string }; fit: { split: string; mentions: number; memoryPass?: { mentions: number; memoryDecided: number } } };
+    const file = JSON.parse(readFileSync(out, 'utf8')) as Written;
+    assert.equal(file.fit.split, 'learn');
+    assert.equal(file.format, 'cuilink-calibration/2');
+    assert.equal(file.right.kind, 'trees', 'boosted trees by default');
+    assert.equal(file.fit.memoryPass?.mentions, 40, 'the learn part linked again with the memory');
+    assert.equal(file.fit.mentions, 80, 'both passes are fitting examples');
     assert.ok(file.fit.memoryPass!.memoryDecided > 0, 'the memory decided links in its pass');
+    // The logistic recipe on the tune part (how a model trained on the learn part is calibrated), with a learn-part memory.
+    const logistic = join(dir, 'logistic.json');
+    const tuned = run(...base, '--out', logistic, '--split', 'tune', '--calibrator', 'logistic', '--with-memory', join(dir, 'memory-learn'));
+    assert.equal(tuned.status, 0, tuned.stderr);
+    const tuneFile = JSON.parse(readFileSync(logistic, 'utf8')) as Written;
+    assert.equal(tuneFile.right.kind, 'logistic');
+    assert.equal(tuneFile.fit.split, 'tune');
+    assert.equal(tuneFile.fit.mentions, 800);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CALIBRATION_FORMAT, ConfidenceCalibrator } from '../../../src/link/confidence-calibrator.ts';
+import { CALIBRATION_FORMAT, CALIBRATION_FORMAT_V1, ConfidenceCalibrator } from '../../../src/link/confidence-calibrator.ts';
 import { CONFIDENCE_FEATURES, confidenceFeatures, type ConfidenceFeatureName } from '../../../src/link/confidence-features.ts';
 import type { Candidate, LinkedMention } from '../../../src/link/types.ts';
 import { InputError } from '../../../src/kb/errors.ts';
@@ -14,9 +14,10 @@ const CROSS = 'c'.repeat(64);
 const OTHER = '0123456789abcdef'.repeat(4);
 const n = CONFIDENCE_FEATURES.length;
 
+/** A format-1 file: logistic parts, their fields at the top level. */
 function calibration(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    format: CALIBRATION_FORMAT,
+    format: CALIBRATION_FORMAT_V1,
     version: 'test-calibration',
     features: [...CONFIDENCE_FEATURES],
     mean: Array.from({ length: n }, (_, i) => i / 10),
@@ -93,7 +94,8 @@ test('a bad calibration file is refused with BAD_CALIBRATION', () => {
     const cases: [string, string][] = [
       ['missing file', join(dir, 'absent.json')],
       ['not JSON', notJson],
-      ['wrong format', writeJson(dir, 'format.json', calibration({ format: 'cuilink-calibration/2' }))],
+      ['unknown format', writeJson(dir, 'format.json', calibration({ format: 'cuilink-calibration/9' }))],
+      ['format 2 with format-1 fields', writeJson(dir, 'format-2-flat.json', calibration({ format: CALIBRATION_FORMAT }))],
       ['no weights', writeJson(dir, 'no-weights.json', noWeights)],
       ['a feature dropped', writeJson(dir, 'dropped.json', calibration({ features: CONFIDENCE_FEATURES.slice(0, -1) }))],
       ['features reordered', writeJson(dir, 'reordered.json', calibration({ features: [CONFIDENCE_FEATURES[1], CONFIDENCE_FEATURES[0], ...CONFIDENCE_FEATURES.slice(2)] }))],
@@ -281,6 +283,65 @@ test('with a NIL part, confidence is P(right | in KB) · P(in KB), the NIL odds 
     assert.ok(Math.abs(atTrained.probability(x) - right * (1 - 1 / (1 + Math.exp(-2)))) < 1e-12, 'no shift at the fitted prevalence');
     for (const bad of [{ ...nilPart, weights: [1] }, { ...nilPart, assumedPrevalence: 0 }, { ...nilPart, trainedPrevalence: 1 }, { ...nilPart, extra: 1 }]) {
       assert.throws(() => ConfidenceCalibrator.load(writeJson(dir, 'bad.json', { ...base, nil: bad })), badCalibration);
+    }
+  });
+});
+
+/** A format-2 file: each part names its model. */
+function calibrationV2(right: unknown, nil?: unknown): Record<string, unknown> {
+  return { format: CALIBRATION_FORMAT, version: 'test-trees', features: [...CONFIDENCE_FEATURES], right, ...(nil ? { nil } : {}), models: { biEncoder: BI, crossEncoder: CROSS }, fit: {} };
+}
+
+const split = (feature: number, threshold: number, below: unknown, above: unknown) => ({ feature, threshold, below, above });
+
+test('format 2 with boosted trees: logit = base + rate · Σ leaf, each split sending x ≤ threshold below', () => {
+  withDir((dir) => {
+    const right = { kind: 'trees', base: 0.5, rate: 0.1, trees: [split(0, 1, { leaf: -2 }, split(2, 0.5, { leaf: 1 }, { leaf: 3 })), { leaf: 0.7 }] };
+    const nilModel = { kind: 'trees', base: -1, rate: 0.5, trees: [split(1, 0, { leaf: -1 }, { leaf: 2 })] };
+    const calibrator = ConfidenceCalibrator.load(writeJson(dir, 'trees.json', calibrationV2(right, { model: nilModel, trainedPrevalence: 0.1, assumedPrevalence: 0.05 })));
+    const sig = (z: number) => 1 / (1 + Math.exp(-z));
+    const shift = Math.log(0.05 / 0.95) - Math.log(0.1 / 0.9);
+    const at = (values: Record<number, number>) => Float64Array.from({ length: n }, (_, i) => values[i] ?? 0);
+    // x0 = 1 (≤ 1: below, −2), x1 = 0 (≤ 0: below, −1).
+    const a = at({ 0: 1 });
+    assert.ok(Math.abs(calibrator.probability(a) - sig(0.5 + 0.1 * (-2 + 0.7)) * (1 - sig(-1 + 0.5 * -1 + shift))) < 1e-12);
+    // x0 = 2 and x2 = 0.6: above, above (3); x1 = 0.1: above (2).
+    const b = at({ 0: 2, 1: 0.1, 2: 0.6 });
+    assert.ok(Math.abs(calibrator.probability(b) - sig(0.5 + 0.1 * (3 + 0.7)) * (1 - sig(-1 + 0.5 * 2 + shift))) < 1e-12);
+  });
+});
+
+test('a format-1 file and the same logistic parts in format 2 give the same confidence', () => {
+  withDir((dir) => {
+    const v1 = calibration();
+    const { mean, scale, weights, bias } = v1 as { mean: number[]; scale: number[]; weights: number[]; bias: number };
+    const nilV1 = { mean, scale, weights: weights.map((w) => -w), bias: -2, trainedPrevalence: 0.1, assumedPrevalence: 0.05 };
+    const one = ConfidenceCalibrator.load(writeJson(dir, 'v1.json', { ...v1, nil: nilV1 }));
+    const two = ConfidenceCalibrator.load(writeJson(dir, 'v2.json', calibrationV2({ kind: 'logistic', mean, scale, weights, bias }, { model: { kind: 'logistic', mean, scale, weights: nilV1.weights, bias: -2 }, trainedPrevalence: 0.1, assumedPrevalence: 0.05 })));
+    assert.equal(one.file.format, CALIBRATION_FORMAT, 'read as format 2');
+    for (const k of [0, 1, 2]) {
+      const x = Float64Array.from({ length: n }, (_, i) => ((i + k) % 4) / 3);
+      assert.equal(one.probability(x), two.probability(x));
+    }
+  });
+});
+
+test('a bad format-2 file is refused with BAD_CALIBRATION, naming what is wrong', () => {
+  withDir((dir) => {
+    const ok = { kind: 'trees', base: 0, rate: 0.1, trees: [{ leaf: 1 }] };
+    const cases: [string, unknown, RegExp][] = [
+      ['a split on a feature the linker does not compute', calibrationV2({ ...ok, trees: [split(n, 0, { leaf: 1 }, { leaf: 0 })] }), new RegExp(`feature ${n}`)],
+      ['no trees', calibrationV2({ ...ok, trees: [] }), /trees/],
+      ['a node with an unknown key', calibrationV2({ ...ok, trees: [{ leaf: 1, weight: 2 }] }), /trees/],
+      ['a part without kind', calibrationV2({ base: 0, rate: 0.1, trees: [{ leaf: 1 }] }), /kind/],
+      ['a zero rate', calibrationV2({ ...ok, rate: 0 }), /rate/],
+      ['a logistic part of the wrong length', calibrationV2({ kind: 'logistic', mean: [0], scale: [1], weights: [1], bias: 0 }), /must each have/],
+      ['a NIL part without prevalences', calibrationV2(ok, { model: ok }), /Prevalence/],
+      ['a NIL tree on a missing feature', calibrationV2(ok, { model: { ...ok, trees: [split(n + 3, 0, { leaf: 1 }, { leaf: 0 })] }, trainedPrevalence: 0.1, assumedPrevalence: 0.05 }), /nil\.trees/],
+    ];
+    for (const [name, file, message] of cases) {
+      const path = writeJson(dir, 'bad.json', file);
+      assert.throws(() => ConfidenceCalibrator.load(path), (error: unknown) => badCalibration(error) && message.test((error as Error).message), name);
     }
   });
 });
