@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Regenerates the shipped confidence calibration and its reports (issue 24; docs/confidence.md):
+#   1. a memory of the tune part's gold (so that memory-decided links of the learn part have examples),
+#   2. cuilink calibrate on the learn part -> models/default/calibration.json (+ bench/results/calibrate-learn.txt),
+#   3. cuilink eval on the tune part (held out from the fit: the numbers the recipe and NIL threshold were chosen on)
+#      and on the learn part (in-sample), each with its held-out-concept NIL run and reliability diagram.
+# With --dev, also reads NCBI-disease dev once (report only: nothing is chosen on it).
+# Uses the bench index (npm run bench:link builds it). Run from the repository root.
+set -euo pipefail
+DATA=${CUILINK_DATA:-../shared/data}
+TRAIN=$DATA/ncbi-disease/NCBItrainset_corpus.txt
+DEV=$DATA/ncbi-disease/NCBIdevelopset_corpus.txt
+INDEX=${CUILINK_BENCH_INDEX:-.cache/cuilink/bench/medic+medic_06Jul2012+xref-doid+xref-hp--cuilink-biencoder-minilm-base-untrained-b7485ac38070}
+VERSION=${CALIBRATION_VERSION:-calibration-learn-20261126-trees}
+OUT=bench/results
+[ -d "$INDEX" ] || { echo "no bench index at $INDEX (npm run bench:link builds it)" >&2; exit 2; }
+[ -f "$TRAIN" ] || { echo "no corpus at $TRAIN (set CUILINK_DATA)" >&2; exit 2; }
+cuilink() { node --import tsx src/cli/main.ts "$@"; }
+# Progress lines and the models' load lines say nothing about the result.
+quiet() { grep -v -e '^eval: linking mentions' -e '^cuilink: ' || true; }
+MEMORY=$(mktemp -d)
+trap 'rm -rf "$MEMORY"' EXIT
+cuilink memory add --memory "$MEMORY/tune" --corpus "$TRAIN" --split tune --index "$INDEX" --outside-kb > /dev/null 2> "$MEMORY/log" || { cat "$MEMORY/log" >&2; exit 1; }
+{
+  echo "\$ cuilink memory add --memory TUNE_MEMORY --corpus $TRAIN --split tune --index BENCH_INDEX --outside-kb"
+  echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --with-memory TUNE_MEMORY --out models/default/calibration.json --version $VERSION"
+  cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --with-memory "$MEMORY/tune" --out models/default/calibration.json --version "$VERSION" 2>&1 | quiet
+} | sed "s#$MEMORY/tune#TUNE_MEMORY#g" > $OUT/calibrate-learn.txt
+report() { # name, corpus, extra eval flags...
+  local name=$1 corpus=$2; shift 2
+  { echo "\$ cuilink eval --index BENCH_INDEX --corpus $corpus $* --reliability $OUT/reliability-$name.svg --out $OUT/confidence-$name.json"
+    cuilink eval --index "$INDEX" --corpus "$corpus" "$@" --reliability $OUT/reliability-$name.svg --out $OUT/confidence-$name.json 2>&1 | quiet; } > $OUT/confidence-$name.txt
+  { echo "\$ cuilink eval --index BENCH_INDEX --corpus $corpus $* --hold-out 0.1"
+    cuilink eval --index "$INDEX" --corpus "$corpus" "$@" --hold-out 0.1 2>&1 | quiet; } > $OUT/confidence-$name-holdout.txt
+  grep -h '^confidence (all' $OUT/confidence-$name.txt
+}
+report tune "$TRAIN" --split tune
+report learn "$TRAIN" --split learn
+if [ "${1:-}" = --dev ]; then report dev "$DEV"; fi
