@@ -6,6 +6,8 @@
 // weight is chosen there) and, once per change, on dev. Writes bench/results/active-learning.json
 // and active-learning.svg.
 //   --budgets 100,250,500,1000,2000  --windows 10  --exponents 0.5,1,2  --no-dev  --out FILE
+//   --calibration FILE  (the shipped calibration is fit on the learn part this bench replays: pass one
+//   fit on the tune part, cuilink calibrate --split tune, so that selection reads held-out confidence)
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -37,6 +39,7 @@ const { values } = parseArgs({
     windows: { type: 'string', default: '10' },
     exponents: { type: 'string', default: '0.5,1,2' },
     'no-dev': { type: 'boolean', default: false },
+    calibration: { type: 'string' },
     out: { type: 'string', default: join('bench', 'results', 'active-learning.json') },
   },
 });
@@ -60,7 +63,7 @@ const work = mkdtempSync(join(tmpdir(), 'cuilink-bench-active-'));
 
 try {
   // 1. The learn stream as the stage would link it, once: default linker, no memory.
-  const base = await openLinker({ indexDir, provider: 'cpu' });
+  const base = await openLinker({ indexDir, provider: 'cpu', calibration: values.calibration });
   const linked: LinkedNote[] = [];
   try {
     for (let i = 0; i < learn.notes.length; i += 32) linked.push(...(await base.linkNotes(learn.notes.slice(i, i + 32))));
@@ -82,7 +85,7 @@ try {
   }
 
   const score = async (memoryRoot: string | undefined, corpus: GoldCorpus) => {
-    const core = await openLinker({ indexDir, provider: 'cpu', memoryDir: memoryRoot, memoryPollMs: 0, log: () => {} });
+    const core = await openLinker({ indexDir, provider: 'cpu', calibration: values.calibration, memoryDir: memoryRoot, memoryPollMs: 0, log: () => {} });
     try {
       const { acc1, acc5, mrr } = (await evaluateCorpus(core, corpus, view, { batchSize: 32 })).metrics.overall;
       return { acc1: acc1 ?? 0, acc5: acc5 ?? 0, mrr: mrr ?? 0 };

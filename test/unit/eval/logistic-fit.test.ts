@@ -2,15 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fitLogistic, type LogisticModel } from '../../../src/eval/confidence/logistic-fit.ts';
 import { InputError } from '../../../src/kb/errors.ts';
-
-/** A tiny deterministic PRNG (Numerical Recipes LCG), uniform in [0, 1). */
-function lcg(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return state / 4294967296;
-  };
-}
+import { lcg } from '../../support/lcg.ts';
 
 const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
 

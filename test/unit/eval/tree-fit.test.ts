@@ -4,15 +4,7 @@ import { fitBoostedTrees, type TreeFitOptions } from '../../../src/eval/confiden
 import { fitLogistic } from '../../../src/eval/confidence/logistic-fit.ts';
 import { modelLogit, type TreeNode } from '../../../src/link/calibration-model.ts';
 import { InputError } from '../../../src/kb/errors.ts';
-
-/** A tiny deterministic PRNG (Numerical Recipes LCG), uniform in [0, 1). */
-function lcg(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return state / 4294967296;
-  };
-}
+import { lcg } from '../../support/lcg.ts';
 
 const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
 const OPTIONS: TreeFitOptions = { rounds: 150, rate: 0.1, depth: 2, minLeaf: 10, l2: 1 };
