@@ -5,11 +5,13 @@
 #   3. cuilink eval on the tune part (held out from the fit: the numbers the recipe and NIL threshold were chosen on)
 #      and on the learn part (in-sample), each with its held-out-concept NIL run and reliability diagram.
 # With --dev, also reads NCBI-disease dev once (report only: nothing is chosen on it).
+# With --context, also refits the opt-in context reranker's calibration (logistic, on the tune part: that model
+# was trained on the learn part) -> models/default/crossencoder-context/calibration.json, and its tune reports.
 # Uses the bench index (npm run bench:link builds it). Run from the repository root.
 set -euo pipefail
 DATA=${CUILINK_DATA:-../shared/data}
 TRAIN=$DATA/ncbi-disease/NCBItrainset_corpus.txt
-DEV=$DATA/ncbi-disease/NCBIdevelopset_corpus.txt
+DEV_CORPUS=$DATA/ncbi-disease/NCBIdevelopset_corpus.txt
 INDEX=${CUILINK_BENCH_INDEX:-.cache/cuilink/bench/medic+medic_06Jul2012+xref-doid+xref-hp--cuilink-biencoder-minilm-base-untrained-b7485ac38070}
 VERSION=${CALIBRATION_VERSION:-calibration-learn-20261126-trees}
 OUT=bench/results
@@ -26,6 +28,14 @@ cuilink memory add --memory "$MEMORY/tune" --corpus "$TRAIN" --split tune --inde
   echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --with-memory TUNE_MEMORY --out models/default/calibration.json --version $VERSION"
   cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --with-memory "$MEMORY/tune" --out models/default/calibration.json --version "$VERSION" 2>&1 | quiet
 } | sed "s#$MEMORY/tune#TUNE_MEMORY#g" > $OUT/calibrate-learn.txt
+DEV=no CONTEXT=no
+for arg in "$@"; do
+  case $arg in
+    --dev) DEV=yes ;;
+    --context) CONTEXT=yes ;;
+    *) echo "unknown option $arg (--dev, --context)" >&2; exit 2 ;;
+  esac
+done
 report() { # name, corpus, extra eval flags...
   local name=$1 corpus=$2; shift 2
   { echo "\$ cuilink eval --index BENCH_INDEX --corpus $corpus $* --reliability $OUT/reliability-$name.svg --out $OUT/confidence-$name.json"
@@ -36,4 +46,18 @@ report() { # name, corpus, extra eval flags...
 }
 report tune "$TRAIN" --split tune
 report learn "$TRAIN" --split learn
-if [ "${1:-}" = --dev ]; then report dev "$DEV"; fi
+if [ $DEV = yes ]; then report dev "$DEV_CORPUS"; fi
+if [ $CONTEXT = yes ]; then
+  CONTEXT_MODEL=models/default/crossencoder-context
+  cuilink memory add --memory "$MEMORY/learn" --corpus "$TRAIN" --split learn --index "$INDEX" --outside-kb > /dev/null 2> "$MEMORY/log" || { cat "$MEMORY/log" >&2; exit 1; }
+  {
+    echo "\$ cuilink memory add --memory LEARN_MEMORY --corpus $TRAIN --split learn --index BENCH_INDEX --outside-kb"
+    echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --split tune --calibrator logistic --reranker $CONTEXT_MODEL --with-memory LEARN_MEMORY --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261126"
+    cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --split tune --calibrator logistic --reranker $CONTEXT_MODEL --with-memory "$MEMORY/learn" --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261126 2>&1 | quiet
+  } | sed "s#$MEMORY/learn#LEARN_MEMORY#g" > $OUT/calibrate-context-tune.txt
+  { echo "\$ cuilink eval --index BENCH_INDEX --corpus $TRAIN --split tune --reranker $CONTEXT_MODEL --out $OUT/confidence-context-tune.json"
+    cuilink eval --index "$INDEX" --corpus "$TRAIN" --split tune --reranker $CONTEXT_MODEL --out $OUT/confidence-context-tune.json 2>&1 | quiet; } > $OUT/confidence-context-tune.txt
+  { echo "\$ cuilink eval --index BENCH_INDEX --corpus $TRAIN --split tune --reranker $CONTEXT_MODEL --hold-out 0.1"
+    cuilink eval --index "$INDEX" --corpus "$TRAIN" --split tune --reranker $CONTEXT_MODEL --hold-out 0.1 2>&1 | quiet; } > $OUT/confidence-context-tune-holdout.txt
+  grep -h '^confidence (all' $OUT/confidence-context-tune.txt
+fi

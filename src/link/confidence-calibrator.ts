@@ -24,6 +24,13 @@ const logisticPart = {
  */
 const prevalences = { trainedPrevalence: z.number().gt(0).lt(1), assumedPrevalence: z.number().gt(0).lt(1) };
 
+/**
+ * The NIL threshold chosen for this calibration (cuilink calibrate, by the rule of
+ * docs/confidence.md): a threshold only means something for the confidence it was chosen on, so a
+ * linker uses it unless the link config sets `nil.confidence`.
+ */
+const nilConfidenceSchema = z.number().min(0).max(1).optional();
+
 const modelsSchema = z.object({ biEncoder: z.string().regex(/^[0-9a-f]{64}$/), crossEncoder: z.string().regex(/^[0-9a-f]{64}$/).nullable() }).strict();
 
 const calibrationFileV1Schema = z
@@ -33,6 +40,7 @@ const calibrationFileV1Schema = z
     features: z.array(z.string()),
     ...logisticPart,
     nil: z.object({ ...logisticPart, ...prevalences }).strict().optional(),
+    nilConfidence: nilConfidenceSchema,
     models: modelsSchema,
     fit: z.record(z.string(), z.unknown()).default({}),
   })
@@ -45,6 +53,7 @@ const calibrationFileV2Schema = z
     features: z.array(z.string()),
     right: calibrationModelSchema,
     nil: z.object({ model: calibrationModelSchema, ...prevalences }).strict().optional(),
+    nilConfidence: nilConfidenceSchema,
     models: modelsSchema,
     fit: z.record(z.string(), z.unknown()).default({}),
   })

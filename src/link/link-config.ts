@@ -14,7 +14,11 @@ import { InputError } from '../kb/errors.ts';
  * manifest metrics.chosenRerank); a swapped reranker (`--reranker DIR`) is calibrated differently:
  * give its settings in a link config.
  */
-/** The shipped NIL threshold on confidence (docs/confidence.md says how it was chosen). */
+/**
+ * The NIL threshold on confidence when the calibration file records none (`nilConfidence`): the
+ * shipped file's own, chosen by the rule of docs/confidence.md. A linker uses the file's threshold
+ * unless the link config names `nil.confidence`.
+ */
 export const DEFAULT_NIL_CONFIDENCE = 0.175;
 
 export const linkConfigSchema = z
@@ -61,7 +65,7 @@ export const linkConfigSchema = z
         threshold: z.number().min(-1).max(1).default(0),
         /**
          * Mentions whose calibrated confidence is below this are NIL (candidates kept); only with a
-         * calibration. Chosen on the tune split by the rule of docs/confidence.md.
+         * calibration. Unset: the calibration file's own threshold (openLinker), else the default.
          */
         confidence: z.number().min(0).max(1).default(DEFAULT_NIL_CONFIDENCE),
       })

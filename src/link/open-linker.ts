@@ -135,6 +135,9 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     await cross?.close();
     throw error;
   }
+  // The calibration's own NIL threshold, unless the link config names one.
+  const configuredNil = (options.config?.nil as Record<string, unknown> | undefined)?.confidence;
+  if (configuredNil === undefined && calibrator?.file.nilConfidence !== undefined) config.nil.confidence = calibrator.file.nilConfidence;
   let memory: MemoryWatcher | undefined;
   try {
     memory = options.memoryDir === undefined ? undefined : MemoryWatcher.open({ path: options.memoryDir, index, config: config.memory, normalize: normalizeName, modelSha256: encoder.modelSha256, pollMs: options.memoryPollMs, onError: options.onMemoryError, onSwap: options.onMemorySwap });

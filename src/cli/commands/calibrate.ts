@@ -7,7 +7,8 @@ import { MemoryStore } from '../../retrieve/memory-store.ts';
 import { resolveMemoryDir } from '../../retrieve/memory-root.ts';
 import { normalizeName } from '../../text/normalize.ts';
 import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
-import { keepSplitPart } from '../../eval/offline-eval.ts';
+import { evaluateCorpus, keepSplitPart } from '../../eval/offline-eval.ts';
+import { HOLD_OUT_SEED, NIL_RULE_MAX_LOSS, holdOutConcepts, holdOutReport, nilThresholdByRule } from '../../eval/confidence/held-out-concepts.ts';
 import { fitCalibration, type CalibrationModelChoice } from '../../eval/confidence/fit-calibration.ts';
 import { TUNING_SPLIT_SEED, parseSplitPart } from '../../eval/tuning-split.ts';
 import { summarizeConfidence } from '../../eval/confidence/selective-metrics.ts';
@@ -68,6 +69,12 @@ Options:
                          NIL part, confidence is then P(right) as if every concept were in the KB)
   --nil-prevalence P     share of mentions without a KB concept a deployment is assumed to see
                          (default ${DEFAULT_NIL_PREVALENCE})
+  --nil-confidence X|rule
+                         the NIL threshold recorded in the file, which linkers use unless their link
+                         config sets nil.confidence (default rule: link the tune part with 10% of its
+                         mentions' concepts held out and take the largest threshold of a 0.025-step
+                         sweep at which the other mentions lose at most half a point of linked acc@1;
+                         docs/confidence.md)
   --with-memory ROOT     also fit on the part's links made with this labelled-mention memory, so
                          memory-decided links get a fitted confidence (the memory must hold no label
                          of the part's notes: for the learn part, one from the tune part)
@@ -95,6 +102,7 @@ export const calibrate: Command = {
       'nil-runs': { type: 'string' },
       'nil-prevalence': { type: 'string' },
       'with-memory': { type: 'string' },
+      'nil-confidence': { type: 'string' },
     });
     const indexDir = requireString(values.index, 'index');
     const corpusFile = requireString(values.corpus, 'corpus');
@@ -104,6 +112,7 @@ export const calibrate: Command = {
     const split = parseSplitPart(values.split ?? 'learn')!;
     const seed = parseNumberFlag(values['split-seed'], 'split-seed', TUNING_SPLIT_SEED, { integer: true });
     const model = parseModelChoice(values);
+    const nilChoice = values['nil-confidence'] === undefined || values['nil-confidence'] === 'rule' ? 'rule' : parseNumberFlag(values['nil-confidence'], 'nil-confidence', 0, { min: 0, max: 1 });
     const nilRuns = parseNumberFlag(values['nil-runs'], 'nil-runs', DEFAULT_NIL_RUNS, { min: 0, max: 50, integer: true });
     const nilPrevalence = parseNumberFlag(values['nil-prevalence'], 'nil-prevalence', DEFAULT_NIL_PREVALENCE, { min: 0.001, max: 0.5 });
     const corpus = await loadPubTatorCorpus(corpusFile);
@@ -124,11 +133,37 @@ export const calibrate: Command = {
       version: values.version ?? `calibration-${new Date().toISOString().slice(0, 10)}`,
       fit: { corpus: corpusFile.split('/').at(-1), split, seed },
     });
-    try {
-      writeFileSync(out, `${JSON.stringify(file, null, 2)}\n`);
-    } catch (error) {
-      throw new InputError(`cannot write ${out}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
+    const write = () => {
+      try {
+        writeFileSync(out, `${JSON.stringify(file, null, 2)}\n`);
+      } catch (error) {
+        throw new InputError(`cannot write ${out}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
+      }
+    };
+    write();
+    let nilLine: string;
+    if (nilChoice === 'rule') {
+      // The rule reads the fitted confidence, so the file is written first and linked with.
+      const tune = await loadPubTatorCorpus(corpusFile);
+      keepSplitPart(tune, 'tune', seed);
+      const heldOut = holdOutConcepts(tune, store, NIL_RULE_FRACTION, HOLD_OUT_SEED);
+      const blind = await openLinker({ ...linkerRequest(values), indexDir, calibration: out, excludeConcepts: heldOut.concepts, log: () => {} });
+      let result;
+      try {
+        result = await evaluateCorpus(blind, tune, kbOntologyView(store));
+      } finally {
+        await blind.close();
+      }
+      const chosen = nilThresholdByRule(holdOutReport(result, heldOut, 0));
+      file.nilConfidence = chosen?.threshold ?? 0;
+      nilLine = chosen
+        ? `NIL threshold ${chosen.threshold} by the rule (tune part${split === 'tune' ? ', the fitted part itself' : ', held out from the fit'}, ${NIL_RULE_FRACTION * 100}% of its mentions' concepts held out, seed ${HOLD_OUT_SEED}): NIL precision ${rate(chosen.nilPrecision)}, recall ${rate(chosen.nilRecall)}, F1 ${rate(chosen.nilF1)}; the others lose ${(chosen.othersLoss * 100).toFixed(1)} point(s) of linked acc@1`
+        : `NIL threshold 0: at every threshold of the sweep the tune part's other mentions lose more than ${NIL_RULE_MAX_LOSS * 100} point of linked acc@1`;
+    } else {
+      file.nilConfidence = nilChoice;
+      nilLine = `NIL threshold ${nilChoice} (--nil-confidence)`;
     }
+    write();
     const fitted = ConfidenceCalibrator.load(out);
     const points = rows.map((x, i) => ({ confidence: fitted.probability(x), correct: labels[i]! }));
     const memoryPass = file.fit.memoryPass as { mentions: number; memoryDecided: number; memoryVersion: string } | undefined;
@@ -136,6 +171,7 @@ export const calibrate: Command = {
     console.log(formatConfidence(summarizeConfidence(points), 'in-sample'));
     const nil = file.fit.nil as { runs: number; mentions: number; stranded: number } | undefined;
     if (file.nil && nil) console.log(`NIL part: ${nil.runs} held-out-concept runs, ${nil.stranded} of ${nil.mentions} linked mentions had lost their concept; read at an assumed ${file.nil.assumedPrevalence} of mentions without one`);
+    console.log(nilLine);
     return 0;
   },
 };
@@ -158,6 +194,11 @@ function parseModelChoice(values: Record<string, string | boolean | undefined>):
     l2: num('l2', DEFAULT_TREES.l2, { min: 0 }),
   };
 }
+
+/** Share of the tune part's mentions whose concepts the NIL rule holds out (as `eval --hold-out 0.1`). */
+const NIL_RULE_FRACTION = 0.1;
+
+const rate = (v: number | null) => (v === null ? '—' : v.toFixed(3));
 
 /** A memory holding labels of the notes it would be fitted on would make its links look surer than they are. */
 function refuseMemoryOverlap(root: string, corpus: GoldCorpus, split: string): void {

@@ -98,6 +98,18 @@ export function holdOutReport(result: Pick<OfflineEvalResult, 'scored' | 'linked
   };
 }
 
+/** The NIL rule's budget: the others may lose at most this much linked acc@1 (half a point). */
+export const NIL_RULE_MAX_LOSS = 0.005;
+
+/**
+ * The NIL threshold by the rule of docs/confidence.md: the largest threshold of the sweep at which
+ * the mentions whose concept is still in the KB lose at most NIL_RULE_MAX_LOSS of linked acc@1;
+ * undefined when even the smallest loses more (then no confidence threshold is worth its cost).
+ */
+export function nilThresholdByRule(report: HoldOutReport, maxLoss = NIL_RULE_MAX_LOSS): HoldOutRow | undefined {
+  return report.sweep.filter((row) => row.othersLoss <= maxLoss + 1e-12).at(-1);
+}
+
 const f = (v: number | null) => (v === null ? '—' : v.toFixed(3));
 
 export function formatHoldOut(r: HoldOutReport): string {

@@ -83,3 +83,29 @@ test('an opt-in cross-encoder brings its own calibration: used when the shipped 
     await mismatched.close();
   }
 });
+
+test('a calibration brings its own NIL threshold; a link config that names nil.confidence overrides it', async () => {
+  const shipped = JSON.parse(readFileSync(DEFAULT_CALIBRATION, 'utf8')) as { nilConfidence?: number };
+  assert.equal(typeof shipped.nilConfidence, 'number', 'the shipped calibration records the threshold chosen for it');
+  const withThreshold = (value: number) => {
+    const file = join(dir, `calibration-nil-${value}.json`);
+    writeFileSync(file, JSON.stringify({ ...shipped, nilConfidence: value }));
+    return file;
+  };
+  const own = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {}, calibration: withThreshold(0.99) });
+  const overridden = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {}, calibration: withThreshold(0.99), config: { nil: { confidence: 0 } } });
+  const shippedLinker = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {} });
+  try {
+    assert.equal(own.config?.nil.confidence, 0.99);
+    assert.equal(overridden.config?.nil.confidence, 0);
+    assert.equal(shippedLinker.config?.nil.confidence, shipped.nilConfidence);
+    const [strict] = await own.linkNotes([note]);
+    const [lenient] = await overridden.linkNotes([note]);
+    assert.ok(strict!.mentions.every((m) => m.nil === m.confidence! < 0.99) && strict!.mentions.some((m) => m.nil), 'the file\'s 0.99 NILs something');
+    assert.ok(lenient!.mentions.every((m) => !m.nil), 'nil.confidence 0 from the link config: nothing is NIL by confidence');
+  } finally {
+    await own.close();
+    await overridden.close();
+    await shippedLinker.close();
+  }
+});

@@ -103,6 +103,7 @@ test('a bad calibration file is refused with BAD_CALIBRATION', () => {
       ['mean of the wrong length', writeJson(dir, 'long-mean.json', calibration({ mean: Array.from({ length: n + 1 }, () => 0) }))],
       ['a zero scale', writeJson(dir, 'zero-scale.json', calibration({ scale: Array.from({ length: n }, (_, i) => (i === 3 ? 0 : 1)) }))],
       ['an unknown extra key', writeJson(dir, 'extra.json', calibration({ temperature: 1.5 }))],
+      ['a negative NIL threshold', writeJson(dir, 'nil-threshold.json', calibration({ nilConfidence: -0.1 }))],
       ['an unknown key in models', writeJson(dir, 'extra-models.json', calibration({ models: { biEncoder: BI, crossEncoder: null, tokenizer: BI } }))],
       ['a bi-encoder that is not a sha256', writeJson(dir, 'bad-sha.json', calibration({ models: { biEncoder: 'abc', crossEncoder: null } }))],
     ];
@@ -337,6 +338,7 @@ test('a bad format-2 file is refused with BAD_CALIBRATION, naming what is wrong'
       ['a zero rate', calibrationV2({ ...ok, rate: 0 }), /rate/],
       ['a logistic part of the wrong length', calibrationV2({ kind: 'logistic', mean: [0], scale: [1], weights: [1], bias: 0 }), /must each have/],
       ['a NIL part without prevalences', calibrationV2(ok, { model: ok }), /Prevalence/],
+      ['a NIL threshold above 1', { ...calibrationV2(ok), nilConfidence: 1.5 }, /nilConfidence/],
       ['a NIL tree on a missing feature', calibrationV2(ok, { model: { ...ok, trees: [split(n + 3, 0, { leaf: 1 }, { leaf: 0 })] }, trainedPrevalence: 0.1, assumedPrevalence: 0.05 }), /nil\.trees/],
     ];
     for (const [name, file, message] of cases) {
