@@ -144,8 +144,8 @@ export const calibrate: Command = {
     let nilLine: string;
     if (nilChoice === 'rule') {
       // The rule reads the fitted confidence, so the file is written first and linked with.
-      const tune = await loadPubTatorCorpus(corpusFile);
-      keepSplitPart(tune, 'tune', seed);
+      const tune = split === 'tune' ? corpus : await loadPubTatorCorpus(corpusFile);
+      if (tune !== corpus) keepSplitPart(tune, 'tune', seed);
       const heldOut = holdOutConcepts(tune, store, NIL_RULE_FRACTION, HOLD_OUT_SEED);
       const blind = await openLinker({ ...linkerRequest(values), indexDir, calibration: out, excludeConcepts: heldOut.concepts, log: () => {} });
       let result;
@@ -157,7 +157,7 @@ export const calibrate: Command = {
       const chosen = nilThresholdByRule(holdOutReport(result, heldOut, 0));
       file.nilConfidence = chosen?.threshold ?? 0;
       nilLine = chosen
-        ? `NIL threshold ${chosen.threshold} by the rule (tune part${split === 'tune' ? ', the fitted part itself' : ', held out from the fit'}, ${NIL_RULE_FRACTION * 100}% of its mentions' concepts held out, seed ${HOLD_OUT_SEED}): NIL precision ${rate(chosen.nilPrecision)}, recall ${rate(chosen.nilRecall)}, F1 ${rate(chosen.nilF1)}; the others lose ${(chosen.othersLoss * 100).toFixed(1)} point(s) of linked acc@1`
+        ? `NIL threshold ${chosen.threshold} by the rule (tune part${split === 'tune' ? ', the fitted part itself' : ', held out from the fit'}, ${NIL_RULE_FRACTION * 100}% of its mentions' concepts held out, seed ${HOLD_OUT_SEED}): NIL precision ${threeDecimals(chosen.nilPrecision)}, recall ${threeDecimals(chosen.nilRecall)}, F1 ${threeDecimals(chosen.nilF1)}; the others lose ${(chosen.othersLoss * 100).toFixed(1)} point(s) of linked acc@1`
         : `NIL threshold 0: at every threshold of the sweep the tune part's other mentions lose more than ${NIL_RULE_MAX_LOSS * 100} point of linked acc@1`;
     } else {
       file.nilConfidence = nilChoice;
@@ -198,7 +198,7 @@ function parseModelChoice(values: Record<string, string | boolean | undefined>):
 /** Share of the tune part's mentions whose concepts the NIL rule holds out (as `eval --hold-out 0.1`). */
 const NIL_RULE_FRACTION = 0.1;
 
-const rate = (v: number | null) => (v === null ? '—' : v.toFixed(3));
+const threeDecimals = (v: number | null) => (v === null ? '—' : v.toFixed(3));
 
 /** A memory holding labels of the notes it would be fitted on would make its links look surer than they are. */
 function refuseMemoryOverlap(root: string, corpus: GoldCorpus, split: string): void {

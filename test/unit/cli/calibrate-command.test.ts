@@ -67,7 +67,7 @@ test('calibrate --with-memory: a memory holding labels of the fitted part is ref
     assert.equal(file.fit.mentions, 80, 'both passes are fitting examples');
     assert.ok(file.fit.memoryPass!.memoryDecided > 0, 'the memory decided links in its pass');
     assert.ok(file.nilConfidence !== undefined && file.nilConfidence >= 0 && file.nilConfidence <= 1, `a NIL threshold by the rule: ${file.nilConfidence}`);
-    assert.match(fitted.stdout, /^NIL threshold [0-9.]+ (by the rule \(tune part, held out from the fit|: at every threshold)/m);
+    assert.match(fitted.stdout, /^NIL threshold [0-9.]+( by the rule \(tune part, held out from the fit|: at every threshold)/m);
     // The logistic recipe on the tune part (how a model trained on the learn part is calibrated), with a learn-part memory.
     const logistic = join(dir, 'logistic.json');
     const tuned = run(...base, '--out', logistic, '--split', 'tune', '--calibrator', 'logistic', '--with-memory', join(dir, 'memory-learn'), '--nil-confidence', '0.2');
