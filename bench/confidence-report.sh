@@ -13,7 +13,7 @@ DATA=${CUILINK_DATA:-../shared/data}
 TRAIN=$DATA/ncbi-disease/NCBItrainset_corpus.txt
 DEV_CORPUS=$DATA/ncbi-disease/NCBIdevelopset_corpus.txt
 INDEX=${CUILINK_BENCH_INDEX:-.cache/cuilink/bench/medic+medic_06Jul2012+xref-doid+xref-hp--cuilink-biencoder-minilm-base-untrained-b7485ac38070}
-VERSION=${CALIBRATION_VERSION:-calibration-learn-20261126-trees}
+VERSION=${CALIBRATION_VERSION:-calibration-learn-20261126-trees-names}
 OUT=bench/results
 [ -d "$INDEX" ] || { echo "no bench index at $INDEX (npm run bench:link builds it)" >&2; exit 2; }
 [ -f "$TRAIN" ] || { echo "no corpus at $TRAIN (set CUILINK_DATA)" >&2; exit 2; }
@@ -52,8 +52,8 @@ if [ $CONTEXT = yes ]; then
   cuilink memory add --memory "$MEMORY/learn" --corpus "$TRAIN" --split learn --index "$INDEX" --outside-kb > /dev/null 2> "$MEMORY/log" || { cat "$MEMORY/log" >&2; exit 1; }
   {
     echo "\$ cuilink memory add --memory LEARN_MEMORY --corpus $TRAIN --split learn --index BENCH_INDEX --outside-kb"
-    echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --split tune --calibrator logistic --reranker $CONTEXT_MODEL --with-memory LEARN_MEMORY --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261126"
-    cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --split tune --calibrator logistic --reranker $CONTEXT_MODEL --with-memory "$MEMORY/learn" --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261126 2>&1 | quiet
+    echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --split tune --calibrator logistic --reranker $CONTEXT_MODEL --with-memory LEARN_MEMORY --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261126-names"
+    cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --split tune --calibrator logistic --reranker $CONTEXT_MODEL --with-memory "$MEMORY/learn" --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261126-names 2>&1 | quiet
   } | sed "s#$MEMORY/learn#LEARN_MEMORY#g" > $OUT/calibrate-context-tune.txt
   { echo "\$ cuilink eval --index BENCH_INDEX --corpus $TRAIN --split tune --reranker $CONTEXT_MODEL --out $OUT/confidence-context-tune.json"
     cuilink eval --index "$INDEX" --corpus "$TRAIN" --split tune --reranker $CONTEXT_MODEL --out $OUT/confidence-context-tune.json 2>&1 | quiet; } > $OUT/confidence-context-tune.txt

@@ -21,6 +21,11 @@ export class ConceptFacts implements ConceptFactsView {
     return this.childCount.get(id) ?? 0;
   }
 
+  names(id: string): readonly string[] {
+    const concept = this.byId.get(id);
+    return concept ? [concept.name, ...concept.synonyms] : [];
+  }
+
   isParent(parent: string, child: string): boolean {
     return this.byId.get(child)?.parents.includes(parent) ?? false;
   }

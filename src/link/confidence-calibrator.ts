@@ -91,9 +91,11 @@ export class ConfidenceCalibrator {
   readonly path: string;
 
   constructor(file: CalibrationFile, sha256: string, path: string) {
-    const n = CONFIDENCE_FEATURES.length;
-    if (file.features.length !== n || file.features.some((f, i) => f !== CONFIDENCE_FEATURES[i])) {
-      throw new InputError(`${path}: fitted on features [${file.features.join(', ')}], this linker computes [${CONFIDENCE_FEATURES.join(', ')}]; fit it again with cuilink calibrate`, 'BAD_CALIBRATION');
+    // Features are only ever appended, so a file fit on a leading run of them reads the same values
+    // (a calibration from before 2026-11-26's six name features still loads).
+    const n = file.features.length;
+    if (n === 0 || n > CONFIDENCE_FEATURES.length || file.features.some((f, i) => f !== CONFIDENCE_FEATURES[i])) {
+      throw new InputError(`${path}: fitted on features [${file.features.join(', ')}], this linker computes [${CONFIDENCE_FEATURES.join(', ')}] (a file's must be the same or a leading run of them); fit it again with cuilink calibrate`, 'BAD_CALIBRATION');
     }
     checkModelShape(file.right, n, path, file.right.kind === 'logistic' ? '' : 'right.');
     if (file.nil) checkModelShape(file.nil.model, n, path, 'nil.');

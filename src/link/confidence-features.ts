@@ -44,6 +44,15 @@ export const CONFIDENCE_FEATURES = [
   'children',
   'dense_note_same',
   'dense_children',
+  // Added 2026-11-26 (evening, docs/confidence.md): how much of the chosen concept's best-fitting
+  // name the mention lacks and how alike they are in characters; candidates of the top-1's family.
+  // On learn held-out runs scored out of fold they raised held-out-concept NIL F1 0.488 → 0.529.
+  'dense_name_extra',
+  'family_candidates',
+  'best_name_extra',
+  'has_digit',
+  'trigram_similarity',
+  'best_name_similarity',
 ] as const;
 
 export type ConfidenceFeatureName = (typeof CONFIDENCE_FEATURES)[number];
@@ -59,6 +68,8 @@ export interface ConceptFactsView {
   children(id: string): number;
   /** `parent` is a direct parent of `child`. */
   isParent(parent: string, child: string): boolean;
+  /** The concept's preferred name and synonyms (none for an id the KB lacks). */
+  names(id: string): readonly string[];
 }
 
 /** The other mentions of the same note: their top-1 concept, the stage that chose it, their text. */
@@ -115,7 +126,26 @@ export function confidenceFeatures(linked: Omit<LinkedMention, 'confidence'>, me
   set('dense_margin', dense && c.length > 1 ? top.score - c[1]!.score : 0);
   set('dense_similarity_sq', dense ? similarity * similarity : 0);
   const second = c[1];
+  // Without facts the top-1's candidate name stands for all of its names.
+  const names = facts ? [top.name, ...facts.names(top.conceptId)] : [top.name];
+  const mentionTrigrams = trigrams(mentionText);
+  const mentionWords = new Set(prefixWords(mentionText));
+  let bestNameExtra = Infinity;
+  let bestNameSimilarity = -Infinity;
+  for (const name of names) {
+    const shape = nameShapes.of(name);
+    bestNameExtra = Math.min(bestNameExtra, shape.words.length ? shape.words.filter((w) => !mentionWords.has(w)).length / shape.words.length : 0);
+    bestNameSimilarity = Math.max(bestNameSimilarity, jaccard(mentionTrigrams, shape.trigrams));
+  }
+  set('best_name_extra', bestNameExtra);
+  set('dense_name_extra', dense ? bestNameExtra : 0);
+  set('has_digit', Number(/\d/.test(mentionText)));
+  set('trigram_similarity', jaccard(mentionTrigrams, nameShapes.of(top.name).trigrams));
+  set('best_name_similarity', bestNameSimilarity);
   if (facts) {
+    let family = 0;
+    for (let i = 1; i < c.length; i++) if (facts.isParent(top.conceptId, c[i]!.conceptId) || facts.isParent(c[i]!.conceptId, top.conceptId)) family++;
+    set('family_candidates', Math.log1p(family));
     set('runner_up_related', second ? Number(facts.isParent(top.conceptId, second.conceptId) || facts.isParent(second.conceptId, top.conceptId)) : 0);
     set('synonyms', Math.log1p(facts.synonyms(top.conceptId)));
     set('children', Math.log1p(facts.children(top.conceptId)));
@@ -132,11 +162,53 @@ export function confidenceFeatures(linked: Omit<LinkedMention, 'confidence'>, me
   return x;
 }
 
+/** Words of two or more letters, case-folded, cut to their first four letters. */
+function prefixWords(text: string): string[] {
+  return text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 1).map((w) => w.slice(0, 4));
+}
+
 /** Share of the mention's words (4-letter prefixes, case-folded) that the name also has. */
 function wordOverlap(mention: string, name: string): number {
-  const words = (t: string) => t.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 1).map((w) => w.slice(0, 4));
-  const m = words(mention);
+  const m = prefixWords(mention);
   if (m.length === 0) return 0;
-  const n = new Set(words(name));
+  const n = new Set(prefixWords(name));
   return m.filter((w) => n.has(w)).length / m.length;
+}
+
+/**
+ * KB names' distinct prefix words and trigrams, kept across links: a concept's names are the same
+ * every time it is chosen, and splitting them again cost ~70 µs a link (a MEDIC concept has up to
+ * hundreds of synonyms). Bounded: emptied when full, so a long stream holds at most MAX_NAMES
+ * (about 25 MB when full; the top-1s of NCBI-disease's learn part touch 9,400 names).
+ */
+class NameShapes {
+  private static readonly MAX_NAMES = 20_000;
+  private readonly shapes = new Map<string, { words: string[]; trigrams: Set<string> }>();
+
+  of(name: string): { words: string[]; trigrams: Set<string> } {
+    let shape = this.shapes.get(name);
+    if (shape === undefined) {
+      if (this.shapes.size >= NameShapes.MAX_NAMES) this.shapes.clear();
+      shape = { words: [...new Set(prefixWords(name))], trigrams: trigrams(name) };
+      this.shapes.set(name, shape);
+    }
+    return shape;
+  }
+}
+
+const nameShapes = new NameShapes();
+
+/** Character trigrams of the case-folded text, words joined by one space and padded at both ends. */
+function trigrams(text: string): Set<string> {
+  const padded = ` ${text.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim()} `;
+  const out = new Set<string>();
+  for (let i = 0; i + 3 <= padded.length; i++) out.add(padded.slice(i, i + 3));
+  return out;
+}
+
+function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
+  let shared = 0;
+  for (const x of a) if (b.has(x)) shared++;
+  const union = a.size + b.size - shared;
+  return union > 0 ? shared / union : 0;
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HOLD_OUT_SEED, holdOutConcepts, holdOutReport, type HeldOutConcepts } from '../../../src/eval/confidence/held-out-concepts.ts';
+import { HOLD_OUT_SEED, NIL_RULE_MAX_LOSS, NIL_RULE_SEEDS, holdOutConcepts, holdOutReport, nilThresholdByRule, pooledHoldOutSweep, type HeldOutConcepts } from '../../../src/eval/confidence/held-out-concepts.ts';
 import { mentionKey, type GoldCorpus, type GoldMention } from '../../../src/eval/gold.ts';
 import { emptyPubTatorStats } from '../../../src/eval/pubtator.ts';
 import type { ScoredMention } from '../../../src/eval/metrics/mention-record.ts';
@@ -247,4 +247,28 @@ test('holdOutReport reads removed() of the real draw', () => {
   assert.equal(at.nilF1, 1);
   assert.equal(at.othersLoss, 0);
   assert.equal(at.othersLinkedAcc1, 1);
+});
+
+test('pooledHoldOutSweep: one run is that run\'s sweep; two runs count every mention of each (hand-computed)', () => {
+  assert.deepEqual(pooledHoldOutSweep([{ result: RESULT, heldOut: heldA }]), holdOutReport(RESULT, heldA, 0).sweep);
+  // The second run holds nothing out: its ten mentions are all others (gold A ones wrong, B as before).
+  const nothingHeld: HeldOutConcepts = { concepts: new Set(), drawn: 0, removed: () => false };
+  const at = pooledHoldOutSweep([{ result: RESULT, heldOut: heldA }, { result: RESULT, heldOut: nothingHeld }])[11]!;
+  assert.equal(at.threshold, 0.3);
+  // NIL at 0.3: 6 per run; held out 3 (run 1 only) → precision 3/12, recall 3/4.
+  close(at.nilPrecision, 3 / 12, 'pooled precision');
+  close(at.nilRecall, 3 / 4, 'pooled recall');
+  // Others: 6 + 10, right and linked at 0: 4 + 4; at 0.3: 3 + 3 → loss 2/16.
+  close(at.othersLoss, 2 / 16, 'pooled loss');
+});
+
+test('nilThresholdByRule: the largest threshold within the loss budget; none when the smallest exceeds it', () => {
+  const report = holdOutReport(RESULT, heldA, 0);
+  // The others lose 1/6 from 0.225 (the 0.2 mention) on: only thresholds up to 0.2 are free.
+  assert.equal(nilThresholdByRule(report)?.threshold, 0.2);
+  assert.equal(nilThresholdByRule(report, 0.2)?.threshold, 0.5, 'a 1/6 loss fits a 0.2 budget until the 0.5 mention goes');
+  const costly = { sweep: report.sweep.map((row) => ({ ...row, othersLoss: 0.01 })) };
+  assert.equal(nilThresholdByRule(costly), undefined);
+  assert.equal(NIL_RULE_MAX_LOSS, 0.004);
+  assert.deepEqual(NIL_RULE_SEEDS, [1, 2, 3, 4, 5, 6, 7, 8, HOLD_OUT_SEED]);
 });

@@ -111,6 +111,21 @@ test('a bad calibration file is refused with BAD_CALIBRATION', () => {
   });
 });
 
+test('a file fit on a leading run of the features (before features were appended) loads and reads only those', () => {
+  withDir((dir) => {
+    const k = n - 6;
+    const short = calibration({ features: CONFIDENCE_FEATURES.slice(0, k), mean: Array(k).fill(0), scale: Array(k).fill(1), weights: Array.from({ length: k }, (_, i) => (i === 0 ? 2 : 0)), bias: -1 });
+    const calibrator = ConfidenceCalibrator.load(writeJson(dir, 'leading.json', short));
+    const x = new Float64Array(n).fill(5);
+    x[0] = 1;
+    assert.ok(Math.abs(calibrator.probability(x) - 1 / (1 + Math.exp(-1))) < 1e-12, 'the appended features (5) are not read');
+    const unknown = calibration({ features: [...CONFIDENCE_FEATURES, 'from_the_future'], mean: Array(n + 1).fill(0), scale: Array(n + 1).fill(1), weights: Array(n + 1).fill(0) });
+    assert.throws(() => ConfidenceCalibrator.load(writeJson(dir, 'unknown.json', unknown)), /from_the_future/);
+    const empty = calibration({ features: [], mean: [], scale: [], weights: [] });
+    assert.throws(() => ConfidenceCalibrator.load(writeJson(dir, 'empty.json', empty)), badCalibration);
+  });
+});
+
 test('the error for an unknown key names it', () => {
   withDir((dir) => {
     const path = writeJson(dir, 'extra.json', calibration({ temperature: 1.5 }));

@@ -48,3 +48,36 @@ test('note features: the other mentions of the note that link the same concept, 
   const alone = confidenceFeatures(mentions[3]!.linked, 'baz', facts, neighbours[3]);
   assert.deepEqual([get(alone, 'note_same_concept'), get(alone, 'note_same_exact'), get(alone, 'note_same_surface')], [0, 0, 0]);
 });
+
+test('name features: the best-fitting name of the chosen concept, by missing words and by character trigrams', () => {
+  const named = new ConceptFacts([
+    { id: 'D:1', name: 'hereditary breast cancer syndrome', synonyms: ['breast carcinoma'], parents: [], semanticTypes: [], xrefs: [], altIds: [] },
+    { id: 'D:2', name: 'neoplasm', synonyms: [], parents: [], semanticTypes: [], xrefs: [], altIds: [] },
+  ]);
+  assert.deepEqual(named.names('D:1'), ['hereditary breast cancer syndrome', 'breast carcinoma']);
+  assert.deepEqual(named.names('nope'), []);
+  const top = { ...cand('D:1', 'dense', 0.8), name: 'hereditary breast cancer syndrome' };
+  const x = confidenceFeatures(link('dense', top), 'breast cancer', named);
+  // Candidate name: "here", "synd" missing of 4 words; the synonym "breast carcinoma": "carc" ≠ "canc" → 1 of 2 missing.
+  assert.equal(get(x, 'best_name_extra'), 0.5);
+  assert.equal(get(x, 'dense_name_extra'), 0.5);
+  // Trigrams of " breast cancer ": 13; " hereditary breast cancer syndrome ": 33; shared 13 → 13 / 33.
+  assert.equal(get(x, 'trigram_similarity'), 13 / 33);
+  // " breast carcinoma " has 16 and shares 8 (" br" … "t c", " ca"): 8 / 21 < 13 / 33, so the candidate name stays best.
+  assert.equal(get(x, 'best_name_similarity'), 13 / 33);
+  const synonymBest = confidenceFeatures(link('dense', top), 'breast carcinomas', named);
+  assert.ok(get(synonymBest, 'best_name_similarity') > get(synonymBest, 'trigram_similarity'), 'a closer synonym raises the best similarity');
+  assert.equal(get(x, 'has_digit'), 0);
+  assert.equal(get(confidenceFeatures(link('dense', top), 'MODY 3', named), 'has_digit'), 1);
+  const exact = confidenceFeatures(link('exact', { ...cand('D:1', 'exact', 1), name: 'breast carcinoma' }), 'breast carcinoma', named);
+  assert.deepEqual([get(exact, 'best_name_extra'), get(exact, 'dense_name_extra'), get(exact, 'best_name_similarity')], [0, 0, 1], 'the dense-only term stays 0 for a name match');
+  // Without facts the candidate's own name is the only one.
+  const bare = confidenceFeatures(link('dense', top), 'breast cancer');
+  assert.deepEqual([get(bare, 'best_name_extra'), get(bare, 'best_name_similarity'), get(bare, 'family_candidates')], [0.5, 13 / 33, 0]);
+});
+
+test('family_candidates: the other candidates that are a parent or child of the top-1', () => {
+  const x = confidenceFeatures(link('dense', cand('C:a', 'dense', 0.8), cand('C:b', 'dense', 0.7), cand('C:root', 'dense', 0.6), cand('C:a1', 'dense', 0.5)), 'x', facts);
+  assert.equal(get(x, 'family_candidates'), Math.log1p(2), 'root (parent) and a1 (child), not the sibling b');
+  assert.equal(get(confidenceFeatures(link('dense', cand('C:b', 'dense', 0.8), cand('C:a1', 'dense', 0.7)), 'x', facts), 'family_candidates'), 0);
+});
