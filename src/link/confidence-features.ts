@@ -46,7 +46,8 @@ export const CONFIDENCE_FEATURES = [
   'dense_children',
   // Added 2026-11-26 (evening, docs/confidence.md): how much of the chosen concept's best-fitting
   // name the mention lacks and how alike they are in characters; candidates of the top-1's family.
-  // On learn held-out runs scored out of fold they raised held-out-concept NIL F1 0.488 → 0.529.
+  // On learn held-out runs scored out of fold they raised held-out-concept NIL F1 0.488 → 0.529
+  // (with the pooled NIL rule of src/eval/confidence/held-out-concepts.ts).
   'dense_name_extra',
   'family_candidates',
   'best_name_extra',
@@ -178,7 +179,7 @@ function wordOverlap(mention: string, name: string): number {
 /**
  * KB names' distinct prefix words and trigrams, kept across links: a concept's names are the same
  * every time it is chosen, and splitting them again cost ~70 µs a link (a MEDIC concept has up to
- * hundreds of synonyms). Bounded: emptied when full, so a long stream holds at most MAX_NAMES
+ * 132 synonyms). Bounded: emptied when full, so a long stream holds at most MAX_NAMES
  * (about 25 MB when full; the top-1s of NCBI-disease's learn part touch 9,400 names).
  */
 class NameShapes {

@@ -45,7 +45,7 @@ split (default: the learn part, so that the tune part stays unseen for choosing 
 the NIL threshold; the split of 'cuilink eval --split') with the models and link config given,
 and fits a model of "the top-1 is right" over the features each link already has (its stage,
 similarity, score, margin to the runner-up, ties, rerank, memory support, mention length and
-shape: src/link/confidence-features.ts), plus a NIL part on held-out-concept runs. Writes a
+shape, how well it fits the chosen concept's best name: src/link/confidence-features.ts), plus a NIL part on held-out-concept runs. Writes a
 versioned JSON file that names the models' checksums: a linker refuses it for other models.
 Prints the fit's AUROC, precision at 80% / 90% coverage and ECE on the fitting data (in-sample:
 report held-out numbers with 'cuilink eval --split tune').
