@@ -8,7 +8,7 @@
 //   --budgets 100,250,500,1000,2000  --windows 10  --exponents 0.5,1,2  --no-dev  --out FILE
 //   --calibration FILE  (the shipped calibration is fit on the learn part this bench replays: pass one
 //   fit on the tune part, cuilink calibrate --split tune, so that selection reads held-out confidence)
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -162,7 +162,7 @@ try {
   writeFileSync(values.out, `${JSON.stringify({
     benchmark: 'bench:active', date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
     protocol: `NCBI-disease train learn part (tuning split seed ${TUNING_SPLIT_SEED}) replayed in note order, linked once by the default linker without memory; ${windows} equal windows of notes, budget/${windows} labels chosen at each window's end (unchosen candidates wait for the next window); memory from the chosen labels only; default linker + that memory scored on the tune part (choice) and dev (report)`,
-    kb: values.kb, kbSupplements: medic.supplements, kbXrefNames: medic.xrefNames, index: indexDir, learn: { notes: learn.notes.length, mentions: learnMentions },
+    calibration: values.calibration === undefined ? 'shipped' : (JSON.parse(readFileSync(values.calibration, 'utf8')) as { version?: string }).version ?? 'given file', kb: values.kb, kbSupplements: medic.supplements, kbXrefNames: medic.xrefNames, index: indexDir, learn: { notes: learn.notes.length, mentions: learnMentions },
     baseline: { tune: baselineTune, dev: baselineDev ?? null }, chosenOnTune: chosenVariant.name, recurrenceExponentOnTune: bestRecurrence?.exponent ?? null, meanTuneAcc1: Object.fromEntries(variants.map((v) => [v.name, meanTune(v.name)])), choiceRule: 'best mean tune acc@1 over the budgets; the simplest variant within 4 tune mentions of it', rows: rows.map(({ memoryRoot: _root, ...r }) => r), labelsToReach: table, bar,
   }, null, 2)}\n`);
   const svgFile = values.out.replace(/\.json$/, '.svg');
