@@ -14,7 +14,7 @@ import { goldStream } from '../../src/stream/label-selection/note-draw.ts';
 import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtime.ts';
 import { memoryAdd } from '../../src/cli/commands/memory.ts';
 import type { NoteInput } from '../../src/link/types.ts';
-import { buildPhenotypeIndex, readTopics } from '../support/stream-fixtures.ts';
+import { buildPhenotypeIndex, readTopics, waitFor } from '../support/stream-fixtures.ts';
 import { goldSample } from '../../src/cli/commands/gold-sample.ts';
 
 // The label selector on a real broker: a real stage (default models and calibration, phenotype
@@ -102,7 +102,10 @@ test('the measure slice is asked whole and at once; the learn budget goes to the
     assert.ok(!/purple|spoon|kite|Note \d/.test(JSON.stringify(record)), 'no note or mention text');
   }
   assert.equal(asks[0]!.record.recurrence, 10, 'purple spoon occurred in all 10 notes');
-  assert.deepEqual(runtime.stage.stats().counts.labelRequests, { measure: measured.length, learn: 2 });
+  // Counted when the delivery's commit returns, which can be a moment after a consumer reads it.
+  const counted = () => runtime.stage.stats().counts.labelRequests;
+  await waitFor(() => (counted().measure ?? 0) >= measured.length && (counted().learn ?? 0) >= 2, 10_000, 'the stage to count its label requests');
+  assert.deepEqual(counted(), { measure: measured.length, learn: 2 });
 
   // A simulated annotator answers exactly the learn requests: gold for those mentions and no others.
   assert.equal(await goldSample.run(['--corpus', join(root, 'first.txt'), '--request-topic', 'asks', '--gold-topic', 'gold', ...brokers]), 0);

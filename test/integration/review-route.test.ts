@@ -12,7 +12,7 @@ import { avroToLinkedNote, createRecordCodec } from '../../src/stream/avro/index
 import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtime.ts';
 import { goldSample } from '../../src/cli/commands/gold-sample.ts';
 import type { LinkedNote } from '../../src/link/types.ts';
-import { buildPhenotypeIndex, readTopics } from '../support/stream-fixtures.ts';
+import { buildPhenotypeIndex, readTopics, waitFor } from '../support/stream-fixtures.ts';
 
 // The review route end to end on a real broker: notes published from a PubTator corpus by
 // gold-sample, linked by a real stage (default models, calibration, phenotype index) that also
@@ -84,6 +84,9 @@ test('unsure mentions go to the review topic beside their link, and gold-sample 
     assert.deepEqual(record.candidates.map((c) => c.conceptId), m.candidates.map((c) => c.conceptId), 'the annotator sees the linker’s candidates');
     assert.ok(!JSON.stringify(record).includes('purple') && !JSON.stringify(record).includes('blue car'), 'no mention text on the review topic');
   }
+  // The stage counts a delivery when its commit returns, which can be a moment after a consumer
+  // already reads the committed records.
+  await waitFor(() => runtime.stage.stats().counts.reviewed >= unsure.length, 10_000, 'the stage to count its reviewed mentions');
   assert.equal(runtime.stage.stats().counts.reviewed, unsure.length, 'counted');
   assert.equal(Object.values(runtime.stage.stats().counts.linksByStage).reduce((a, b) => a + b, 0), 4, 'every produced link counted by its stage');
 
