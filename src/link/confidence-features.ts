@@ -121,7 +121,10 @@ export function confidenceFeatures(linked: Omit<LinkedMention, 'confidence'>, me
   set('words', Math.min(6, mentionText.split(/\s+/).filter((w) => w.length > 0).length));
   set('short_form', Number(looksLikeShortForm(mentionText) || linked.expandedFrom != null));
   const dense = via === 'dense' || via === 'inventory';
-  const overlap = wordOverlap(mentionText, top.name);
+  // The mention is split once; KB names come split from nameShapes.
+  const mentionPrefixes = prefixWords(mentionText);
+  const topWords = nameShapes.of(top.name).words;
+  const overlap = mentionPrefixes.length ? mentionPrefixes.filter((w) => topWords.includes(w)).length / mentionPrefixes.length : 0;
   set('name_overlap', overlap);
   set('dense_overlap', dense ? overlap : 0);
   set('dense_margin', dense && c.length > 1 ? top.score - c[1]!.score : 0);
@@ -130,7 +133,7 @@ export function confidenceFeatures(linked: Omit<LinkedMention, 'confidence'>, me
   // Without facts the top-1's candidate name stands for all of its names.
   const names = facts ? [top.name, ...facts.names(top.conceptId)] : [top.name];
   const mentionTrigrams = trigrams(mentionText);
-  const mentionWords = new Set(prefixWords(mentionText));
+  const mentionWords = new Set(mentionPrefixes);
   let bestNameExtra = Infinity;
   let bestNameSimilarity = -Infinity;
   for (const name of names) {
@@ -166,14 +169,6 @@ export function confidenceFeatures(linked: Omit<LinkedMention, 'confidence'>, me
 /** Words of two or more letters, case-folded, cut to their first four letters. */
 function prefixWords(text: string): string[] {
   return text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 1).map((w) => w.slice(0, 4));
-}
-
-/** Share of the mention's words (4-letter prefixes, case-folded) that the name also has. */
-function wordOverlap(mention: string, name: string): number {
-  const m = prefixWords(mention);
-  if (m.length === 0) return 0;
-  const n = new Set(prefixWords(name));
-  return m.filter((w) => n.has(w)).length / m.length;
 }
 
 /**
