@@ -1,0 +1,159 @@
+// The shipped confidence recipe scored OUT OF FOLD on the learn part of NCBI-disease train (issue 24;
+// docs/confidence.md): the learn part is what `cuilink calibrate` fits on, so its own links can only
+// be read held out by cross-fitting. Notes are split into 5 folds; each fold's links are scored by a
+// calibration fit (both parts, the shipped trees recipe) on the other four folds' natural links,
+// memory-moved links and held-out-concept runs 1..4. Reports:
+//   - AUROC, precision at 80% coverage and ECE of the natural links, and the ECE of memory-moved links
+//     (mean over 3 fold seeds);
+//   - held-out-concept NIL precision / recall / F1 and what the others lose in linked acc@1 on learn
+//     runs 5..12 (never fit on), at the shipped file's NIL threshold (fold seed 1).
+// This is the repository's version of the scratch experiment harness behind the learn figures of
+// docs/confidence.md. Usage (bench/confidence-oof.sh makes the tune-part memory):
+//   node --import tsx bench/confidence-oof.ts --index DIR --corpus NCBItrainset_corpus.txt --with-memory TUNE_MEMORY
+import { parseArgs } from 'node:util';
+import { loadPubTatorCorpus, type GoldCorpus } from '../src/eval/gold.ts';
+import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
+import { evaluateCorpus, keepSplitPart, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
+import { calibrationExamples } from '../src/eval/confidence/calibration-examples.ts';
+import { holdOutConcepts } from '../src/eval/confidence/held-out-concepts.ts';
+import { NIL_RUN_FRACTION } from '../src/eval/confidence/fit-calibration.ts';
+import { fitBoostedTrees } from '../src/eval/confidence/tree-fit.ts';
+import { summarizeConfidence } from '../src/eval/confidence/selective-metrics.ts';
+import { noteDraw } from '../src/eval/gold-sampling.ts';
+import { TUNING_SPLIT_SEED } from '../src/eval/tuning-split.ts';
+import { ConceptFacts } from '../src/link/concept-facts.ts';
+import { CALIBRATION_FORMAT, ConfidenceCalibrator } from '../src/link/confidence-calibrator.ts';
+import { CONFIDENCE_FEATURES } from '../src/link/confidence-features.ts';
+import { DEFAULT_CALIBRATION, openLinker } from '../src/link/open-linker.ts';
+
+const { values } = parseArgs({ options: { index: { type: 'string' }, corpus: { type: 'string' }, 'with-memory': { type: 'string' }, calibration: { type: 'string' } } });
+if (!values.index || !values.corpus) throw new Error('--index DIR --corpus FILE [--with-memory TUNE_MEMORY] [--calibration FILE]');
+const indexDir = values.index;
+const shipped = ConfidenceCalibrator.load(values.calibration ?? DEFAULT_CALIBRATION);
+const threshold = shipped.file.nilConfidence ?? 0;
+const trees = { rounds: 200, rate: 0.05, depth: 3, minLeaf: 40, l2: 1 };
+const prevalence = shipped.file.nil?.assumedPrevalence ?? 0.05;
+const FOLDS = 5;
+const TRAIN_RUNS = [1, 2, 3, 4];
+const TEST_RUNS = [5, 6, 7, 8, 9, 10, 11, 12];
+
+const corpus: GoldCorpus = await loadPubTatorCorpus(values.corpus);
+keepSplitPart(corpus, 'learn', TUNING_SPLIT_SEED);
+const store = await loadIndexKb(indexDir);
+const view = kbOntologyView(store);
+
+async function link(options: { memoryDir?: string; excludeConcepts?: ReadonlySet<string> }): Promise<OfflineEvalResult> {
+  const linker = await openLinker({ indexDir, calibration: false, memoryPollMs: 0, log: () => {}, ...options });
+  try {
+    return await evaluateCorpus(linker, corpus, view);
+  } finally {
+    await linker.close();
+  }
+}
+
+interface Row {
+  note: string;
+  x: Float64Array;
+  label: boolean;
+}
+
+/** Examples in the order calibrationExamples gives them, with each one's note. */
+function examples(result: OfflineEvalResult, facts: ConceptFacts, label?: Parameters<typeof calibrationExamples>[3], keep?: Parameters<typeof calibrationExamples>[4]): Row[] {
+  // calibrationExamples groups by note in first-seen order: replay that order to name each row's note.
+  const order: string[] = [];
+  const seen = new Map<string, number[]>();
+  result.scored.forEach((s, i) => {
+    const list = seen.get(s.noteId);
+    if (list) list.push(i);
+    else seen.set(s.noteId, [i]);
+  });
+  for (const [note, members] of seen) for (const i of members) if (result.linked[i]!.candidates.length > 0 && (keep?.(result.linked[i]!) ?? true)) order.push(note);
+  const { rows, labels } = calibrationExamples(corpus, result, facts, label, keep);
+  if (rows.length !== order.length) throw new Error('example order');
+  return rows.map((x, i) => ({ note: order[i]!, x, label: labels[i]! }));
+}
+
+const started = Date.now();
+const natural = await link({});
+const facts = new ConceptFacts([...store.values()]);
+const naturalRows = examples(natural, facts);
+const memoryRows = values['with-memory'] ? examples(await link({ memoryDir: values['with-memory'] }), facts, undefined, (m) => m.memoryDecided === true || (m.memorySupport ?? 0) > 0) : [];
+const runRows = async (seed: number) => {
+  const heldOut = holdOutConcepts(corpus, store, NIL_RUN_FRACTION, seed);
+  return examples(await link({ excludeConcepts: heldOut.concepts }), facts, (s) => heldOut.removed(s.goldIds));
+};
+const nilTrain: Row[] = [];
+for (const seed of TRAIN_RUNS) nilTrain.push(...(await runRows(seed)));
+// The test runs need the natural label too (is the top-1 right) for what the others lose.
+const testRuns: { row: Row; right: boolean }[] = [];
+for (const seed of TEST_RUNS) {
+  const heldOut = holdOutConcepts(corpus, store, NIL_RUN_FRACTION, seed);
+  const run = await link({ excludeConcepts: heldOut.concepts });
+  const stranded = examples(run, facts, (s) => heldOut.removed(s.goldIds));
+  const right = examples(run, facts);
+  stranded.forEach((row, i) => testRuns.push({ row, right: right[i]!.label }));
+}
+console.error(`linked in ${((Date.now() - started) / 1000).toFixed(0)} s: ${naturalRows.length} natural, ${memoryRows.length} memory-moved, ${nilTrain.length} NIL-training, ${testRuns.length} test-run links`);
+
+function fitOn(fold: (note: string) => number, k: number): ConfidenceCalibrator {
+  const rightRows = [...naturalRows, ...memoryRows].filter((r) => fold(r.note) !== k);
+  const nilRows = nilTrain.filter((r) => fold(r.note) !== k);
+  const right = fitBoostedTrees(rightRows.map((r) => r.x), rightRows.map((r) => r.label), trees);
+  const nil = fitBoostedTrees(nilRows.map((r) => r.x), nilRows.map((r) => r.label), trees);
+  const strandedShare = nilRows.filter((r) => r.label).length / nilRows.length;
+  const strip = ({ logLoss: _, ...model }: typeof right) => model;
+  return new ConfidenceCalibrator(
+    { format: CALIBRATION_FORMAT, version: 'oof', features: [...CONFIDENCE_FEATURES], right: strip(right), nil: { model: strip(nil), trainedPrevalence: strandedShare, assumedPrevalence: prevalence }, models: shipped.file.models, fit: {} },
+    '',
+    'oof',
+  );
+}
+
+const foldOf = (seed: number) => (note: string) => Math.floor(noteDraw(note, 1000 + seed) * FOLDS) % FOLDS;
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const perSeed: { auroc: number; p80: number; ece: number; memoryEce: number }[] = [];
+let testConfidence: number[] = [];
+for (const seed of [1, 2, 3]) {
+  const fold = foldOf(seed);
+  const natural = new Array<number>(naturalRows.length);
+  const memory = new Array<number>(memoryRows.length);
+  const test = new Array<number>(testRuns.length);
+  for (let k = 0; k < FOLDS; k++) {
+    const calibrator = fitOn(fold, k);
+    naturalRows.forEach((r, i) => fold(r.note) === k && (natural[i] = calibrator.probability(r.x)));
+    memoryRows.forEach((r, i) => fold(r.note) === k && (memory[i] = calibrator.probability(r.x)));
+    if (seed === 1) testRuns.forEach((t, i) => fold(t.row.note) === k && (test[i] = calibrator.probability(t.row.x)));
+  }
+  const s = summarizeConfidence(naturalRows.map((r, i) => ({ confidence: natural[i]!, correct: r.label })));
+  const m = summarizeConfidence(memoryRows.map((r, i) => ({ confidence: memory[i]!, correct: r.label })));
+  perSeed.push({ auroc: s.auroc!, p80: s.precisionAt80!, ece: s.ece!, memoryEce: m.ece ?? NaN });
+  if (seed === 1) testConfidence = test;
+}
+
+let nil = 0;
+let strandedNil = 0;
+let stranded = 0;
+let others = 0;
+let othersRight = 0;
+let othersRightKept = 0;
+testRuns.forEach((t, i) => {
+  const isNil = testConfidence[i]! < threshold;
+  if (isNil) nil++;
+  if (t.row.label) {
+    stranded++;
+    if (isNil) strandedNil++;
+    return;
+  }
+  others++;
+  if (t.right) {
+    othersRight++;
+    if (!isNil) othersRightKept++;
+  }
+});
+const precision = nil > 0 ? strandedNil / nil : 0;
+const recall = stranded > 0 ? strandedNil / stranded : 0;
+const f1 = precision + recall > 0 ? (2 * precision * recall) / (precision + recall) : 0;
+const f = (x: number) => x.toFixed(3);
+console.log(`calibration recipe of ${shipped.file.version} (trees ${JSON.stringify(trees)}), learn part of ${values.corpus.split('/').at(-1)} (seed ${TUNING_SPLIT_SEED}), ${FOLDS} note folds`);
+console.log(`out of fold, mean of fold seeds 1-3: AUROC ${f(mean(perSeed.map((p) => p.auroc)))}, precision at 80% ${f(mean(perSeed.map((p) => p.p80)))}, ECE ${f(mean(perSeed.map((p) => p.ece)))}${memoryRows.length ? `, memory-moved links' ECE ${f(mean(perSeed.map((p) => p.memoryEce)))}` : ''} (${naturalRows.length} links${memoryRows.length ? `, ${memoryRows.length} memory-moved` : ''})`);
+console.log(`held-out-concept runs ${TEST_RUNS[0]}-${TEST_RUNS.at(-1)} (fold seed 1, threshold ${threshold} from the file): NIL precision ${f(precision)}, recall ${f(recall)}, F1 ${f(f1)} (${strandedNil} of ${nil} NILs stranded, ${stranded} stranded); the others lose ${(((othersRight - othersRightKept) / others) * 100).toFixed(2)} point(s) of linked acc@1`);
