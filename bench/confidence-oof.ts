@@ -26,7 +26,7 @@ import { CALIBRATION_FORMAT, ConfidenceCalibrator } from '../src/link/confidence
 import { CONFIDENCE_FEATURES } from '../src/link/confidence-features.ts';
 import { DEFAULT_CALIBRATION, openLinker } from '../src/link/open-linker.ts';
 
-const { values } = parseArgs({ options: { index: { type: 'string' }, corpus: { type: 'string' }, 'with-memory': { type: 'string' }, calibration: { type: 'string' } } });
+const { values } = parseArgs({ options: { index: { type: 'string' }, corpus: { type: 'string' }, 'with-memory': { type: 'string' }, calibration: { type: 'string' }, 'test-runs': { type: 'string' } } });
 if (!values.index || !values.corpus) throw new Error('--index DIR --corpus FILE [--with-memory TUNE_MEMORY] [--calibration FILE]');
 const indexDir = values.index;
 const shipped = ConfidenceCalibrator.load(values.calibration ?? DEFAULT_CALIBRATION);
@@ -35,7 +35,10 @@ const trees = { rounds: 200, rate: 0.05, depth: 3, minLeaf: 40, l2: 1 };
 const prevalence = shipped.file.nil?.assumedPrevalence ?? 0.05;
 const FOLDS = 5;
 const TRAIN_RUNS = [1, 2, 3, 4];
-const TEST_RUNS = [5, 6, 7, 8, 9, 10, 11, 12];
+/** Held-out-concept runs read for NIL (never fit on): 5-12 by default, `--test-runs A-B` for fresh ones. */
+const [firstTest, lastTest] = (values['test-runs'] ?? '5-12').split('-').map(Number);
+if (!(Number.isInteger(firstTest) && Number.isInteger(lastTest) && firstTest! > TRAIN_RUNS.at(-1)! && lastTest! >= firstTest!)) throw new Error(`--test-runs A-B: seeds after ${TRAIN_RUNS.at(-1)}`);
+const TEST_RUNS = Array.from({ length: lastTest! - firstTest! + 1 }, (_, i) => firstTest! + i);
 
 const corpus: GoldCorpus = await loadPubTatorCorpus(values.corpus);
 keepSplitPart(corpus, 'learn', TUNING_SPLIT_SEED);
