@@ -20,7 +20,7 @@ trap 'rm -rf "$MEMORY"' EXIT
 node --import tsx src/cli/main.ts memory add --memory "$MEMORY/tune" --corpus "$TRAIN" --split tune --index "$INDEX" --outside-kb > /dev/null 2> "$MEMORY/log" || { cat "$MEMORY/log" >&2; exit 1; }
 {
   echo "\$ cuilink memory add --memory TUNE_MEMORY --corpus $TRAIN --split tune --index BENCH_INDEX --outside-kb"
-  echo "\$ node --import tsx bench/confidence-oof.ts --index BENCH_INDEX --corpus $TRAIN --with-memory TUNE_MEMORY $*"
+  echo "\$ node --import tsx bench/confidence-oof.ts --index BENCH_INDEX --corpus $TRAIN --with-memory TUNE_MEMORY${*:+ $*}"
   node --import tsx bench/confidence-oof.ts --index "$INDEX" --corpus "$TRAIN" --with-memory "$MEMORY/tune" "$@" 2>&1
 } > "$RESULT"
 cat "$RESULT"

@@ -60,20 +60,9 @@ interface Row {
   label: boolean;
 }
 
-/** Examples in the order calibrationExamples gives them, with each one's note. */
 function examples(result: OfflineEvalResult, facts: ConceptFacts, label?: Parameters<typeof calibrationExamples>[3], keep?: Parameters<typeof calibrationExamples>[4]): Row[] {
-  // calibrationExamples groups by note in first-seen order: replay that order to name each row's note.
-  const order: string[] = [];
-  const seen = new Map<string, number[]>();
-  result.scored.forEach((s, i) => {
-    const list = seen.get(s.noteId);
-    if (list) list.push(i);
-    else seen.set(s.noteId, [i]);
-  });
-  for (const [note, members] of seen) for (const i of members) if (result.linked[i]!.candidates.length > 0 && (keep?.(result.linked[i]!) ?? true)) order.push(note);
-  const { rows, labels } = calibrationExamples(corpus, result, facts, label, keep);
-  if (rows.length !== order.length) throw new Error('example order');
-  return rows.map((x, i) => ({ note: order[i]!, x, label: labels[i]! }));
+  const { rows, labels, notes } = calibrationExamples(corpus, result, facts, label, keep);
+  return rows.map((x, i) => ({ note: notes[i]!, x, label: labels[i]! }));
 }
 
 const started = Date.now();
