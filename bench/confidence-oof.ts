@@ -6,7 +6,7 @@
 //   - AUROC, precision at 80% coverage and ECE of the natural links, and the ECE of memory-moved links
 //     (mean over 3 fold seeds);
 //   - held-out-concept NIL precision / recall / F1 and what the others lose in linked acc@1 on learn
-//     runs 5..12 (never fit on), at the shipped file's NIL threshold (fold seed 1).
+//     runs 5..12 (never fit on; --test-runs A-B for others), at the file's NIL threshold (fold seed 1).
 // This is the repository's version of the scratch experiment harness behind the learn figures of
 // docs/confidence.md. Usage (bench/confidence-oof.sh makes the tune-part memory):
 //   node --import tsx bench/confidence-oof.ts --index DIR --corpus NCBItrainset_corpus.txt --with-memory TUNE_MEMORY
@@ -31,7 +31,12 @@ if (!values.index || !values.corpus) throw new Error('--index DIR --corpus FILE 
 const indexDir = values.index;
 const shipped = ConfidenceCalibrator.load(values.calibration ?? DEFAULT_CALIBRATION);
 const threshold = shipped.file.nilConfidence ?? 0;
-const trees = { rounds: 200, rate: 0.05, depth: 3, minLeaf: 40, l2: 1 };
+// The recipe the file records (cuilink calibrate writes fit.model): a fold is fit as the file was.
+const recorded = shipped.file.fit.model as { kind?: string; rounds?: number; rate?: number; depth?: number; minLeaf?: number; l2?: number } | undefined;
+if (recorded?.kind !== 'trees' || [recorded.rounds, recorded.rate, recorded.depth, recorded.minLeaf, recorded.l2].some((v) => typeof v !== 'number')) {
+  throw new Error(`${shipped.path}: fit.model must record a boosted-trees recipe (got ${JSON.stringify(recorded)})`);
+}
+const trees = { rounds: recorded.rounds!, rate: recorded.rate!, depth: recorded.depth!, minLeaf: recorded.minLeaf!, l2: recorded.l2! };
 const prevalence = shipped.file.nil?.assumedPrevalence ?? 0.05;
 const FOLDS = 5;
 const TRAIN_RUNS = [1, 2, 3, 4];
