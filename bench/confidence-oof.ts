@@ -15,7 +15,7 @@ import { loadPubTatorCorpus, type GoldCorpus } from '../src/eval/gold.ts';
 import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
 import { evaluateCorpus, keepSplitPart, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
 import { calibrationExamples } from '../src/eval/confidence/calibration-examples.ts';
-import { holdOutConcepts } from '../src/eval/confidence/held-out-concepts.ts';
+import { holdOutConcepts, pooledHoldOutRow, type HeldOutConcepts } from '../src/eval/confidence/held-out-concepts.ts';
 import { NIL_RUN_FRACTION } from '../src/eval/confidence/fit-calibration.ts';
 import { fitBoostedTrees } from '../src/eval/confidence/tree-fit.ts';
 import { summarizeConfidence } from '../src/eval/confidence/selective-metrics.ts';
@@ -61,13 +61,15 @@ async function link(options: { memoryDir?: string; excludeConcepts?: ReadonlySet
 
 interface Row {
   note: string;
+  /** Its mention's position in the evaluation result. */
+  index: number;
   x: Float64Array;
   label: boolean;
 }
 
 function examples(result: OfflineEvalResult, facts: ConceptFacts, label?: Parameters<typeof calibrationExamples>[3], keep?: Parameters<typeof calibrationExamples>[4]): Row[] {
-  const { rows, labels, notes } = calibrationExamples(corpus, result, facts, label, keep);
-  return rows.map((x, i) => ({ note: notes[i]!, x, label: labels[i]! }));
+  const { rows, labels, indices } = calibrationExamples(corpus, result, facts, label, keep);
+  return rows.map((x, i) => ({ note: result.scored[indices[i]!]!.noteId, index: indices[i]!, x, label: labels[i]! }));
 }
 
 const started = Date.now();
@@ -81,16 +83,14 @@ const runRows = async (seed: number) => {
 };
 const nilTrain: Row[] = [];
 for (const seed of TRAIN_RUNS) nilTrain.push(...(await runRows(seed)));
-// The test runs need the natural label too (is the top-1 right) for what the others lose.
-const testRuns: { row: Row; right: boolean }[] = [];
+// Each test run's links are read at the threshold with their out-of-fold confidence in place of none.
+const testRuns: { result: OfflineEvalResult; heldOut: HeldOutConcepts; rows: Row[] }[] = [];
 for (const seed of TEST_RUNS) {
   const heldOut = holdOutConcepts(corpus, store, NIL_RUN_FRACTION, seed);
-  const run = await link({ excludeConcepts: heldOut.concepts });
-  const stranded = examples(run, facts, (s) => heldOut.removed(s.goldIds));
-  const right = examples(run, facts);
-  stranded.forEach((row, i) => testRuns.push({ row, right: right[i]!.label }));
+  const result = await link({ excludeConcepts: heldOut.concepts });
+  testRuns.push({ result, heldOut, rows: examples(result, facts) });
 }
-console.error(`linked in ${((Date.now() - started) / 1000).toFixed(0)} s: ${naturalRows.length} natural, ${memoryRows.length} memory-moved, ${nilTrain.length} NIL-training, ${testRuns.length} test-run links`);
+console.error(`linked in ${((Date.now() - started) / 1000).toFixed(0)} s: ${naturalRows.length} natural, ${memoryRows.length} memory-moved, ${nilTrain.length} NIL-training, ${testRuns.reduce((n, t) => n + t.rows.length, 0)} test-run links`);
 
 function fitOn(fold: (note: string) => number, k: number): ConfidenceCalibrator {
   const rightRows = [...naturalRows, ...memoryRows].filter((r) => fold(r.note) !== k);
@@ -109,48 +109,32 @@ function fitOn(fold: (note: string) => number, k: number): ConfidenceCalibrator 
 const foldOf = (seed: number) => (note: string) => Math.floor(noteDraw(note, 1000 + seed) * FOLDS) % FOLDS;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const perSeed: { auroc: number; p80: number; ece: number; memoryEce: number }[] = [];
-let testConfidence: number[] = [];
+const testConfidence = testRuns.map((t) => new Array<number>(t.rows.length));
 for (const seed of [1, 2, 3]) {
   const fold = foldOf(seed);
   const natural = new Array<number>(naturalRows.length);
   const memory = new Array<number>(memoryRows.length);
-  const test = new Array<number>(testRuns.length);
   for (let k = 0; k < FOLDS; k++) {
     const calibrator = fitOn(fold, k);
     naturalRows.forEach((r, i) => fold(r.note) === k && (natural[i] = calibrator.probability(r.x)));
     memoryRows.forEach((r, i) => fold(r.note) === k && (memory[i] = calibrator.probability(r.x)));
-    if (seed === 1) testRuns.forEach((t, i) => fold(t.row.note) === k && (test[i] = calibrator.probability(t.row.x)));
+    if (seed === 1) testRuns.forEach((t, j) => t.rows.forEach((r, i) => fold(r.note) === k && (testConfidence[j]![i] = calibrator.probability(r.x))));
   }
   const s = summarizeConfidence(naturalRows.map((r, i) => ({ confidence: natural[i]!, correct: r.label })));
   const m = summarizeConfidence(memoryRows.map((r, i) => ({ confidence: memory[i]!, correct: r.label })));
   perSeed.push({ auroc: s.auroc!, p80: s.precisionAt80!, ece: s.ece!, memoryEce: m.ece ?? NaN });
-  if (seed === 1) testConfidence = test;
 }
 
-let nil = 0;
-let strandedNil = 0;
-let stranded = 0;
-let others = 0;
-let othersRight = 0;
-let othersRightKept = 0;
-testRuns.forEach((t, i) => {
-  const isNil = testConfidence[i]! < threshold;
-  if (isNil) nil++;
-  if (t.row.label) {
-    stranded++;
-    if (isNil) strandedNil++;
-    return;
-  }
-  others++;
-  if (t.right) {
-    othersRight++;
-    if (!isNil) othersRightKept++;
-  }
-});
-const precision = nil > 0 ? strandedNil / nil : 0;
-const recall = stranded > 0 ? strandedNil / stranded : 0;
-const f1 = precision + recall > 0 ? (2 * precision * recall) / (precision + recall) : 0;
+const read = pooledHoldOutRow(
+  testRuns.map((t, j) => {
+    const linked = t.result.linked.slice();
+    t.rows.forEach((r, i) => (linked[r.index] = { ...linked[r.index]!, confidence: testConfidence[j]![i]! }));
+    return { result: { scored: t.result.scored, linked }, heldOut: t.heldOut };
+  }),
+  threshold,
+);
 const f = (x: number) => x.toFixed(3);
 console.log(`calibration recipe of ${shipped.file.version} (trees ${JSON.stringify(trees)}), learn part of ${values.corpus.split('/').at(-1)} (seed ${TUNING_SPLIT_SEED}), ${FOLDS} note folds`);
 console.log(`out of fold, mean of fold seeds 1-3: AUROC ${f(mean(perSeed.map((p) => p.auroc)))}, precision at 80% ${f(mean(perSeed.map((p) => p.p80)))}, ECE ${f(mean(perSeed.map((p) => p.ece)))}${memoryRows.length ? `, memory-moved links' ECE ${f(mean(perSeed.map((p) => p.memoryEce)))}` : ''} (${naturalRows.length} links${memoryRows.length ? `, ${memoryRows.length} memory-moved` : ''})`);
-console.log(`held-out-concept runs ${TEST_RUNS[0]}-${TEST_RUNS.at(-1)} (fold seed 1, threshold ${threshold} from the file): NIL precision ${f(precision)}, recall ${f(recall)}, F1 ${f(f1)} (${strandedNil} of ${nil} NILs stranded, ${stranded} stranded); the others lose ${(((othersRight - othersRightKept) / others) * 100).toFixed(2)} point(s) of linked acc@1`);
+const g = (x: number | null) => (x === null ? '—' : f(x));
+console.log(`held-out-concept runs ${TEST_RUNS[0]}-${TEST_RUNS.at(-1)} (fold seed 1, threshold ${threshold} from the file): NIL precision ${g(read.nilPrecision)}, recall ${g(read.nilRecall)}, F1 ${g(read.nilF1)}; the others lose ${(read.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`);

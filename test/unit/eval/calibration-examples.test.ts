@@ -29,9 +29,9 @@ test('one example per linked mention, labelled by its top-1, with only its own n
     scored: [scored('n1', 'a', true), scored('n2', 'd', false), scored('n1', 'b', true), scored('n1', 'c', false)],
     linked: [linked('C:fever'), linked('C:fever'), linked('C:fever'), linked(undefined)],
   };
-  const { rows, labels, notes } = calibrationExamples(corpus, result, new ConceptFacts([]));
+  const { rows, labels, indices } = calibrationExamples(corpus, result, new ConceptFacts([]));
   assert.equal(rows.length, 3, 'the mention without candidates is left out');
-  assert.deepEqual(notes, ['n1', 'n1', 'n2'], "each example's note, in example order");
+  assert.deepEqual(indices, [0, 2, 1], "each example's position in the result, in example order");
   const same = CONFIDENCE_FEATURES.indexOf('note_same_concept');
   const surface = CONFIDENCE_FEATURES.indexOf('note_same_surface');
   // Grouped by note: n1's a and b see each other (same concept), n2's d sees nobody although n1 has 'fever' too.

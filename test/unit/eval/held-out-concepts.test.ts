@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HOLD_OUT_SEED, NIL_RULE_MAX_LOSS, NIL_RULE_SEEDS, holdOutConcepts, holdOutReport, nilThresholdByRule, pooledHoldOutSweep, type HeldOutConcepts } from '../../../src/eval/confidence/held-out-concepts.ts';
+import { HOLD_OUT_SEED, NIL_RULE_MAX_LOSS, NIL_RULE_SEEDS, holdOutConcepts, holdOutReport, nilThresholdByRule, pooledHoldOutRow, pooledHoldOutSweep, type HeldOutConcepts } from '../../../src/eval/confidence/held-out-concepts.ts';
 import { mentionKey, type GoldCorpus, type GoldMention } from '../../../src/eval/gold.ts';
 import { emptyPubTatorStats } from '../../../src/eval/pubtator.ts';
 import type { ScoredMention } from '../../../src/eval/metrics/mention-record.ts';
@@ -271,4 +271,9 @@ test('nilThresholdByRule: the largest threshold within the loss budget; none whe
   assert.equal(nilThresholdByRule(costly), undefined);
   assert.equal(NIL_RULE_MAX_LOSS, 0.004);
   assert.deepEqual(NIL_RULE_SEEDS, [1, 2, 3, 4, 5, 6, 7, 8, HOLD_OUT_SEED]);
+});
+
+test('pooledHoldOutRow: the pooled sweep row at one threshold', () => {
+  const runs = [{ result: RESULT, heldOut: heldA }, { result: RESULT, heldOut: { concepts: new Set<string>(), drawn: 0, removed: () => false } }];
+  assert.deepEqual(pooledHoldOutRow(runs, 0.3), pooledHoldOutSweep(runs)[11]);
 });
