@@ -6,7 +6,7 @@
 //   - AUROC, precision at 80% coverage and ECE of the natural links, and the ECE of memory-moved links
 //     (mean over 3 fold seeds);
 //   - held-out-concept NIL precision / recall / F1 and what the others lose in linked acc@1 on learn
-//     runs 5..12 (never fit on; --test-runs A-B for others), at the file's NIL threshold (fold seed 1).
+//     runs 5..12 (never fit on; --test-runs A-B for others), at the file's NIL thresholds (fold seed 1).
 // This is the repository's version of the scratch experiment harness behind the learn figures of
 // docs/confidence.md. Usage (bench/confidence-oof.sh makes the tune-part memory):
 //   node --import tsx bench/confidence-oof.ts --index DIR --corpus NCBItrainset_corpus.txt --with-memory TUNE_MEMORY
@@ -25,12 +25,14 @@ import { ConceptFacts } from '../src/link/concept-facts.ts';
 import { CALIBRATION_FORMAT, ConfidenceCalibrator } from '../src/link/confidence-calibrator.ts';
 import { CONFIDENCE_FEATURES } from '../src/link/confidence-features.ts';
 import { DEFAULT_CALIBRATION, openLinker } from '../src/link/open-linker.ts';
+import { DEFAULT_NIL_CONFIDENCE } from '../src/link/link-config.ts';
 
 const { values } = parseArgs({ options: { index: { type: 'string' }, corpus: { type: 'string' }, 'with-memory': { type: 'string' }, calibration: { type: 'string' }, 'test-runs': { type: 'string' } } });
 if (!values.index || !values.corpus) throw new Error('--index DIR --corpus FILE [--with-memory TUNE_MEMORY] [--calibration FILE]');
 const indexDir = values.index;
 const shipped = ConfidenceCalibrator.load(values.calibration ?? DEFAULT_CALIBRATION);
-const threshold = shipped.file.nilConfidence ?? 0;
+// The file's NIL thresholds, as a linker without a link config reads them (open-linker.ts).
+const thresholds = { confidence: shipped.file.nilConfidence ?? DEFAULT_NIL_CONFIDENCE, inKb: shipped.file.nilInKb ?? 0 };
 // The recipe the file records (cuilink calibrate writes fit.model): a fold is fit as the file was.
 const recorded = shipped.file.fit.model as { kind?: string; rounds?: number; rate?: number; depth?: number; minLeaf?: number; l2?: number } | undefined;
 if (recorded?.kind !== 'trees' || [recorded.rounds, recorded.rate, recorded.depth, recorded.minLeaf, recorded.l2].some((v) => typeof v !== 'number')) {
@@ -109,7 +111,7 @@ function fitOn(fold: (note: string) => number, k: number): ConfidenceCalibrator 
 const foldOf = (seed: number) => (note: string) => Math.floor(noteDraw(note, 1000 + seed) * FOLDS) % FOLDS;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const perSeed: { auroc: number; p80: number; ece: number; memoryEce: number }[] = [];
-const testConfidence = testRuns.map((t) => new Array<number>(t.rows.length));
+const testConfidence = testRuns.map((t) => new Array<{ confidence: number; inKb: number }>(t.rows.length));
 for (const seed of [1, 2, 3]) {
   const fold = foldOf(seed);
   const natural = new Array<number>(naturalRows.length);
@@ -118,7 +120,7 @@ for (const seed of [1, 2, 3]) {
     const calibrator = fitOn(fold, k);
     naturalRows.forEach((r, i) => fold(r.note) === k && (natural[i] = calibrator.probability(r.x)));
     memoryRows.forEach((r, i) => fold(r.note) === k && (memory[i] = calibrator.probability(r.x)));
-    if (seed === 1) testRuns.forEach((t, j) => t.rows.forEach((r, i) => fold(r.note) === k && (testConfidence[j]![i] = calibrator.probability(r.x))));
+    if (seed === 1) testRuns.forEach((t, j) => t.rows.forEach((r, i) => fold(r.note) === k && (testConfidence[j]![i] = { confidence: calibrator.probability(r.x), inKb: calibrator.inKbProbability(r.x) })));
   }
   const s = summarizeConfidence(naturalRows.map((r, i) => ({ confidence: natural[i]!, correct: r.label })));
   const m = summarizeConfidence(memoryRows.map((r, i) => ({ confidence: memory[i]!, correct: r.label })));
@@ -128,13 +130,13 @@ for (const seed of [1, 2, 3]) {
 const read = pooledHoldOutRow(
   testRuns.map((t, j) => {
     const linked = t.result.linked.slice();
-    t.rows.forEach((r, i) => (linked[r.index] = { ...linked[r.index]!, confidence: testConfidence[j]![i]! }));
+    t.rows.forEach((r, i) => (linked[r.index] = { ...linked[r.index]!, ...testConfidence[j]![i]! }));
     return { result: { scored: t.result.scored, linked }, heldOut: t.heldOut };
   }),
-  threshold,
+  thresholds,
 );
 const f = (x: number) => x.toFixed(3);
 console.log(`calibration recipe of ${shipped.file.version} (trees ${JSON.stringify(trees)}), learn part of ${values.corpus.split('/').at(-1)} (seed ${TUNING_SPLIT_SEED}), ${FOLDS} note folds`);
 console.log(`out of fold, mean of fold seeds 1-3: AUROC ${f(mean(perSeed.map((p) => p.auroc)))}, precision at 80% ${f(mean(perSeed.map((p) => p.p80)))}, ECE ${f(mean(perSeed.map((p) => p.ece)))}${memoryRows.length ? `, memory-moved links' ECE ${f(mean(perSeed.map((p) => p.memoryEce)))}` : ''} (${naturalRows.length} links${memoryRows.length ? `, ${memoryRows.length} memory-moved` : ''})`);
 const g = (x: number | null) => (x === null ? '—' : f(x));
-console.log(`held-out-concept runs ${TEST_RUNS[0]}-${TEST_RUNS.at(-1)} (fold seed 1, threshold ${threshold} from the file): NIL precision ${g(read.nilPrecision)}, recall ${g(read.nilRecall)}, F1 ${g(read.nilF1)}; the others lose ${(read.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`);
+console.log(`held-out-concept runs ${TEST_RUNS[0]}-${TEST_RUNS.at(-1)} (fold seed 1, the file's NIL thresholds: ${thresholds.inKb > 0 ? `P(in KB) < ${thresholds.inKb}` : ''}${thresholds.inKb > 0 && thresholds.confidence > 0 ? ' or ' : ''}${thresholds.confidence > 0 ? `confidence < ${thresholds.confidence}` : ''}): NIL precision ${g(read.nilPrecision)}, recall ${g(read.nilRecall)}, F1 ${g(read.nilF1)}; the others lose ${(read.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`);

@@ -31,6 +31,14 @@ const prevalences = { trainedPrevalence: z.number().gt(0).lt(1), assumedPrevalen
  */
 const nilConfidenceSchema = z.number().min(0).max(1).optional();
 
+/**
+ * The NIL threshold on P(in KB), the NIL part alone (cuilink calibrate, by the same rule): a
+ * threshold on confidence NILs wrong links to concepts the KB has as readily as mentions whose
+ * concept it lacks, the NIL part tells the two apart (docs/confidence.md). A linker uses it unless
+ * the link config sets `nil.inKb`.
+ */
+const nilInKbSchema = z.number().min(0).max(1).optional();
+
 const modelsSchema = z.object({ biEncoder: z.string().regex(/^[0-9a-f]{64}$/), crossEncoder: z.string().regex(/^[0-9a-f]{64}$/).nullable() }).strict();
 
 const calibrationFileV1Schema = z
@@ -54,6 +62,7 @@ const calibrationFileV2Schema = z
     right: calibrationModelSchema,
     nil: z.object({ model: calibrationModelSchema, ...prevalences }).strict().optional(),
     nilConfidence: nilConfidenceSchema,
+    nilInKb: nilInKbSchema,
     models: modelsSchema,
     fit: z.record(z.string(), z.unknown()).default({}),
   })
@@ -131,12 +140,16 @@ export class ConfidenceCalibrator {
 
   /** P(top-1 right) for a feature vector (confidenceFeatures): P(right | in KB) · P(in KB). */
   probability(features: ArrayLike<number>): number {
-    const right = sigmoid(modelLogit(this.file.right, features));
+    return sigmoid(modelLogit(this.file.right, features)) * this.inKbProbability(features);
+  }
+
+  /** P(the mention's concept is in the KB) for a feature vector: the NIL part's complement; 1 without one. */
+  inKbProbability(features: ArrayLike<number>): number {
     const nil = this.file.nil;
-    if (!nil) return right;
+    if (!nil) return 1;
     // Bayes: the NIL part's odds at the prevalence it was fit at, moved to the assumed one.
     const shift = Math.log(nil.assumedPrevalence / (1 - nil.assumedPrevalence)) - Math.log(nil.trainedPrevalence / (1 - nil.trainedPrevalence));
-    return right * (1 - sigmoid(modelLogit(nil.model, features) + shift));
+    return 1 - sigmoid(modelLogit(nil.model, features) + shift);
   }
 }
 

@@ -16,8 +16,10 @@ import { InputError } from '../kb/errors.ts';
  */
 /**
  * The NIL threshold on confidence when the calibration file records none (`nilConfidence`): the
- * shipped file's own, chosen by the rule of docs/confidence.md. A linker uses the file's threshold
- * unless the link config names `nil.confidence`.
+ * threshold files fit before 2026-11-26 (late evening) were shipped with, chosen by the rule of
+ * docs/confidence.md; files since record their own (the shipped one decides NIL on `nilInKb` and
+ * records 0 here). A linker uses the file's thresholds unless the link config names `nil.confidence`
+ * or `nil.inKb`.
  */
 export const DEFAULT_NIL_CONFIDENCE = 0.175;
 
@@ -68,6 +70,12 @@ export const linkConfigSchema = z
          * calibration. Unset: the calibration file's own threshold (openLinker), else the default.
          */
         confidence: z.number().min(0).max(1).default(DEFAULT_NIL_CONFIDENCE),
+        /**
+         * Mentions whose calibrated probability that their concept is in the KB at all (the
+         * calibration's NIL part) is below this are NIL (candidates kept); only with a calibration
+         * that has a NIL part. Unset: the calibration file's own threshold (openLinker), else 0.
+         */
+        inKb: z.number().min(0).max(1).default(0),
       })
       .strict()
       .default({}),

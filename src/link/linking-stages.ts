@@ -34,7 +34,7 @@ export const LINKING_STAGES = [
   { name: 'rerank', produces: false, switch: 'rerank.policy', what: 'the cross-encoder reorders ambiguous lists', kept: 'tune −18 without it' },
   { name: 'type-filter', produces: false, switch: 'typeFilter', what: 'NER label → allowed semantic types (applied inside every lookup and search)' },
   { name: 'confidence', produces: false, switch: '--calibration', what: 'the calibrated probability that the top-1 is right' },
-  { name: 'nil', produces: false, switch: 'nil.confidence', what: 'a link under the confidence threshold is NIL (candidates kept)' },
+  { name: 'nil', produces: false, switch: 'nil.inKb', what: 'a link whose concept is probably not in the KB (P(in KB) under nil.inKb; also confidence under nil.confidence when set) is NIL, candidates kept' },
 ] as const;
 
 /** The `via` values, in cascade order (the candidate-producing stages). */

@@ -135,9 +135,10 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     await cross?.close();
     throw error;
   }
-  // The calibration's own NIL threshold, unless the link config names one.
-  const configuredNil = (options.config?.nil as Record<string, unknown> | undefined)?.confidence;
-  if (configuredNil === undefined && calibrator?.file.nilConfidence !== undefined) config.nil.confidence = calibrator.file.nilConfidence;
+  // The calibration's own NIL thresholds, unless the link config names them.
+  const configuredNil = options.config?.nil as Record<string, unknown> | undefined;
+  if (configuredNil?.confidence === undefined && calibrator?.file.nilConfidence !== undefined) config.nil.confidence = calibrator.file.nilConfidence;
+  if (configuredNil?.inKb === undefined && calibrator?.file.nilInKb !== undefined) config.nil.inKb = calibrator.file.nilInKb;
   let memory: MemoryWatcher | undefined;
   try {
     memory = options.memoryDir === undefined ? undefined : MemoryWatcher.open({ path: options.memoryDir, index, config: config.memory, normalize: normalizeName, modelSha256: encoder.modelSha256, pollMs: options.memoryPollMs, onError: options.onMemoryError, onSwap: options.onMemorySwap });

@@ -60,6 +60,12 @@ export interface LinkedMention {
   confidence: number | null;
   /** The stage that chose the best candidate: its candidate's `via`, or `memory` when the memory decided. */
   via: string | null;
+  /**
+   * The calibrated probability that the mention's concept is in the KB at all (the calibration's
+   * NIL part; 1 when it has none); null or absent without a calibration. Not in the Avro record.
+   */
+  inKb?: number | null;
+  /** No link: no candidate, or under a NIL threshold (nil.inKb on inKb, nil.confidence on confidence). */
   nil: boolean;
   reranked: boolean;
   /** Top-k candidates, best first (kept also when nil). */
@@ -93,7 +99,7 @@ export interface LinkingCore {
   linkNotes(notes: NoteInput[]): Promise<LinkedNote[]>;
   readonly versions: { linkerVersion: string; modelVersion: string; indexVersion: string; memoryVersion?: string | null };
   /** The link options in force (a linker's; a test double may have none). */
-  readonly config?: { nil: { confidence: number } };
+  readonly config?: { nil: { confidence: number; inKb: number } };
   /** Whether the memory now served holds labels for the surface (false without a memory). */
   knowsSurface?(text: string): boolean;
   /**

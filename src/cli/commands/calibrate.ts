@@ -8,7 +8,7 @@ import { resolveMemoryDir } from '../../retrieve/memory-root.ts';
 import { normalizeName } from '../../text/normalize.ts';
 import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { evaluateCorpus, keepSplitPart } from '../../eval/offline-eval.ts';
-import { NIL_RULE_MAX_LOSS, NIL_RULE_SEEDS, holdOutConcepts, nilThresholdByRule, pooledHoldOutSweep } from '../../eval/confidence/held-out-concepts.ts';
+import { NIL_RULE_MAX_LOSS, NIL_RULE_MIN_PRECISION_IN_KB, NIL_RULE_SEEDS, holdOutConcepts, nilThresholdByRule, pooledHoldOutSweep, type NilScore } from '../../eval/confidence/held-out-concepts.ts';
 import { fitCalibration, type CalibrationModelChoice } from '../../eval/confidence/fit-calibration.ts';
 import { TUNING_SPLIT_SEED, parseSplitPart } from '../../eval/tuning-split.ts';
 import { summarizeConfidence } from '../../eval/confidence/selective-metrics.ts';
@@ -69,12 +69,18 @@ Options:
                          NIL part, confidence is then P(right) as if every concept were in the KB)
   --nil-prevalence P     share of mentions without a KB concept a deployment is assumed to see
                          (default ${DEFAULT_NIL_PREVALENCE})
-  --nil-confidence X|rule
-                         the NIL threshold recorded in the file, which linkers use unless their link
-                         config sets nil.confidence (default rule: link the tune part nine times, each
-                         run with the concepts of a seeded 10% of its mentions held out, and take the
-                         largest threshold of a 0.025-step sweep at which the other mentions, pooled,
-                         lose at most 0.4 point of linked acc@1; docs/confidence.md)
+  --nil-rule in-kb|confidence|none
+                         which NIL threshold the rule chooses and records in the file, which
+                         linkers use unless their link config names it (default in-kb: a threshold
+                         on P(in KB), the NIL part alone; confidence: on the confidence, the
+                         default with --nil-runs 0). The rule:
+                         link the tune part nine times, each run with the concepts of a seeded 10%
+                         of its mentions held out, and take the largest threshold of a 0.025-step
+                         sweep at which the other mentions, pooled, lose at most 0.4 point of linked
+                         acc@1 (and, on P(in KB), NIL precision is at least 0.8; docs/confidence.md)
+  --nil-in-kb X          record X as the threshold on P(in KB) (default: the rule's, or 0)
+  --nil-confidence X     record X as the threshold on confidence (default: the rule's, or 0); with
+                         a threshold given and no --nil-rule, the rule does not run for it
   --with-memory ROOT     also fit on the part's links made with this labelled-mention memory, so
                          memory-decided links get a fitted confidence (the memory must hold no label
                          of the part's notes: for the learn part, one from the tune part)
@@ -103,6 +109,8 @@ export const calibrate: Command = {
       'nil-prevalence': { type: 'string' },
       'with-memory': { type: 'string' },
       'nil-confidence': { type: 'string' },
+      'nil-in-kb': { type: 'string' },
+      'nil-rule': { type: 'string' },
     });
     const indexDir = requireString(values.index, 'index');
     const corpusFile = requireString(values.corpus, 'corpus');
@@ -112,8 +120,12 @@ export const calibrate: Command = {
     const split = parseSplitPart(values.split ?? 'learn')!;
     const seed = parseNumberFlag(values['split-seed'], 'split-seed', TUNING_SPLIT_SEED, { integer: true });
     const model = parseModelChoice(values);
-    const nilChoice = values['nil-confidence'] === undefined || values['nil-confidence'] === 'rule' ? 'rule' : parseNumberFlag(values['nil-confidence'], 'nil-confidence', 0, { min: 0, max: 1 });
     const nilRuns = parseNumberFlag(values['nil-runs'], 'nil-runs', DEFAULT_NIL_RUNS, { min: 0, max: 50, integer: true });
+    const nilRule = parseNilRule(values, nilRuns);
+    const nilFixed = {
+      confidence: parseNumberFlag(values['nil-confidence'], 'nil-confidence', 0, { min: 0, max: 1 }),
+      inKb: parseNumberFlag(values['nil-in-kb'], 'nil-in-kb', 0, { min: 0, max: 1 }),
+    };
     const nilPrevalence = parseNumberFlag(values['nil-prevalence'], 'nil-prevalence', DEFAULT_NIL_PREVALENCE, { min: 0.001, max: 0.5 });
     const corpus = await loadPubTatorCorpus(corpusFile);
     keepSplitPart(corpus, split, seed);
@@ -142,7 +154,9 @@ export const calibrate: Command = {
     };
     write();
     let nilLine: string;
-    if (nilChoice === 'rule') {
+    file.nilConfidence = nilFixed.confidence;
+    file.nilInKb = nilFixed.inKb;
+    if (nilRule !== 'none') {
       // The rule reads the fitted confidence, so the file is written first and linked with.
       const tune = split === 'tune' ? corpus : await loadPubTatorCorpus(corpusFile);
       if (tune !== corpus) keepSplitPart(tune, 'tune', seed);
@@ -156,15 +170,17 @@ export const calibrate: Command = {
           await blind.close();
         }
       }
-      const chosen = nilThresholdByRule({ sweep: pooledHoldOutSweep(runs) });
-      file.nilConfidence = chosen?.threshold ?? 0;
+      const chosen = nilThresholdByRule({ sweep: pooledHoldOutSweep(runs, nilRule, nilFixed) }, NIL_RULE_MAX_LOSS, nilRule === 'inKb' ? NIL_RULE_MIN_PRECISION_IN_KB : 0);
+      if (nilRule === 'inKb') file.nilInKb = chosen?.threshold ?? 0;
+      else file.nilConfidence = chosen?.threshold ?? 0;
+      const score = nilRule === 'inKb' ? 'P(in KB)' : 'confidence';
       nilLine = chosen
-        ? `NIL threshold ${chosen.threshold} by the rule (tune part${split === 'tune' ? ', the fitted part itself' : ', held out from the fit'}, ${NIL_RULE_SEEDS.length} runs pooled, each holding out the concepts of ${NIL_RULE_FRACTION * 100}% of its mentions, seeds ${NIL_RULE_SEEDS.join(', ')}): NIL precision ${threeDecimals(chosen.nilPrecision)}, recall ${threeDecimals(chosen.nilRecall)}, F1 ${threeDecimals(chosen.nilF1)}; the others lose ${(chosen.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`
-        : `NIL threshold 0: at every threshold of the sweep the tune part's other mentions lose more than ${NIL_RULE_MAX_LOSS * 100} point of linked acc@1`;
+        ? `NIL threshold on ${score} ${chosen.threshold} by the rule (tune part${split === 'tune' ? ', the fitted part itself' : ', held out from the fit'}, ${NIL_RULE_SEEDS.length} runs pooled, each holding out the concepts of ${NIL_RULE_FRACTION * 100}% of its mentions, seeds ${NIL_RULE_SEEDS.join(', ')}): NIL precision ${threeDecimals(chosen.nilPrecision)}, recall ${threeDecimals(chosen.nilRecall)}, F1 ${threeDecimals(chosen.nilF1)}; the others lose ${(chosen.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`
+        : `NIL threshold on ${score} 0: at no threshold of the sweep do the tune part's other mentions lose at most ${NIL_RULE_MAX_LOSS * 100} point of linked acc@1${nilRule === 'inKb' ? ` with NIL precision at least ${NIL_RULE_MIN_PRECISION_IN_KB}` : ''}`;
     } else {
-      file.nilConfidence = nilChoice;
-      nilLine = `NIL threshold ${nilChoice} (--nil-confidence)`;
+      nilLine = 'NIL thresholds as given, no rule';
     }
+    nilLine += ` (recorded: nilInKb ${file.nilInKb}, nilConfidence ${file.nilConfidence})`;
     write();
     const fitted = ConfidenceCalibrator.load(out);
     const points = rows.map((x, i) => ({ confidence: fitted.probability(x), correct: labels[i]! }));
@@ -195,6 +211,20 @@ function parseModelChoice(values: Record<string, string | boolean | undefined>):
     rate: num('rate', DEFAULT_TREES.rate, { min: 0.001, max: 1 }),
     l2: num('l2', DEFAULT_TREES.l2, { min: 0 }),
   };
+}
+
+/** Which threshold the NIL rule chooses; a threshold given by its own flag is not also chosen. */
+function parseNilRule(values: Record<string, string | boolean | undefined>, nilRuns: number): NilScore | 'none' {
+  // Without a NIL part P(in KB) is 1 everywhere: only confidence is left to threshold. A threshold
+  // given by its own flag is recorded as given, and then no rule runs by default.
+  const preferred = nilRuns > 0 ? 'in-kb' : 'confidence';
+  const flag = values['nil-rule'] ?? (values[`nil-${preferred}`] === undefined ? preferred : 'none');
+  if (flag === 'in-kb' && nilRuns === 0) throw new InputError('--nil-rule in-kb needs a NIL part: not with --nil-runs 0', 'BAD_FLAGS');
+  const rule = flag === 'in-kb' ? 'inKb' : flag === 'confidence' || flag === 'none' ? flag : undefined;
+  if (rule === undefined) throw new InputError(`--nil-rule: in-kb, confidence or none, not '${String(flag)}'`, 'BAD_FLAGS');
+  const own = rule === 'inKb' ? 'nil-in-kb' : rule === 'confidence' ? 'nil-confidence' : undefined;
+  if (own !== undefined && values[own] !== undefined) throw new InputError(`--${own} with --nil-rule ${String(flag)}: give the threshold or let the rule choose it, not both`, 'BAD_FLAGS');
+  return rule;
 }
 
 /** Share of the tune part's mentions whose concepts the NIL rule holds out (as `eval --hold-out 0.1`). */

@@ -27,7 +27,8 @@ How a link was decided (from the LinkedNote fields):
   dense         ranked by the bi-encoder's vector (HNSW) score alone
   reranked      retrieval left it ambiguous; the cross-encoder rescored the top candidates
   abbreviation  an in-note short form linked through its long form (the path in brackets)
-  NIL           no candidate cleared the NIL threshold (the best one is shown)
+  NIL           its concept is probably not in the KB: P(in KB) under the calibration's NIL
+                threshold, or no candidate (the best one is shown)
 
 It always runs its own broker: configured brokers (CUILINK_BROKERS, "brokers") are ignored. The
 service is 'cuilink run'. Other stage options (--config, CUILINK_*) apply as they do there.

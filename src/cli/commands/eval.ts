@@ -165,7 +165,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       else console.log('confidence: none (the linker ran without a calibration)');
       let holdOut: HoldOutReport | undefined;
       if (heldOut) {
-        holdOut = holdOutReport(result, heldOut, core.config?.nil.confidence ?? 0);
+        holdOut = holdOutReport(result, heldOut, core.config?.nil ?? { confidence: 0, inKb: 0 });
         console.log(formatHoldOut(holdOut));
       }
       if (values.reliability !== undefined) {

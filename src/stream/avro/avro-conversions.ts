@@ -45,6 +45,7 @@ export function linkedNoteToAvro(note: LinkedNote): LinkedNoteRecord {
       score: m.score,
       confidence: m.confidence,
       via: m.via,
+      inKb: m.inKb ?? null,
       nil: m.nil,
       reranked: m.reranked,
       candidates: m.candidates.map((c) => ({
@@ -82,6 +83,7 @@ export function avroToLinkedNote(record: LinkedNoteRecord): LinkedNote {
       score: m.score,
       confidence: m.confidence,
       via: m.via,
+      inKb: m.inKb,
       nil: m.nil,
       reranked: m.reranked,
       candidates: m.candidates.map((c) => ({ ...c })),

@@ -36,6 +36,7 @@ export interface LinkedMentionRecord {
   score: number;
   confidence: number | null;
   via: string | null;
+  inKb: number | null;
   nil: boolean;
   reranked: boolean;
   candidates: CandidateRecord[];

@@ -20,6 +20,10 @@ test('calibrate: bad input is one line naming the flag or the split, exit 2, not
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--calibrator', 'logistic', '--rounds', '5'], /--rounds: only for --calibrator trees/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--depth', '0'], /--depth/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-confidence', '1.5'], /--nil-confidence/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-rule', 'sometimes'], /--nil-rule: in-kb, confidence or none, not 'sometimes'/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-rule', 'in-kb', '--nil-runs', '0'], /--nil-rule in-kb needs a NIL part/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-rule', 'in-kb', '--nil-in-kb', '0.5'], /--nil-in-kb with --nil-rule in-kb: give the threshold or let the rule choose it/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-rule', 'confidence', '--nil-confidence', '0.2'], /--nil-confidence with --nil-rule confidence/],
     // A corpus too small for the tuning split: the split is empty, so there is nothing to fit on.
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json'], /tuning split of 100 documents needs more than \d+ documents/],
   ];
@@ -58,7 +62,7 @@ test('calibrate --with-memory: a memory holding labels of the fitted part is ref
     const out = join(dir, 'calibration.json');
     const fitted = run(...base, '--out', out, '--with-memory', join(dir, 'memory-tune'));
     assert.equal(fitted.status, 0, fitted.stderr);
-    type Written = { format: string; right: { kind: string }; nilConfidence?: number; fit: { split: string; mentions: number; memoryPass?: { mentions: number; memoryDecided: number } } };
+    type Written = { format: string; right: { kind: string }; nilConfidence?: number; nilInKb?: number; fit: { split: string; mentions: number; memoryPass?: { mentions: number; memoryDecided: number } } };
     const file = JSON.parse(readFileSync(out, 'utf8')) as Written;
     assert.equal(file.fit.split, 'learn');
     assert.equal(file.format, 'cuilink-calibration/2');
@@ -67,7 +71,8 @@ test('calibrate --with-memory: a memory holding labels of the fitted part is ref
     assert.equal(file.fit.mentions, 80, 'both passes are fitting examples');
     assert.ok(file.fit.memoryPass!.memoryDecided > 0, 'the memory decided links in its pass');
     assert.ok(file.nilConfidence !== undefined && file.nilConfidence >= 0 && file.nilConfidence <= 1, `a NIL threshold by the rule: ${file.nilConfidence}`);
-    assert.match(fitted.stdout, /^NIL threshold [0-9.]+( by the rule \(tune part, held out from the fit|: at every threshold)/m);
+    assert.equal(file.nilInKb, 0, 'without a NIL part (--nil-runs 0) the rule chooses a threshold on confidence');
+    assert.match(fitted.stdout, /^NIL threshold on confidence [0-9.]+( by the rule \(tune part, held out from the fit|: at no threshold)/m);
     // The logistic recipe on the tune part (how a model trained on the learn part is calibrated), with a learn-part memory.
     const logistic = join(dir, 'logistic.json');
     const tuned = run(...base, '--out', logistic, '--split', 'tune', '--calibrator', 'logistic', '--with-memory', join(dir, 'memory-learn'), '--nil-confidence', '0.2');
@@ -77,7 +82,8 @@ test('calibrate --with-memory: a memory holding labels of the fitted part is ref
     assert.equal(tuneFile.fit.split, 'tune');
     assert.equal(tuneFile.fit.mentions, 800);
     assert.equal(tuneFile.nilConfidence, 0.2, '--nil-confidence is recorded as given');
-    assert.match(tuned.stdout, /^NIL threshold 0\.2 \(--nil-confidence\)$/m);
+    assert.equal(tuneFile.nilInKb, 0);
+    assert.match(tuned.stdout, /^NIL thresholds as given, no rule \(recorded: nilInKb 0, nilConfidence 0\.2\)$/m);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

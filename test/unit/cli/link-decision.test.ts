@@ -21,7 +21,8 @@ test('a reranked list says so beside its stage', () => {
   assert.equal(describeDecision(mention({ via: 'abbreviation', reranked: true })), 'abbreviation, reranked');
 });
 
-test('NIL before everything else, with the confidence that sent it there', () => {
+test('NIL before everything else, with the probabilities that sent it there', () => {
   assert.equal(describeDecision(mention({ nil: true, conceptId: null, conceptName: null, confidence: 0.12, candidates: [candidate('C1', 'dense', 0.1)] })), 'NIL (confidence 0.12)');
   assert.equal(describeDecision(mention({ nil: true, conceptId: null, conceptName: null, confidence: null, via: null, candidates: [] })), 'NIL');
+  assert.equal(describeDecision(mention({ nil: true, conceptId: null, conceptName: null, confidence: 0.31, inKb: 0.42 })), 'NIL (P(in KB) 0.42, confidence 0.31)');
 });

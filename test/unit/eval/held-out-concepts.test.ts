@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HOLD_OUT_SEED, NIL_RULE_MAX_LOSS, NIL_RULE_SEEDS, holdOutConcepts, holdOutReport, nilThresholdByRule, pooledHoldOutRow, pooledHoldOutSweep, type HeldOutConcepts } from '../../../src/eval/confidence/held-out-concepts.ts';
+import { HOLD_OUT_SEED, NIL_RULE_MAX_LOSS, NIL_RULE_MIN_PRECISION_IN_KB, NIL_RULE_SEEDS, holdOutConcepts, holdOutReport, nilThresholdByRule, pooledHoldOutRow, pooledHoldOutSweep, type HeldOutConcepts } from '../../../src/eval/confidence/held-out-concepts.ts';
 import { mentionKey, type GoldCorpus, type GoldMention } from '../../../src/eval/gold.ts';
 import { emptyPubTatorStats } from '../../../src/eval/pubtator.ts';
 import type { ScoredMention } from '../../../src/eval/metrics/mention-record.ts';
@@ -168,12 +168,21 @@ const RESULT = (() => {
   return { scored: rows.map(([g, hit]) => scored([g], hit)), linked: rows.map(([, , c, k]) => linked(c, k)) };
 })();
 
+/** RESULT with a P(in KB) beside each confidence: the held-out mentions low, one wrong other low too. */
+const WITH_IN_KB = (() => {
+  const inKb = [0.2, 0.3, 0.9, null, 0.95, 0.8, 0.1, 0.9, null, null];
+  return { scored: RESULT.scored, linked: RESULT.linked.map((l, i) => ({ ...l, inKb: inKb[i] })) };
+})();
+
+/** The thresholds of a linker that decides NIL on confidence alone. */
+const onConfidence = (confidence: number) => ({ confidence, inKb: 0 });
+
 const close = (actual: number | null, expected: number, what: string) => {
   assert.ok(actual !== null && Math.abs(actual - expected) < 1e-12, `${what}: ${actual} ≠ ${expected}`);
 };
 
 test('holdOutReport: NIL precision, recall, F1 and the others loss at a threshold (hand-computed)', () => {
-  const report = holdOutReport(RESULT, heldA, 0.3, 77);
+  const report = holdOutReport(RESULT, heldA, onConfidence(0.3), 77);
   assert.equal(report.seed, 77);
   assert.equal(report.removedConcepts, 1);
   assert.equal(report.drawnMentions, 4);
@@ -189,11 +198,11 @@ test('holdOutReport: NIL precision, recall, F1 and the others loss at a threshol
   // Others linked right: 0.9, 0.5, null-confidence = 3 of 6; at 0 also 0.2 → loss 1/6.
   close(at.othersLinkedAcc1, 0.5, 'othersLinkedAcc1');
   close(at.othersLoss, 1 / 6, 'othersLoss');
-  assert.equal(holdOutReport(RESULT, heldA, 0.3).seed, HOLD_OUT_SEED);
+  assert.equal(holdOutReport(RESULT, heldA, onConfidence(0.3)).seed, HOLD_OUT_SEED);
 });
 
 test('holdOutReport sweeps 0.025 … 0.975 and matches the configured row at the same threshold', () => {
-  const report = holdOutReport(RESULT, heldA, 0.3);
+  const report = holdOutReport(RESULT, heldA, onConfidence(0.3));
   assert.deepEqual(report.sweep.map((r) => r.threshold), Array.from({ length: 39 }, (_, i) => Math.round((i + 1) * 25) / 1000));
   assert.equal(report.sweep[1]!.threshold, 0.05);
   assert.deepEqual(report.sweep[11], report.atConfigured);
@@ -213,7 +222,7 @@ test('holdOutReport sweeps 0.025 … 0.975 and matches the configured row at the
 });
 
 test('holdOutReport at threshold 0: only mentions without candidates are NIL; no loss', () => {
-  const at = holdOutReport(RESULT, heldA, 0).atConfigured;
+  const at = holdOutReport(RESULT, heldA, onConfidence(0)).atConfigured;
   close(at.nilPrecision, 0.5, 'precision');
   close(at.nilRecall, 0.25, 'recall');
   close(at.nilF1, 1 / 3, 'F1');
@@ -223,12 +232,12 @@ test('holdOutReport at threshold 0: only mentions without candidates are NIL; no
 
 test('holdOutReport gives null precision with no NIL and null recall with nothing held out', () => {
   const allLinked = { scored: RESULT.scored.slice(0, 3), linked: RESULT.linked.slice(0, 3) };
-  const none = holdOutReport(allLinked, heldA, 0).atConfigured;
+  const none = holdOutReport(allLinked, heldA, onConfidence(0)).atConfigured;
   assert.equal(none.nilPrecision, null);
   assert.equal(none.nilRecall, 0);
   assert.equal(none.nilF1, null);
   const nothingHeld: HeldOutConcepts = { concepts: new Set(), drawn: 0, removed: () => false };
-  const report = holdOutReport(RESULT, nothingHeld, 0.3);
+  const report = holdOutReport(RESULT, nothingHeld, onConfidence(0.3));
   assert.equal(report.heldOutMentions, 0);
   assert.equal(report.otherMentions, 10);
   assert.equal(report.atConfigured.nilRecall, null);
@@ -241,7 +250,7 @@ test('holdOutReport reads removed() of the real draw', () => {
   const held = holdOutConcepts(corpusOf(golds), store, 0.2, 3);
   assert.deepEqual(sorted(held.concepts), [A], 'only A fits a budget of 2');
   const result = { scored: golds.map((g) => scored(g, g[0] !== A)), linked: golds.map((g) => linked(g[0] === A ? 0.1 : 0.8, 1)) };
-  const at = holdOutReport(result, held, 0.5).atConfigured;
+  const at = holdOutReport(result, held, onConfidence(0.5)).atConfigured;
   assert.equal(at.nilPrecision, 1);
   assert.equal(at.nilRecall, 1);
   assert.equal(at.nilF1, 1);
@@ -250,10 +259,10 @@ test('holdOutReport reads removed() of the real draw', () => {
 });
 
 test('pooledHoldOutSweep: one run is that run\'s sweep; two runs count every mention of each (hand-computed)', () => {
-  assert.deepEqual(pooledHoldOutSweep([{ result: RESULT, heldOut: heldA }]), holdOutReport(RESULT, heldA, 0).sweep);
+  assert.deepEqual(pooledHoldOutSweep([{ result: RESULT, heldOut: heldA }], 'confidence'), holdOutReport(RESULT, heldA, onConfidence(0)).sweep);
   // The second run holds nothing out: its ten mentions are all others (gold A ones wrong, B as before).
   const nothingHeld: HeldOutConcepts = { concepts: new Set(), drawn: 0, removed: () => false };
-  const at = pooledHoldOutSweep([{ result: RESULT, heldOut: heldA }, { result: RESULT, heldOut: nothingHeld }])[11]!;
+  const at = pooledHoldOutSweep([{ result: RESULT, heldOut: heldA }, { result: RESULT, heldOut: nothingHeld }], 'confidence')[11]!;
   assert.equal(at.threshold, 0.3);
   // NIL at 0.3: 6 per run; held out 3 (run 1 only) → precision 3/12, recall 3/4.
   close(at.nilPrecision, 3 / 12, 'pooled precision');
@@ -263,17 +272,50 @@ test('pooledHoldOutSweep: one run is that run\'s sweep; two runs count every men
 });
 
 test('nilThresholdByRule: the largest threshold within the loss budget; none when the smallest exceeds it', () => {
-  const report = holdOutReport(RESULT, heldA, 0);
+  const report = holdOutReport(RESULT, heldA, onConfidence(0));
   // The others lose 1/6 from 0.225 (the 0.2 mention) on: only thresholds up to 0.2 are free.
   assert.equal(nilThresholdByRule(report)?.threshold, 0.2);
   assert.equal(nilThresholdByRule(report, 0.2)?.threshold, 0.5, 'a 1/6 loss fits a 0.2 budget until the 0.5 mention goes');
   const costly = { sweep: report.sweep.map((row) => ({ ...row, othersLoss: 0.01 })) };
   assert.equal(nilThresholdByRule(costly), undefined);
+  // A precision floor, on WITH_IN_KB's inKb sweep: NIL precision is 1/2 up to 0.1, 1/3 to 0.2, 2/4 to 0.3, 3/5 to 0.8
+  // (the right other at 0.8 goes NIL above it), then 3/6 and lower.
+  const inKbSweep = { sweep: pooledHoldOutSweep([{ result: WITH_IN_KB, heldOut: heldA }], 'inKb') };
+  assert.equal(nilThresholdByRule(inKbSweep, 1, 0.6)?.threshold, 0.8, 'the largest threshold reaching the floor');
+  assert.equal(nilThresholdByRule(inKbSweep, 1, 0.61), undefined, 'no threshold reaches 0.61');
+  assert.equal(nilThresholdByRule(inKbSweep, 1)?.threshold, 0.975, 'no floor by default');
   assert.equal(NIL_RULE_MAX_LOSS, 0.004);
+  assert.equal(NIL_RULE_MIN_PRECISION_IN_KB, 0.8);
   assert.deepEqual(NIL_RULE_SEEDS, [1, 2, 3, 4, 5, 6, 7, 8, HOLD_OUT_SEED]);
 });
 
 test('pooledHoldOutRow: the pooled sweep row at one threshold', () => {
   const runs = [{ result: RESULT, heldOut: heldA }, { result: RESULT, heldOut: { concepts: new Set<string>(), drawn: 0, removed: () => false } }];
-  assert.deepEqual(pooledHoldOutRow(runs, 0.3), pooledHoldOutSweep(runs)[11]);
+  assert.deepEqual(pooledHoldOutRow(runs, onConfidence(0.3)), pooledHoldOutSweep(runs, 'confidence')[11]);
+});
+
+test('holdOutReport on P(in KB): a config with nil.inKb sweeps inKb; the configured row applies both thresholds (hand-computed)', () => {
+  const report = holdOutReport(WITH_IN_KB, heldA, { confidence: 0, inKb: 0.5 });
+  assert.equal(report.by, 'inKb');
+  // NIL under 0.5 on inKb: held-out 0.2, 0.3, no candidates; others 0.1 (a wrong one), no candidates → 3 of 5.
+  const at = report.atConfigured;
+  assert.equal(at.threshold, 0.5);
+  close(at.nilPrecision, 3 / 5, 'precision');
+  close(at.nilRecall, 3 / 4, 'recall');
+  assert.equal(at.othersLoss, 0, 'the one other NIL was wrong: nothing lost');
+  assert.deepEqual(report.sweep[19], at, 'the 0.5 row of the inKb sweep');
+  // With confidence 0.3 as well, the right other at confidence 0.2 goes NIL too.
+  const both = holdOutReport(WITH_IN_KB, heldA, { confidence: 0.3, inKb: 0.5 }).atConfigured;
+  close(both.nilPrecision, 3 / 6, 'both: precision');
+  close(both.othersLoss, 1 / 6, 'both: loss');
+  // A config on confidence alone sweeps confidence, whatever inKb the links carry.
+  assert.equal(holdOutReport(WITH_IN_KB, heldA, onConfidence(0.3)).by, 'confidence');
+  assert.deepEqual(holdOutReport(WITH_IN_KB, heldA, onConfidence(0.3)).sweep, holdOutReport(RESULT, heldA, onConfidence(0.3)).sweep);
+});
+
+test('pooledHoldOutSweep on inKb holds the other threshold at the given value', () => {
+  const runs = [{ result: WITH_IN_KB, heldOut: heldA }];
+  assert.deepEqual(pooledHoldOutSweep(runs, 'inKb')[19], holdOutReport(WITH_IN_KB, heldA, { confidence: 0, inKb: 0.5 }).atConfigured);
+  assert.deepEqual(pooledHoldOutSweep(runs, 'inKb', { confidence: 0.3, inKb: 0 })[19], holdOutReport(WITH_IN_KB, heldA, { confidence: 0.3, inKb: 0.5 }).atConfigured);
+  assert.deepEqual(pooledHoldOutRow(runs, { confidence: 0, inKb: 0.5 }), pooledHoldOutSweep(runs, 'inKb')[19]);
 });

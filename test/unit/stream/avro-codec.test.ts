@@ -44,6 +44,7 @@ const linked: LinkedNote = {
       score: 0.91,
       confidence: 0.93,
       via: 'memory',
+      inKb: 0.97,
       nil: false,
       reranked: true,
       candidates: [
@@ -54,7 +55,7 @@ const linked: LinkedNote = {
       memoryDecided: true,
       memorySupport: 3,
     },
-    { mentionId: '35-38', start: 35, end: 38, label: 'Disease', conceptId: null, conceptName: null, semanticTypes: [], score: 0.1, confidence: null, via: null, nil: true, reranked: false, candidates: [], expandedFrom: 'A-T', memoryDecided: false, memorySupport: 0 },
+    { mentionId: '35-38', start: 35, end: 38, label: 'Disease', conceptId: null, conceptName: null, semanticTypes: [], score: 0.1, confidence: null, via: null, inKb: null, nil: true, reranked: false, candidates: [], expandedFrom: 'A-T', memoryDecided: false, memorySupport: 0 },
   ],
   linkerVersion: 'cuilink-0.1.0',
   modelVersion: 'm1',
@@ -183,7 +184,7 @@ test('evolution: a LinkedNote written with the v1 schema (no memory fields) is r
   assert.deepEqual(avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', Buffer.concat([Buffer.from('c301', 'hex'), v1.singleObjectFingerprint, bytes]))), decoded, 'single-object v1');
   assert.equal(decoded.memoryVersion, null);
   assert.deepEqual(decoded.mentions.map((m) => [m.memoryDecided, m.memorySupport]), [[false, 0], [false, 0]]);
-  assert.deepEqual(decoded, { ...linked, memoryVersion: null, mentions: linked.mentions.map((m) => ({ ...m, confidence: null, via: null, memoryDecided: false, memorySupport: 0, candidates: m.candidates.map((c) => ({ ...c, via: 'unknown' })) })) });
+  assert.deepEqual(decoded, { ...linked, memoryVersion: null, mentions: linked.mentions.map((m) => ({ ...m, confidence: null, via: null, inKb: null, memoryDecided: false, memorySupport: 0, candidates: m.candidates.map((c) => ({ ...c, via: 'unknown' })) })) });
 });
 
 test('evolution: a LinkedNote written with the v2 schema (no confidence, no via) is read with confidence null, via null and candidates via unknown', async () => {
@@ -191,7 +192,7 @@ test('evolution: a LinkedNote written with the v2 schema (no confidence, no via)
   const v2 = schemas.all('LinkedNote').find((s) => /linked-note\.v2\.avsc$/.test(s.file));
   assert.ok(v2 !== undefined, 'schemas/history holds LinkedNote v2');
   const current = linkedNoteToAvro(linked);
-  const v2Record = { ...current, mentions: current.mentions.map(({ confidence: _c, via: _v, ...m }) => ({ ...m, candidates: m.candidates.map(({ via: _cv, ...c }) => c) })) };
+  const v2Record = { ...current, mentions: current.mentions.map(({ confidence: _c, via: _v, inKb: _k, ...m }) => ({ ...m, candidates: m.candidates.map(({ via: _cv, ...c }) => c) })) };
   const bytes = v2.type.toBuffer(v2Record);
   assert.throws(() => schemas.current('LinkedNote').type.fromBuffer(bytes), 'the current schema is not v2 on the wire');
   const decoded = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', bytes, { [SCHEMA_FINGERPRINT_HEADER]: v2.fingerprint }));
@@ -201,6 +202,21 @@ test('evolution: a LinkedNote written with the v2 schema (no confidence, no via)
   assert.equal(decoded.mentions[0]!.memoryDecided, true, 'v2 fields survive');
   const roundTrip = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', (await new PlainAvroCodec().encode('LinkedNote', current)).value));
   assert.deepEqual([roundTrip.mentions[0]!.confidence, roundTrip.mentions[0]!.via, roundTrip.mentions[0]!.candidates[0]!.via], [0.93, 'memory', 'exact'], 'v3 carries confidence and provenance');
+});
+
+test('evolution: a LinkedNote written with the v3 schema (no inKb) is read with inKb null, everything else kept', async () => {
+  const schemas = knownSchemas();
+  const v3 = schemas.all('LinkedNote').find((s) => /linked-note\.v3\.avsc$/.test(s.file));
+  assert.ok(v3 !== undefined, 'schemas/history holds LinkedNote v3');
+  const current = linkedNoteToAvro(linked);
+  const v3Record = { ...current, mentions: current.mentions.map(({ inKb: _k, ...m }) => m) };
+  const bytes = v3.type.toBuffer(v3Record);
+  assert.throws(() => schemas.current('LinkedNote').type.fromBuffer(bytes), 'the current schema is not v3 on the wire');
+  const decoded = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', bytes, { [SCHEMA_FINGERPRINT_HEADER]: v3.fingerprint }));
+  assert.deepEqual(avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', Buffer.concat([Buffer.from('c301', 'hex'), v3.singleObjectFingerprint, bytes]))), decoded, 'single-object v3');
+  assert.deepEqual(decoded, { ...linked, mentions: linked.mentions.map((m) => ({ ...m, inKb: null })) });
+  const roundTrip = avroToLinkedNote(await new PlainAvroCodec().decode('LinkedNote', (await new PlainAvroCodec().encode('LinkedNote', current)).value));
+  assert.deepEqual(roundTrip.mentions.map((m) => m.inKb), [0.97, null], 'v4 carries P(in KB)');
 });
 
 test('bad input: empty value, garbage, truncated and trailing bytes are UNDECODABLE, in both plain formats', async () => {

@@ -27,7 +27,8 @@ import {
 const SHIPPED: Record<string, string> = {
   'schemas/note-event.avsc': '7c20aeb1aea1bad3',
   'schemas/history/note-event.v1.avsc': '13b952f7a3f4a7cc',
-  'schemas/linked-note.avsc': '6e13d064cb3f02b4',
+  'schemas/linked-note.avsc': 'e3098c65fff31fe5',
+  'schemas/history/linked-note.v3.avsc': '6e13d064cb3f02b4',
   'schemas/history/linked-note.v1.avsc': '67b4a0de835baad6',
   'schemas/history/linked-note.v2.avsc': '56126f28bf5e0cb3',
   'schemas/gold-mention.avsc': '5d1bb2ddcd178d40',
