@@ -17,7 +17,7 @@ export const LINKER_FLAG_OPTIONS = {
 export const LINKER_FLAGS_HELP = `  --model DIR           bi-encoder directory (default: the one the index was built with)
   --reranker DIR|none   cross-encoder directory (default models/default/crossencoder when present)
   --link-config FILE    JSON link options: topK, retrieveK, efSearch, rerank {policy, candidates,
-                        margin, weight}, nil {threshold, confidence}, typeFilter {label: [types]}, abbreviations,
+                        margin, weight}, nil {threshold, confidence, inKb}, typeFilter {label: [types]}, abbreviations,
                         memory {minSupport, majority, kbVotes, neighbors, denseThreshold, …}
   --memory ROOT|DIR     labelled-mention memory (cuilink memory add); a root's CURRENT is polled
   --calibration FILE|none  confidence calibration (cuilink calibrate); default models/default/calibration.json
