@@ -37,6 +37,8 @@ const DEFAULT_NIL_RUNS = 4;
  * 0.039; 5% keeps it at 0.023 (F1 0.36); 2.5% at 0.019 (F1 0.23). Dev was not used.
  */
 const DEFAULT_NIL_PREVALENCE = 0.05;
+/** The thresholds the NIL rule chooses by default (docs/confidence.md, bench/results/confidence-experiments.txt). */
+const DEFAULT_NIL_RULE = 'in-kb';
 
 const usage = `Usage: cuilink calibrate --index DIR --corpus FILE.PubTator --out FILE [options]
 
@@ -69,11 +71,12 @@ Options:
                          NIL part, confidence is then P(right) as if every concept were in the KB)
   --nil-prevalence P     share of mentions without a KB concept a deployment is assumed to see
                          (default ${DEFAULT_NIL_PREVALENCE})
-  --nil-rule in-kb|confidence|none
-                         which NIL threshold the rule chooses and records in the file, which
-                         linkers use unless their link config names it (default in-kb: a threshold
-                         on P(in KB), the NIL part alone; confidence: on the confidence, the
-                         default with --nil-runs 0). The rule:
+  --nil-rule in-kb|confidence|both|none
+                         which NIL thresholds the rule chooses and records in the file, which
+                         linkers use unless their link config names them (in-kb: a threshold on
+                         P(in KB), the NIL part alone; confidence: on the confidence, the default
+                         with --nil-runs 0; both: P(in KB), then a floor on confidence with it in
+                         place; default ${DEFAULT_NIL_RULE}). The rule:
                          link the tune part nine times, each run with the concepts of a seeded 10%
                          of its mentions held out, and take the largest threshold of a 0.025-step
                          sweep at which the other mentions, pooled, lose at most 0.4 point of linked
@@ -156,11 +159,11 @@ export const calibrate: Command = {
     let nilLine: string;
     file.nilConfidence = nilFixed.confidence;
     file.nilInKb = nilFixed.inKb;
-    if (nilRule !== 'none') {
+    if (nilRule.length > 0) {
       // The rule reads the fitted confidence, so the file is written first and linked with.
       const tune = split === 'tune' ? corpus : await loadPubTatorCorpus(corpusFile);
       if (tune !== corpus) keepSplitPart(tune, 'tune', seed);
-      const runs = [];
+      const runs: Parameters<typeof pooledHoldOutSweep>[0][number][] = [];
       for (const ruleSeed of NIL_RULE_SEEDS) {
         const heldOut = holdOutConcepts(tune, store, NIL_RULE_FRACTION, ruleSeed);
         const blind = await openLinker({ ...linkerRequest(values), indexDir, calibration: out, excludeConcepts: heldOut.concepts, log: () => {} });
@@ -170,13 +173,18 @@ export const calibrate: Command = {
           await blind.close();
         }
       }
-      const chosen = nilThresholdByRule({ sweep: pooledHoldOutSweep(runs, nilRule, nilFixed) }, NIL_RULE_MAX_LOSS, nilRule === 'inKb' ? NIL_RULE_MIN_PRECISION_IN_KB : 0);
-      if (nilRule === 'inKb') file.nilInKb = chosen?.threshold ?? 0;
-      else file.nilConfidence = chosen?.threshold ?? 0;
-      const score = nilRule === 'inKb' ? 'P(in KB)' : 'confidence';
-      nilLine = chosen
-        ? `NIL threshold on ${score} ${chosen.threshold} by the rule (tune part${split === 'tune' ? ', the fitted part itself' : ', held out from the fit'}, ${NIL_RULE_SEEDS.length} runs pooled, each holding out the concepts of ${NIL_RULE_FRACTION * 100}% of its mentions, seeds ${NIL_RULE_SEEDS.join(', ')}): NIL precision ${threeDecimals(chosen.nilPrecision)}, recall ${threeDecimals(chosen.nilRecall)}, F1 ${threeDecimals(chosen.nilF1)}; the others lose ${(chosen.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`
-        : `NIL threshold on ${score} 0: at no threshold of the sweep do the tune part's other mentions lose at most ${NIL_RULE_MAX_LOSS * 100} point of linked acc@1${nilRule === 'inKb' ? ` with NIL precision at least ${NIL_RULE_MIN_PRECISION_IN_KB}` : ''}`;
+      // In order: each threshold is chosen with those before it in place (the loss counts them all).
+      const lines = nilRule.map((by) => {
+        const fixed = { confidence: file.nilConfidence!, inKb: file.nilInKb! };
+        const chosen = nilThresholdByRule({ sweep: pooledHoldOutSweep(runs, by, fixed) }, NIL_RULE_MAX_LOSS, by === 'inKb' ? NIL_RULE_MIN_PRECISION_IN_KB : 0);
+        if (by === 'inKb') file.nilInKb = chosen?.threshold ?? 0;
+        else file.nilConfidence = chosen?.threshold ?? 0;
+        const score = by === 'inKb' ? 'P(in KB)' : 'confidence';
+        return chosen
+          ? `NIL threshold on ${score} ${chosen.threshold} by the rule (tune part${split === 'tune' ? ', the fitted part itself' : ', held out from the fit'}, ${NIL_RULE_SEEDS.length} runs pooled, each holding out the concepts of ${NIL_RULE_FRACTION * 100}% of its mentions, seeds ${NIL_RULE_SEEDS.join(', ')}): NIL precision ${threeDecimals(chosen.nilPrecision)}, recall ${threeDecimals(chosen.nilRecall)}, F1 ${threeDecimals(chosen.nilF1)}; the others lose ${(chosen.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`
+          : `NIL threshold on ${score} 0: at no threshold of the sweep do the tune part's other mentions lose at most ${NIL_RULE_MAX_LOSS * 100} point of linked acc@1${by === 'inKb' ? ` with NIL precision at least ${NIL_RULE_MIN_PRECISION_IN_KB}` : ''}`;
+      });
+      nilLine = lines.join('\n');
     } else {
       nilLine = 'NIL thresholds as given, no rule';
     }
@@ -213,17 +221,22 @@ function parseModelChoice(values: Record<string, string | boolean | undefined>):
   };
 }
 
-/** Which threshold the NIL rule chooses; a threshold given by its own flag is not also chosen. */
-function parseNilRule(values: Record<string, string | boolean | undefined>, nilRuns: number): NilScore | 'none' {
+/**
+ * Which thresholds the NIL rule chooses, in order (`both`: P(in KB) first, then a floor on
+ * confidence with it in place); a threshold given by its own flag is not also chosen.
+ */
+function parseNilRule(values: Record<string, string | boolean | undefined>, nilRuns: number): NilScore[] {
   // Without a NIL part P(in KB) is 1 everywhere: only confidence is left to threshold. A threshold
   // given by its own flag is recorded as given, and then no rule runs by default.
-  const preferred = nilRuns > 0 ? 'in-kb' : 'confidence';
-  const flag = values['nil-rule'] ?? (values[`nil-${preferred}`] === undefined ? preferred : 'none');
-  if (flag === 'in-kb' && nilRuns === 0) throw new InputError('--nil-rule in-kb needs a NIL part: not with --nil-runs 0', 'BAD_FLAGS');
-  const rule = flag === 'in-kb' ? 'inKb' : flag === 'confidence' || flag === 'none' ? flag : undefined;
-  if (rule === undefined) throw new InputError(`--nil-rule: in-kb, confidence or none, not '${String(flag)}'`, 'BAD_FLAGS');
-  const own = rule === 'inKb' ? 'nil-in-kb' : rule === 'confidence' ? 'nil-confidence' : undefined;
-  if (own !== undefined && values[own] !== undefined) throw new InputError(`--${own} with --nil-rule ${String(flag)}: give the threshold or let the rule choose it, not both`, 'BAD_FLAGS');
+  const preferred = nilRuns > 0 ? DEFAULT_NIL_RULE : 'confidence';
+  const given = (['in-kb', 'confidence'] as const).filter((f) => values[`nil-${f}`] !== undefined);
+  const flag = values['nil-rule'] ?? (given.length === 0 ? preferred : 'none');
+  const rules: Record<string, NilScore[]> = { 'in-kb': ['inKb'], confidence: ['confidence'], both: ['inKb', 'confidence'], none: [] };
+  const rule = typeof flag === 'string' ? rules[flag] : undefined;
+  if (rule === undefined) throw new InputError(`--nil-rule: in-kb, confidence, both or none, not '${String(flag)}'`, 'BAD_FLAGS');
+  if (rule.includes('inKb') && nilRuns === 0) throw new InputError(`--nil-rule ${String(flag)} needs a NIL part: not with --nil-runs 0`, 'BAD_FLAGS');
+  const clash = given.find((f) => rule.includes(f === 'in-kb' ? 'inKb' : 'confidence'));
+  if (clash !== undefined) throw new InputError(`--nil-${clash} with --nil-rule ${String(flag)}: give the threshold or let the rule choose it, not both`, 'BAD_FLAGS');
   return rule;
 }
 

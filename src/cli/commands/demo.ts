@@ -124,7 +124,8 @@ function printDemo(notes: NoteInput[], result: DemoResult, runtime: StageRuntime
       decisions.set(kind, (decisions.get(kind) ?? 0) + 1);
       const toReview = result.reviewed.has(`${note.noteId}/${m.mentionId}`) ? '  → review' : '';
       const concept = m.nil ? `NIL (best: ${m.candidates[0]?.conceptId ?? '-'} ${m.candidates[0]?.name ?? ''})` : `${m.conceptId}  ${m.conceptName}`;
-      const confidence = m.confidence === null ? '' : `confidence ${m.confidence.toFixed(2)}, `;
+      // A NIL says why: its concept is probably not in the KB (P(in KB) under the threshold).
+      const confidence = `${m.confidence === null ? '' : `confidence ${m.confidence.toFixed(2)}, `}${m.nil && m.inKb != null ? `P(in KB) ${m.inKb.toFixed(2)}, ` : ''}`;
       console.log(`  ${mentionText(source, m.mentionId).padEnd(width)}  → ${concept}  (${confidence}score ${m.score.toFixed(3)}, ${m.nil ? 'NIL' : decision})${toReview}`);
     }
   }

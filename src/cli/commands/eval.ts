@@ -53,7 +53,8 @@ Options:
   --hold-out F           NIL without hand labels: remove from the KB the gold concepts of a seeded
                          share F of the mentions (e.g. 0.1); every mention whose gold is removed
                          must come out NIL. Prints NIL precision/recall/F1 at the link config's
-                         nil.confidence and at other thresholds, and what the rest lose
+                         NIL thresholds (nil.inKb, nil.confidence) and at other thresholds of the
+                         one it decides on (inKb when set), and what the rest lose
   --hold-out-seed N      seed of that draw (default ${HOLD_OUT_SEED})
 ${LINKER_FLAGS_HELP}
   -h, --help             this text`;
