@@ -93,7 +93,7 @@ test('a calibration brings its own NIL threshold; a link config that names nil.c
     return file;
   };
   const own = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {}, calibration: withThreshold(0.99) });
-  const overridden = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {}, calibration: withThreshold(0.99), config: { nil: { confidence: 0 } } });
+  const overridden = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {}, calibration: withThreshold(0.99), config: { nil: { confidence: 0, inKb: 0 } } });
   const shippedLinker = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {} });
   try {
     assert.equal(own.config?.nil.confidence, 0.99);
@@ -102,10 +102,34 @@ test('a calibration brings its own NIL threshold; a link config that names nil.c
     const [strict] = await own.linkNotes([note]);
     const [lenient] = await overridden.linkNotes([note]);
     assert.ok(strict!.mentions.every((m) => m.nil === m.confidence! < 0.99) && strict!.mentions.some((m) => m.nil), 'the file\'s 0.99 NILs something');
-    assert.ok(lenient!.mentions.every((m) => !m.nil), 'nil.confidence 0 from the link config: nothing is NIL by confidence');
+    assert.ok(lenient!.mentions.every((m) => !m.nil), 'nil.confidence and nil.inKb 0 from the link config: nothing is NIL');
   } finally {
     await own.close();
     await overridden.close();
     await shippedLinker.close();
+  }
+});
+
+test('NIL is P(in KB) under nil.inKb: the shipped file records its threshold (and none on confidence); a link config overrides it', async () => {
+  const shipped = JSON.parse(readFileSync(DEFAULT_CALIBRATION, 'utf8')) as { nilConfidence?: number; nilInKb?: number };
+  assert.ok(typeof shipped.nilInKb === 'number' && shipped.nilInKb > 0 && shipped.nilInKb < 1, `the shipped file decides NIL on P(in KB): ${shipped.nilInKb}`);
+  assert.equal(shipped.nilConfidence, 0);
+  const linker = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {} });
+  const strict = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: () => {}, config: { nil: { inKb: 0.999 } } });
+  try {
+    assert.deepEqual(linker.config?.nil, { threshold: 0, confidence: 0, inKb: shipped.nilInKb });
+    const [linked] = await linker.linkNotes([note]);
+    for (const m of linked!.mentions) {
+      assert.ok(m.inKb != null && m.inKb > 0 && m.inKb <= 1, `${m.mentionId}: P(in KB) ${m.inKb}`);
+      assert.ok(m.confidence! <= m.inKb + 1e-12, 'confidence is P(right | in KB) · P(in KB)');
+      assert.equal(m.nil, m.inKb < shipped.nilInKb!);
+    }
+    const [all] = await strict.linkNotes([note]);
+    assert.equal(strict.config?.nil.inKb, 0.999);
+    for (const m of all!.mentions) assert.equal(m.nil, m.inKb! < 0.999, `${m.mentionId}: P(in KB) ${m.inKb}`);
+    assert.ok(all!.mentions.some((m) => m.nil), 'a bar of 0.999 on P(in KB) NILs something');
+  } finally {
+    await linker.close();
+    await strict.close();
   }
 });
