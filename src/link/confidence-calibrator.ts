@@ -140,7 +140,13 @@ export class ConfidenceCalibrator {
 
   /** P(top-1 right) for a feature vector (confidenceFeatures): P(right | in KB) · P(in KB). */
   probability(features: ArrayLike<number>): number {
-    return sigmoid(modelLogit(this.file.right, features)) * this.inKbProbability(features);
+    return this.assess(features).confidence;
+  }
+
+  /** Both readings of a feature vector at once: `confidence` (P(top-1 right)) and `inKb` (P(in KB)). */
+  assess(features: ArrayLike<number>): { confidence: number; inKb: number } {
+    const inKb = this.inKbProbability(features);
+    return { confidence: sigmoid(modelLogit(this.file.right, features)) * inKb, inKb };
   }
 
   /** P(the mention's concept is in the KB) for a feature vector: the NIL part's complement; 1 without one. */

@@ -429,11 +429,7 @@ export class Linker implements LinkingCore {
       note.mentions.forEach((linked, i) => {
         const best = linked.candidates[0];
         if (best === undefined) return;
-        if (calibrator) {
-          const features = confidenceFeatures(linked, texts[n]![i]!, this.facts, neighbours[i]);
-          linked.confidence = calibrator.probability(features);
-          linked.inKb = calibrator.inKbProbability(features);
-        }
+        if (calibrator) Object.assign(linked, calibrator.assess(confidenceFeatures(linked, texts[n]![i]!, this.facts, neighbours[i])));
         if (best.score < config.nil.threshold || (linked.confidence !== null && linked.confidence < config.nil.confidence) || (linked.inKb != null && linked.inKb < config.nil.inKb)) {
           linked.nil = true;
           linked.conceptId = null;

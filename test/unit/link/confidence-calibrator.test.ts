@@ -295,6 +295,16 @@ test('with a NIL part, confidence is P(right | in KB) · P(in KB), the NIL odds 
     const absent = 1 / (1 + Math.exp(-(-1 + 2 * 1.5 + shift)));
     assert.ok(Math.abs(withNil.probability(x) - right * (1 - absent)) < 1e-12);
     assert.ok(withNil.probability(x) < plain.probability(x), 'a likely-absent concept lowers the confidence');
+    assert.ok(Math.abs(withNil.inKbProbability(x) - (1 - absent)) < 1e-12, 'P(in KB) is the NIL part\'s complement at the assumed prevalence');
+    assert.deepEqual(withNil.assess(x), { confidence: withNil.probability(x), inKb: withNil.inKbProbability(x) });
+    assert.equal(plain.inKbProbability(x), 1, 'without a NIL part every concept is taken to be in the KB');
+    // Format 2 records the thresholds chosen for the file, the one on P(in KB) included.
+    const { trainedPrevalence, assumedPrevalence, ...nilModel } = nilPart;
+    const v2 = calibrationV2({ kind: 'logistic', mean: zeros, scale: ones, weights: zeros, bias: 1 }, { model: { kind: 'logistic', ...nilModel }, trainedPrevalence, assumedPrevalence });
+    const thresholds = ConfidenceCalibrator.load(writeJson(dir, 'thresholds.json', { ...v2, nilInKb: 0.6, nilConfidence: 0 }));
+    assert.deepEqual([thresholds.file.nilInKb, thresholds.file.nilConfidence], [0.6, 0]);
+    assert.deepEqual(thresholds.assess(x), withNil.assess(x), 'the same parts in format 2 read the same');
+    assert.throws(() => ConfidenceCalibrator.load(writeJson(dir, 'bad-threshold.json', { ...v2, nilInKb: 1.5 })), badCalibration);
     const atTrained = ConfidenceCalibrator.load(writeJson(dir, 'same.json', { ...base, nil: { ...nilPart, assumedPrevalence: 0.1 } }));
     assert.ok(Math.abs(atTrained.probability(x) - right * (1 - 1 / (1 + Math.exp(-2)))) < 1e-12, 'no shift at the fitted prevalence');
     for (const bad of [{ ...nilPart, weights: [1] }, { ...nilPart, assumedPrevalence: 0 }, { ...nilPart, trainedPrevalence: 1 }, { ...nilPart, extra: 1 }]) {
