@@ -2,7 +2,7 @@
 // docs/confidence.md): the learn part is what `cuilink calibrate` fits on, so its own links can only
 // be read held out by cross-fitting. Notes are split into 5 folds; each fold's links are scored by a
 // calibration fit (both parts, the shipped trees recipe) on the other four folds' natural links,
-// memory-moved links and held-out-concept runs 1..4. Reports:
+// memory-moved links and held-out-concept runs 1..n (the file's NIL runs, 4 for the shipped one). Reports:
 //   - AUROC, precision at 80% coverage and ECE of the natural links, and the ECE of memory-moved links
 //     (mean over 3 fold seeds);
 //   - held-out-concept NIL precision / recall / F1 and what the others lose in linked acc@1 on learn
@@ -41,7 +41,9 @@ if (recorded?.kind !== 'trees' || [recorded.rounds, recorded.rate, recorded.dept
 const trees = { rounds: recorded.rounds!, rate: recorded.rate!, depth: recorded.depth!, minLeaf: recorded.minLeaf!, l2: recorded.l2! };
 const prevalence = shipped.file.nil?.assumedPrevalence ?? 0.05;
 const FOLDS = 5;
-const TRAIN_RUNS = [1, 2, 3, 4];
+/** The held-out runs the file's NIL part was fit on (seeds 1..n, calibrate --nil-runs): each fold's is fit on the same. */
+const nilRuns = (shipped.file.fit.nil as { runs?: number } | undefined)?.runs ?? 4;
+const TRAIN_RUNS = Array.from({ length: nilRuns }, (_, i) => i + 1);
 /** Held-out-concept runs read for NIL (never fit on): 5-12 by default, `--test-runs A-B` for fresh ones. */
 const [firstTest, lastTest] = (values['test-runs'] ?? '5-12').split('-').map(Number);
 if (!(Number.isInteger(firstTest) && Number.isInteger(lastTest) && firstTest! > TRAIN_RUNS.at(-1)! && lastTest! >= firstTest!)) throw new Error(`--test-runs A-B: seeds after ${TRAIN_RUNS.at(-1)}`);
