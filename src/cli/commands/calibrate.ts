@@ -232,9 +232,10 @@ function parseNilRule(values: Record<string, string | boolean | undefined>, nilR
   const given = (['in-kb', 'confidence'] as const).filter((f) => values[`nil-${f}`] !== undefined);
   const flag = values['nil-rule'] ?? (given.length === 0 ? preferred : 'none');
   const rules: Record<string, NilScore[]> = { 'in-kb': ['inKb'], confidence: ['confidence'], both: ['inKb', 'confidence'], none: [] };
-  const rule = typeof flag === 'string' ? rules[flag] : undefined;
+  const rule = typeof flag === 'string' && Object.hasOwn(rules, flag) ? rules[flag] : undefined;
   if (rule === undefined) throw new InputError(`--nil-rule: in-kb, confidence, both or none, not '${String(flag)}'`, 'BAD_FLAGS');
   if (rule.includes('inKb') && nilRuns === 0) throw new InputError(`--nil-rule ${String(flag)} needs a NIL part: not with --nil-runs 0`, 'BAD_FLAGS');
+  if (given.includes('in-kb') && nilRuns === 0) throw new InputError('--nil-in-kb needs a NIL part (P(in KB) is 1 without one): not with --nil-runs 0', 'BAD_FLAGS');
   const clash = given.find((f) => rule.includes(f === 'in-kb' ? 'inKb' : 'confidence'));
   if (clash !== undefined) throw new InputError(`--nil-${clash} with --nil-rule ${String(flag)}: give the threshold or let the rule choose it, not both`, 'BAD_FLAGS');
   return rule;

@@ -26,6 +26,8 @@ test('calibrate: bad input is one line naming the flag or the split, exit 2, not
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-rule', 'confidence', '--nil-confidence', '0.2'], /--nil-confidence with --nil-rule confidence/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-rule', 'both', '--nil-confidence', '0.2'], /--nil-confidence with --nil-rule both/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-rule', 'both', '--nil-runs', '0'], /--nil-rule both needs a NIL part/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-rule', 'toString'], /--nil-rule: in-kb, confidence, both or none, not 'toString'/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-in-kb', '0.5', '--nil-runs', '0'], /--nil-in-kb needs a NIL part/],
     // A corpus too small for the tuning split: the split is empty, so there is nothing to fit on.
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json'], /tuning split of 100 documents needs more than \d+ documents/],
   ];
