@@ -80,7 +80,8 @@ test('unsure mentions go to the review topic beside their link, and gold-sample 
   for (const { key, record } of reviews) {
     const m = linked.mentions.find((x) => x.mentionId === record.mentionId)!;
     assert.equal(key, '901');
-    assert.deepEqual([record.conceptId, record.confidence, record.via, record.nil, record.start, record.end], [m.conceptId, m.confidence, m.via, m.nil, m.start, m.end]);
+    assert.deepEqual([record.conceptId, record.confidence, record.via, record.inKb, record.nil, record.start, record.end], [m.conceptId, m.confidence, m.via, m.inKb, m.nil, m.start, m.end]);
+    assert.ok(record.inKb !== null, 'P(in KB) travels with the review record');
     assert.deepEqual(record.candidates.map((c) => c.conceptId), m.candidates.map((c) => c.conceptId), 'the annotator sees the linker’s candidates');
     assert.ok(!JSON.stringify(record).includes('purple') && !JSON.stringify(record).includes('blue car'), 'no mention text on the review topic');
   }

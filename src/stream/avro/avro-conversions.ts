@@ -110,6 +110,7 @@ export function linkedMentionToReview(note: LinkedNote, m: LinkedMention): Revie
     conceptId: m.conceptId,
     confidence: m.confidence,
     via: m.via,
+    inKb: m.inKb ?? null,
     nil: m.nil,
     candidates: m.candidates.map((c) => ({ conceptId: c.conceptId, name: c.name, score: c.score, via: c.via })),
     linkerVersion: note.linkerVersion,

@@ -98,6 +98,8 @@ export interface ReviewMentionRecord {
   conceptId: string | null;
   confidence: number | null;
   via: string | null;
+  /** v2: P(the concept is in the KB); null without a calibration and in v1 records. */
+  inKb: number | null;
   nil: boolean;
   candidates: { conceptId: string; name: string; score: number; via: string }[];
   linkerVersion: string;

@@ -34,7 +34,8 @@ const SHIPPED: Record<string, string> = {
   'schemas/gold-mention.avsc': '5d1bb2ddcd178d40',
   'schemas/dead-letter.avsc': 'f76410eb82215e7a',
   'schemas/history/dead-letter.v1.avsc': '6111e50cf9af6c2e',
-  'schemas/review-mention.avsc': '76d2f7b289a38d7b',
+  'schemas/review-mention.avsc': '127f06fa0a771e4b',
+  'schemas/history/review-mention.v1.avsc': '76d2f7b289a38d7b',
   'schemas/label-request.avsc': '8039e098f09143a3',
 };
 
