@@ -2,16 +2,19 @@
 // docs/confidence.md): the learn part is what `cuilink calibrate` fits on, so its own links can only
 // be read held out by cross-fitting. Notes are split into 5 folds; each fold's links are scored by a
 // calibration fit (both parts, the shipped trees recipe) on the other four folds' natural links,
-// memory-moved links and held-out-concept runs 1..n (the file's NIL runs, 4 for the shipped one). Reports:
+// memory-moved links and held-out-concept runs 1..n (the file's NIL runs, 4 for the shipped one), and, when the file
+// has a non-entity part, the other folds' unmarked spans (the file's count per note and seed). Reports:
 //   - AUROC, precision at 80% coverage and ECE of the natural links, and the ECE of memory-moved links
 //     (mean over 3 fold seeds);
 //   - held-out-concept NIL precision / recall / F1 and what the others lose in linked acc@1 on learn
-//     runs 5..12 (never fit on; --test-runs A-B for others), at the file's NIL thresholds (fold seed 1).
+//     runs 5..12 (never fit on; --test-runs A-B for others), at the file's NIL thresholds (fold seed 1);
+//   - with a non-entity part, the share of the fitted spans that come out NIL, each read out of fold.
 // This is the repository's version of the scratch experiment harness behind the learn figures of
 // docs/confidence.md. Usage (bench/confidence-oof.sh makes the tune-part memory):
 //   node --import tsx bench/confidence-oof.ts --index DIR --corpus NCBItrainset_corpus.txt --with-memory TUNE_MEMORY
 import { parseArgs } from 'node:util';
-import { loadPubTatorCorpus, type GoldCorpus } from '../src/eval/gold.ts';
+import { loadPubTatorCorpus, mentionKey, type GoldCorpus } from '../src/eval/gold.ts';
+import { withNonEntitySpans } from '../src/eval/confidence/non-entity-spans.ts';
 import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
 import { evaluateCorpus, keepSplitPart, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
 import { calibrationExamples } from '../src/eval/confidence/calibration-examples.ts';
@@ -85,6 +88,20 @@ const runRows = async (seed: number) => {
   const heldOut = holdOutConcepts(corpus, store, NIL_RUN_FRACTION, seed);
   return examples(await link({ excludeConcepts: heldOut.concepts }), facts, (s) => heldOut.removed(s.goldIds));
 };
+// The file's non-entity part (calibrate --non-entities): each fold's is fit on the other folds' spans and links.
+const nonEntityFit = shipped.file.nonEntity ? (shipped.file.fit.nonEntity as { perNote: number; seed: number }) : undefined;
+const nonEntityRows: Row[] = [];
+if (nonEntityFit) {
+  const sample = withNonEntitySpans(corpus, store, nonEntityFit.perNote, nonEntityFit.seed);
+  const linker = await openLinker({ indexDir, calibration: false, memoryPollMs: 0, log: () => {} });
+  try {
+    const result = await evaluateCorpus(linker, sample.corpus, view);
+    const { rows, labels, indices } = calibrationExamples(sample.corpus, result, facts, (s) => sample.isNonEntity(mentionKey(s.noteId, s.mentionId)));
+    rows.forEach((x, i) => nonEntityRows.push({ note: result.scored[indices[i]!]!.noteId, index: indices[i]!, x, label: labels[i]! }));
+  } finally {
+    await linker.close();
+  }
+}
 const nilTrain: Row[] = [];
 for (const seed of TRAIN_RUNS) nilTrain.push(...(await runRows(seed)));
 // Each test run's links are read at the threshold with their out-of-fold confidence in place of none.
@@ -103,8 +120,12 @@ function fitOn(fold: (note: string) => number, k: number): ConfidenceCalibrator 
   const nil = fitBoostedTrees(nilRows.map((r) => r.x), nilRows.map((r) => r.label), trees);
   const strandedShare = nilRows.filter((r) => r.label).length / nilRows.length;
   const strip = ({ logLoss: _, ...model }: typeof right) => model;
+  const spanRows = nonEntityRows.filter((r) => fold(r.note) !== k);
+  const nonEntity = shipped.file.nonEntity
+    ? { model: strip(fitBoostedTrees(spanRows.map((r) => r.x), spanRows.map((r) => r.label), trees)), trainedPrevalence: spanRows.filter((r) => r.label).length / spanRows.length, assumedPrevalence: shipped.file.nonEntity.assumedPrevalence }
+    : undefined;
   return new ConfidenceCalibrator(
-    { format: CALIBRATION_FORMAT, version: 'oof', features: [...CONFIDENCE_FEATURES], right: strip(right), nil: { model: strip(nil), trainedPrevalence: strandedShare, assumedPrevalence: prevalence }, models: shipped.file.models, fit: {} },
+    { format: CALIBRATION_FORMAT, version: 'oof', features: [...CONFIDENCE_FEATURES], right: strip(right), nil: { model: strip(nil), trainedPrevalence: strandedShare, assumedPrevalence: prevalence }, ...(nonEntity ? { nonEntity } : {}), models: shipped.file.models, fit: {} },
     '',
     'oof',
   );
@@ -113,6 +134,7 @@ function fitOn(fold: (note: string) => number, k: number): ConfidenceCalibrator 
 const foldOf = (seed: number) => (note: string) => Math.floor(noteDraw(note, 1000 + seed) * FOLDS) % FOLDS;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const perSeed: { auroc: number; p80: number; ece: number; memoryEce: number }[] = [];
+const spanInKb = new Array<number>(nonEntityRows.length);
 const testConfidence = testRuns.map((t) => new Array<{ confidence: number; inKb: number }>(t.rows.length));
 for (const seed of [1, 2, 3]) {
   const fold = foldOf(seed);
@@ -122,6 +144,7 @@ for (const seed of [1, 2, 3]) {
     const calibrator = fitOn(fold, k);
     naturalRows.forEach((r, i) => fold(r.note) === k && (natural[i] = calibrator.probability(r.x)));
     memoryRows.forEach((r, i) => fold(r.note) === k && (memory[i] = calibrator.probability(r.x)));
+    if (seed === 1) nonEntityRows.forEach((r, i) => r.label && fold(r.note) === k && (spanInKb[i] = calibrator.inKbProbability(r.x)));
     if (seed === 1) testRuns.forEach((t, j) => t.rows.forEach((r, i) => fold(r.note) === k && (testConfidence[j]![i] = { confidence: calibrator.probability(r.x), inKb: calibrator.inKbProbability(r.x) })));
   }
   const s = summarizeConfidence(naturalRows.map((r, i) => ({ confidence: natural[i]!, correct: r.label })));
@@ -142,3 +165,7 @@ console.log(`calibration recipe of ${shipped.file.version} (trees ${JSON.stringi
 console.log(`out of fold, mean of fold seeds 1-3: AUROC ${f(mean(perSeed.map((p) => p.auroc)))}, precision at 80% ${f(mean(perSeed.map((p) => p.p80)))}, ECE ${f(mean(perSeed.map((p) => p.ece)))}${memoryRows.length ? `, memory-moved links' ECE ${f(mean(perSeed.map((p) => p.memoryEce)))}` : ''} (${naturalRows.length} links${memoryRows.length ? `, ${memoryRows.length} memory-moved` : ''})`);
 const g = (x: number | null) => (x === null ? '—' : f(x));
 console.log(`held-out-concept runs ${TEST_RUNS[0]}-${TEST_RUNS.at(-1)} (fold seed 1, the file's NIL thresholds: ${thresholds.inKb > 0 ? `P(in KB) < ${thresholds.inKb}` : ''}${thresholds.inKb > 0 && thresholds.confidence > 0 ? ' or ' : ''}${thresholds.confidence > 0 ? `confidence < ${thresholds.confidence}` : ''}): NIL precision ${g(read.nilPrecision)}, recall ${g(read.nilRecall)}, F1 ${g(read.nilF1)}; the others lose ${(read.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`);
+if (nonEntityFit) {
+  const spans = spanInKb.filter((v) => v !== undefined);
+  console.log(`non-entity spans of the fit (${nonEntityFit.perNote} per note, seed ${nonEntityFit.seed}), out of fold (fold seed 1): ${spans.length}, NIL at P(in KB) < ${thresholds.inKb}: ${spans.filter((v) => v < thresholds.inKb).length} (${((spans.filter((v) => v < thresholds.inKb).length / spans.length) * 100).toFixed(1)}%)`);
+}

@@ -13,7 +13,7 @@ DATA=${CUILINK_DATA:-../shared/data}
 TRAIN=$DATA/ncbi-disease/NCBItrainset_corpus.txt
 DEV_CORPUS=$DATA/ncbi-disease/NCBIdevelopset_corpus.txt
 INDEX=${CUILINK_BENCH_INDEX:-.cache/cuilink/bench/medic+medic_06Jul2012+xref-doid+xref-hp--cuilink-biencoder-minilm-base-untrained-b7485ac38070}
-VERSION=${CALIBRATION_VERSION:-calibration-learn-20261126-trees-names}
+VERSION=${CALIBRATION_VERSION:-calibration-learn-20261126-trees-names-inkb-nonentity}
 OUT=bench/results
 [ -d "$INDEX" ] || { echo "no bench index at $INDEX (npm run bench:link builds it)" >&2; exit 2; }
 [ -f "$TRAIN" ] || { echo "no corpus at $TRAIN (set CUILINK_DATA)" >&2; exit 2; }
@@ -38,8 +38,8 @@ for arg in "$@"; do
 done
 report() { # name, corpus, extra eval flags...
   local name=$1 corpus=$2; shift 2
-  { echo "\$ cuilink eval --index BENCH_INDEX --corpus $corpus $* --reliability $OUT/reliability-$name.svg --out $OUT/confidence-$name.json"
-    cuilink eval --index "$INDEX" --corpus "$corpus" "$@" --reliability $OUT/reliability-$name.svg --out $OUT/confidence-$name.json 2>&1 | quiet; } > $OUT/confidence-$name.txt
+  { echo "\$ cuilink eval --index BENCH_INDEX --corpus $corpus $* --non-entities 2 --reliability $OUT/reliability-$name.svg --out $OUT/confidence-$name.json"
+    cuilink eval --index "$INDEX" --corpus "$corpus" "$@" --non-entities 2 --reliability $OUT/reliability-$name.svg --out $OUT/confidence-$name.json 2>&1 | quiet; } > $OUT/confidence-$name.txt
   { echo "\$ cuilink eval --index BENCH_INDEX --corpus $corpus $* --hold-out 0.1"
     cuilink eval --index "$INDEX" --corpus "$corpus" "$@" --hold-out 0.1 2>&1 | quiet; } > $OUT/confidence-$name-holdout.txt
   grep -h '^confidence (all' $OUT/confidence-$name.txt

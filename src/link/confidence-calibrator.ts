@@ -61,6 +61,12 @@ const calibrationFileV2Schema = z
     features: z.array(z.string()),
     right: calibrationModelSchema,
     nil: z.object({ model: calibrationModelSchema, ...prevalences }).strict().optional(),
+    /**
+     * The non-entity part: P(the mention names no concept at all | features), fitted on natural
+     * links against spans the corpus's annotators did not mark (NER false positives' stand-in),
+     * `trainedPrevalence` of its examples being such spans; read at `assumedPrevalence`.
+     */
+    nonEntity: z.object({ model: calibrationModelSchema, ...prevalences }).strict().optional(),
     nilConfidence: nilConfidenceSchema,
     nilInKb: nilInKbSchema,
     models: modelsSchema,
@@ -71,8 +77,8 @@ const calibrationFileV2Schema = z
 /**
  * A calibration file (`cuilink calibrate` writes it; models/default/calibration.json ships): a
  * model of P(top-1 right | the concept is in the KB, features) over CONFIDENCE_FEATURES, and
- * optionally the NIL part, P(the concept is not in the KB | features); confidence is
- * P(right | in KB) · P(in KB). Fitted for exactly the models named in `models` (their manifest
+ * optionally the NIL part, P(the concept is not in the KB | features), and the non-entity part,
+ * P(the mention names no concept | features); confidence is P(right | in KB) · P(in KB). Fitted for exactly the models named in `models` (their manifest
  * checksums): anything else is refused at load, a calibration only means something for the models
  * and features it was fit on.
  */
@@ -108,6 +114,7 @@ export class ConfidenceCalibrator {
     }
     checkModelShape(file.right, n, path, file.right.kind === 'logistic' ? '' : 'right.');
     if (file.nil) checkModelShape(file.nil.model, n, path, 'nil.');
+    if (file.nonEntity) checkModelShape(file.nonEntity.model, n, path, 'nonEntity.');
     this.file = file;
     this.sha256 = sha256;
     this.path = path;
@@ -149,14 +156,21 @@ export class ConfidenceCalibrator {
     return { confidence: sigmoid(modelLogit(this.file.right, features)) * inKb, inKb };
   }
 
-  /** P(the mention's concept is in the KB) for a feature vector: the NIL part's complement; 1 without one. */
+  /**
+   * P(the mention's concept is in the KB) for a feature vector: P(it names a concept) · P(that
+   * concept is in the KB | it names one), the non-entity and NIL parts' complements; a missing
+   * part reads 1.
+   */
   inKbProbability(features: ArrayLike<number>): number {
-    const nil = this.file.nil;
-    if (!nil) return 1;
-    // Bayes: the NIL part's odds at the prevalence it was fit at, moved to the assumed one.
-    const shift = Math.log(nil.assumedPrevalence / (1 - nil.assumedPrevalence)) - Math.log(nil.trainedPrevalence / (1 - nil.trainedPrevalence));
-    return 1 - sigmoid(modelLogit(nil.model, features) + shift);
+    const { nil, nonEntity } = this.file;
+    return (nonEntity ? 1 - atAssumedPrevalence(nonEntity, features) : 1) * (nil ? 1 - atAssumedPrevalence(nil, features) : 1);
   }
+}
+
+/** Bayes: a part's odds at the prevalence it was fit at, moved to the assumed one. */
+function atAssumedPrevalence(part: { model: CalibrationFile['right']; trainedPrevalence: number; assumedPrevalence: number }, features: ArrayLike<number>): number {
+  const shift = Math.log(part.assumedPrevalence / (1 - part.assumedPrevalence)) - Math.log(part.trainedPrevalence / (1 - part.trainedPrevalence));
+  return sigmoid(modelLogit(part.model, features) + shift);
 }
 
 function sigmoid(z: number): number {

@@ -37,6 +37,16 @@ const DEFAULT_NIL_RUNS = 4;
  * 0.039; 5% keeps it at 0.023 (F1 0.36); 2.5% at 0.019 (F1 0.23). Dev was not used.
  */
 const DEFAULT_NIL_PREVALENCE = 0.05;
+/**
+ * Unmarked spans per note the non-entity part learns from (0: no such part). Candidate E of
+ * bench/results/confidence-experiments.txt (night section), shipped by its rule: tune's unmarked
+ * spans NIL 3% -> 83%, held-out-concept NIL F1 on fresh learn runs 0.653 -> 0.634. Dev was not used.
+ */
+const DEFAULT_NON_ENTITIES = 2;
+/** Seed of the fitted spans' draw (eval --non-entities reads other seeds). */
+const DEFAULT_NON_ENTITY_SEED = 1;
+/** Share of NER false positives among a deployment's mentions: an assumption like DEFAULT_NIL_PREVALENCE, not a fit. */
+const DEFAULT_NON_ENTITY_PREVALENCE = 0.05;
 /** The thresholds the NIL rule chooses by default (docs/confidence.md, bench/results/confidence-experiments.txt). */
 const DEFAULT_NIL_RULE = 'in-kb';
 
@@ -71,6 +81,13 @@ Options:
                          NIL part, confidence is then P(right) as if every concept were in the KB)
   --nil-prevalence P     share of mentions without a KB concept a deployment is assumed to see
                          (default ${DEFAULT_NIL_PREVALENCE})
+  --non-entities N       unmarked spans per note the non-entity part is fitted on (P(the mention names
+                         no concept), against the natural links; P(in KB) is then P(names one) ·
+                         P(in KB | names one)); 0: no such part (default ${DEFAULT_NON_ENTITIES}). The spans stand in for
+                         NER false positives: text the corpus's annotators did not mark (docs/confidence.md)
+  --non-entity-seed N    seed of their draw (default ${DEFAULT_NON_ENTITY_SEED})
+  --non-entity-prevalence P
+                         share of NER false positives a deployment is assumed to see (default ${DEFAULT_NON_ENTITY_PREVALENCE})
   --nil-rule in-kb|confidence|both|none
                          which NIL thresholds the rule chooses and records in the file, which
                          linkers use unless their link config names them (in-kb: a threshold on
@@ -114,6 +131,9 @@ export const calibrate: Command = {
       'nil-confidence': { type: 'string' },
       'nil-in-kb': { type: 'string' },
       'nil-rule': { type: 'string' },
+      'non-entities': { type: 'string' },
+      'non-entity-seed': { type: 'string' },
+      'non-entity-prevalence': { type: 'string' },
     });
     const indexDir = requireString(values.index, 'index');
     const corpusFile = requireString(values.corpus, 'corpus');
@@ -130,6 +150,12 @@ export const calibrate: Command = {
       inKb: parseNumberFlag(values['nil-in-kb'], 'nil-in-kb', 0, { min: 0, max: 1 }),
     };
     const nilPrevalence = parseNumberFlag(values['nil-prevalence'], 'nil-prevalence', DEFAULT_NIL_PREVALENCE, { min: 0.001, max: 0.5 });
+    const nonEntities = {
+      perNote: parseNumberFlag(values['non-entities'], 'non-entities', DEFAULT_NON_ENTITIES, { min: 0, max: 20, integer: true }),
+      seed: parseNumberFlag(values['non-entity-seed'], 'non-entity-seed', DEFAULT_NON_ENTITY_SEED, { integer: true }),
+      prevalence: parseNumberFlag(values['non-entity-prevalence'], 'non-entity-prevalence', DEFAULT_NON_ENTITY_PREVALENCE, { min: 0.001, max: 0.5 }),
+    };
+    if (nonEntities.perNote === 0 && (values['non-entity-seed'] !== undefined || values['non-entity-prevalence'] !== undefined)) throw new InputError('--non-entity-seed / --non-entity-prevalence: only with --non-entities N (N > 0)', 'BAD_FLAGS');
     const corpus = await loadPubTatorCorpus(corpusFile);
     keepSplitPart(corpus, split, seed);
     if (corpus.gold.size === 0) throw new InputError(`${corpusFile}: the ${split} part has no annotated mentions: nothing to fit on`, 'BAD_CORPUS');
@@ -145,6 +171,7 @@ export const calibrate: Command = {
       model,
       nilRuns,
       nilPrevalence,
+      nonEntities,
       version: values.version ?? `calibration-${new Date().toISOString().slice(0, 10)}`,
       fit: { corpus: corpusFile.split('/').at(-1), split, seed },
     });
@@ -197,6 +224,8 @@ export const calibrate: Command = {
     console.log(formatConfidence(summarizeConfidence(points), 'in-sample'));
     const nil = file.fit.nil as { runs: number; mentions: number; stranded: number } | undefined;
     if (file.nil && nil) console.log(`NIL part: ${nil.runs} held-out-concept runs, ${nil.stranded} of ${nil.mentions} linked mentions had lost their concept; read at an assumed ${file.nil.assumedPrevalence} of mentions without one`);
+    const nonEntity = file.fit.nonEntity as { positives: number; mentions: number; seed: number } | undefined;
+    if (file.nonEntity && nonEntity) console.log(`non-entity part: ${nonEntity.positives} unmarked spans (seed ${nonEntity.seed}) against ${nonEntity.mentions - nonEntity.positives} natural links; read at an assumed ${file.nonEntity.assumedPrevalence} of mentions that name nothing`);
     console.log(nilLine);
     return 0;
   },

@@ -18,6 +18,7 @@ import { summarizeConfidence } from '../../eval/confidence/selective-metrics.ts'
 import { formatConfidence } from '../../eval/confidence/confidence-format.ts';
 import { reliabilitySvg } from '../../eval/confidence/reliability-svg.ts';
 import { formatStageTable, stageBreakdown } from '../../eval/confidence/stage-breakdown.ts';
+import { NON_ENTITY_EVAL_SEED, formatNonEntity, nonEntityReport, withNonEntitySpans, type NonEntityReport } from '../../eval/confidence/non-entity-spans.ts';
 import { HOLD_OUT_SEED, formatHoldOut, holdOutConcepts, holdOutReport, type HoldOutReport } from '../../eval/confidence/held-out-concepts.ts';
 import type { OpenLinkerOptions } from '../../link/open-linker.ts';
 import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest } from '../linker-flags.ts';
@@ -56,6 +57,10 @@ Options:
                          NIL thresholds (nil.inKb, nil.confidence) and at other thresholds of the
                          one it decides on (inKb when set), and what the rest lose
   --hold-out-seed N      seed of that draw (default ${HOLD_OUT_SEED})
+  --non-entities N       also link the corpus with N spans per note that its annotators did not
+                         mark (a proxy for NER false positives: docs/confidence.md) and print how
+                         many came out NIL; the other figures are of the corpus as given
+  --non-entity-seed N    seed of that draw (default ${NON_ENTITY_EVAL_SEED}; calibrate fits on 1)
 ${LINKER_FLAGS_HELP}
   -h, --help             this text`;
 
@@ -107,6 +112,8 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         reliability: { type: 'string' },
         'hold-out': { type: 'string' },
         'hold-out-seed': { type: 'string' },
+        'non-entities': { type: 'string' },
+        'non-entity-seed': { type: 'string' },
       });
       const indexDir = requireString(values.index, 'index');
       const corpusFile = requireString(values.corpus, 'corpus');
@@ -119,6 +126,9 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       if (split !== undefined) keepSplitPart(corpus, split, splitSeed);
       const holdOutFraction = values['hold-out'] === undefined ? undefined : parseNumberFlag(values['hold-out'], 'hold-out', 0.1, { min: 0, max: 1 });
       const holdOutSeed = parseNumberFlag(values['hold-out-seed'], 'hold-out-seed', HOLD_OUT_SEED, { integer: true });
+      const nonEntities = values['non-entities'] === undefined ? undefined : parseNumberFlag(values['non-entities'], 'non-entities', 0, { min: 1, max: 20, integer: true });
+      if (nonEntities === undefined && values['non-entity-seed'] !== undefined) throw new InputError('--non-entity-seed: only with --non-entities N', 'BAD_FLAGS');
+      const nonEntitySeed = parseNumberFlag(values['non-entity-seed'], 'non-entity-seed', NON_ENTITY_EVAL_SEED, { integer: true });
       if (corpus.gold.size === 0) throw new InputError(`${corpusFile}: no annotated mentions${types ? ` of types /${values.types}/${await typesOf(corpusFile)}` : ''}`, 'BAD_CORPUS');
       const store = await loadIndexKb(indexDir);
       const hierarchy = Hierarchy.fromStore(store);
@@ -130,6 +140,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       const heldOut = holdOutFraction === undefined ? undefined : holdOutConcepts(corpus, store, holdOutFraction, holdOutSeed);
       const core = await openCore({ ...linkerRequest(values), indexDir, excludeConcepts: heldOut?.concepts });
       let result;
+      let nonEntity: NonEntityReport | undefined;
       // Redrawn on a terminal; a plain line every 5 s under a log collector, so a long run is never silent.
       let progress: BuildProgress | undefined;
       let reported = 0;
@@ -142,6 +153,10 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
             reported = done;
           },
         });
+        if (nonEntities !== undefined) {
+          const sample = withNonEntitySpans(corpus, store, nonEntities, nonEntitySeed);
+          nonEntity = nonEntityReport(await evaluateCorpus(core, sample.corpus, view, { batchSize }), sample, nonEntities, nonEntitySeed);
+        }
       } finally {
         progress?.finish();
         await core.close();
@@ -169,6 +184,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         holdOut = holdOutReport(result, heldOut, core.config?.nil ?? { confidence: 0, inKb: 0 });
         console.log(formatHoldOut(holdOut));
       }
+      if (nonEntity) console.log(formatNonEntity(nonEntity));
       if (values.reliability !== undefined) {
         if (!confidence) throw new InputError('--reliability: the links have no confidence (no calibration)', 'BAD_FLAGS');
         try {
@@ -177,7 +193,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
           throw new InputError(`cannot write ${values.reliability}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
         }
       }
-      if (values.out !== undefined) writeJson(values.out, { ...report, confidence: confidence ?? null, byStage, holdOut: holdOut ?? null });
+      if (values.out !== undefined) writeJson(values.out, { ...report, confidence: confidence ?? null, byStage, holdOut: holdOut ?? null, nonEntity: nonEntity ?? null });
       if (values.errors !== undefined) {
         const misses = collectMisses(corpus.notes, result.scored, store, hierarchy);
         try {

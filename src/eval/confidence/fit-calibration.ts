@@ -4,11 +4,12 @@ import { ConceptFacts } from '../../link/concept-facts.ts';
 import { CALIBRATION_FORMAT, type CalibrationFile } from '../../link/confidence-calibrator.ts';
 import { CONFIDENCE_FEATURES } from '../../link/confidence-features.ts';
 import type { Linker } from '../../link/linker.ts';
-import type { GoldCorpus } from '../gold.ts';
+import { mentionKey, type GoldCorpus } from '../gold.ts';
 import type { OntologyView } from '../metrics/ontology-view.ts';
 import { evaluateCorpus } from '../offline-eval.ts';
 import { calibrationExamples } from './calibration-examples.ts';
 import { holdOutConcepts } from './held-out-concepts.ts';
+import { withNonEntitySpans } from './non-entity-spans.ts';
 import { fitLogistic } from './logistic-fit.ts';
 import { fitBoostedTrees, type TreeFitOptions } from './tree-fit.ts';
 import type { CalibrationModel } from '../../link/calibration-model.ts';
@@ -36,6 +37,12 @@ export interface FitCalibrationRequest {
   nilRuns: number;
   /** Share of mentions without a KB concept a deployment is assumed to see. */
   nilPrevalence: number;
+  /**
+   * The non-entity part: `perNote` unmarked spans per note (withNonEntitySpans, `seed`) against the
+   * natural links, read at `prevalence`, the share of NER false positives a deployment is assumed
+   * to see. Absent or perNote 0: no such part.
+   */
+  nonEntities?: { perNote: number; seed: number; prevalence: number };
   version: string;
   fit: Record<string, unknown>;
 }
@@ -101,6 +108,23 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     const nil = fitModel(request.model, nilRows, stranded);
     file.nil = { model: nil.model, trainedPrevalence: positives / stranded.length, assumedPrevalence: request.nilPrevalence };
     file.fit = { ...file.fit, nil: { runs: request.nilRuns, seeds: `1..${request.nilRuns}`, fraction: NIL_RUN_FRACTION, mentions: stranded.length, stranded: positives, ...nil.report } };
+  }
+  if (request.nonEntities && request.nonEntities.perNote > 0) {
+    const { perNote, seed, prevalence } = request.nonEntities;
+    const sample = withNonEntitySpans(corpus, request.store, perNote, seed);
+    const linker = await request.open();
+    let run;
+    try {
+      run = await evaluateCorpus(linker, sample.corpus, view);
+    } finally {
+      await linker.close();
+    }
+    const examples = calibrationExamples(sample.corpus, run, facts, (s) => sample.isNonEntity(mentionKey(s.noteId, s.mentionId)));
+    const positives = examples.labels.filter(Boolean).length;
+    if (positives === 0) throw new InputError(`no unmarked span to sample in the ${corpus.notes.length} notes: the non-entity part needs some (--non-entities 0 skips it)`, 'BAD_CALIBRATION_DATA');
+    const part = fitModel(request.model, examples.rows, examples.labels);
+    file.nonEntity = { model: part.model, trainedPrevalence: positives / examples.labels.length, assumedPrevalence: prevalence };
+    file.fit = { ...file.fit, nonEntity: { perNote, seed, spans: sample.spans, mentions: examples.labels.length, positives, ...part.report } };
   }
   return { file, rows, labels };
 }

@@ -28,6 +28,9 @@ test('calibrate: bad input is one line naming the flag or the split, exit 2, not
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-rule', 'both', '--nil-runs', '0'], /--nil-rule both needs a NIL part/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-rule', 'toString'], /--nil-rule: in-kb, confidence, both or none, not 'toString'/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-in-kb', '0.5', '--nil-runs', '0'], /--nil-in-kb needs a NIL part/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--non-entities', '2.5'], /--non-entities/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--non-entities', '0', '--non-entity-seed', '3'], /--non-entity-seed \/ --non-entity-prevalence: only with --non-entities N/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--non-entity-prevalence', '0.9'], /--non-entity-prevalence/],
     // A corpus too small for the tuning split: the split is empty, so there is nothing to fit on.
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json'], /tuning split of 100 documents needs more than \d+ documents/],
   ];
@@ -44,8 +47,9 @@ test('calibrate --with-memory: a memory holding labels of the fitted part is ref
   const dir = mkdtempSync(join(tmpdir(), 'cuilink-calibrate-memory-'));
   try {
     // 110 copies of one small note: enough documents for the 100-document tune part. Its coders
-    // file "anemia" under Neoplasms: wrong for the KB alone, learned by a memory.
-    const note = (id: number) => [`${id}|t|Colon cancer and breast cancer.`, `${id}|a|Patients with colon cancer had anemia.`, `${id}\t0\t12\tColon cancer\tSpecificDisease\tD003110`, `${id}\t17\t30\tbreast cancer\tSpecificDisease\tD001943`, `${id}\t46\t58\tcolon cancer\tSpecificDisease\tD003110`, `${id}\t63\t69\tanemia\tDiseaseClass\tD009369`].join('\n');
+    // file "anemia" under Neoplasms: wrong for the KB alone, learned by a memory. Its last sentence
+    // is unmarked text for the non-entity part.
+    const note = (id: number, unmarked = ' The cohort was followed for several years in three regional clinics.') => [`${id}|t|Colon cancer and breast cancer.`, `${id}|a|Patients with colon cancer had anemia.${unmarked}`, `${id}\t0\t12\tColon cancer\tSpecificDisease\tD003110`, `${id}\t17\t30\tbreast cancer\tSpecificDisease\tD001943`, `${id}\t46\t58\tcolon cancer\tSpecificDisease\tD003110`, `${id}\t63\t69\tanemia\tDiseaseClass\tD009369`].join('\n');
     const index = join(dir, 'index');
     const built = spawnSync(process.execPath, ['bin/cuilink.js', 'index', 'build', '--kb', 'test/fixtures/eval/mini-kb.jsonl', '--out', index, '--provider', 'cpu', '--threads', '1'], { cwd: REPO, encoding: 'utf8', timeout: 120_000 });
     assert.equal(built.status, 0, built.stderr);
@@ -66,7 +70,7 @@ test('calibrate --with-memory: a memory holding labels of the fitted part is ref
     const out = join(dir, 'calibration.json');
     const fitted = run(...base, '--out', out, '--with-memory', join(dir, 'memory-tune'));
     assert.equal(fitted.status, 0, fitted.stderr);
-    type Written = { format: string; right: { kind: string }; nilConfidence?: number; nilInKb?: number; fit: { split: string; mentions: number; memoryPass?: { mentions: number; memoryDecided: number } } };
+    type Written = { format: string; right: { kind: string }; nonEntity?: { trainedPrevalence: number; assumedPrevalence: number }; nilConfidence?: number; nilInKb?: number; fit: { split: string; mentions: number; memoryPass?: { mentions: number; memoryDecided: number }; nonEntity?: { perNote: number; seed: number; positives: number } } };
     const file = JSON.parse(readFileSync(out, 'utf8')) as Written;
     assert.equal(file.fit.split, 'learn');
     assert.equal(file.format, 'cuilink-calibration/2');
@@ -74,6 +78,9 @@ test('calibrate --with-memory: a memory holding labels of the fitted part is ref
     assert.equal(file.fit.memoryPass?.mentions, 40, 'the learn part linked again with the memory');
     assert.equal(file.fit.mentions, 80, 'both passes are fitting examples');
     assert.ok(file.fit.memoryPass!.memoryDecided > 0, 'the memory decided links in its pass');
+    assert.deepEqual([file.fit.nonEntity?.perNote, file.fit.nonEntity?.seed, file.fit.nonEntity?.positives], [2, 1, 20], 'a non-entity part by default: 2 unmarked spans of each of the 10 notes');
+    assert.ok(Math.abs(file.nonEntity!.trainedPrevalence - 20 / 60) < 1e-12 && file.nonEntity!.assumedPrevalence === 0.05, 'fit on 20 spans against 40 links, read at 5%');
+    assert.match(fitted.stdout, /^non-entity part: 20 unmarked spans \(seed 1\) against 40 natural links/m);
     assert.ok(file.nilConfidence !== undefined && file.nilConfidence >= 0 && file.nilConfidence <= 1, `a NIL threshold by the rule: ${file.nilConfidence}`);
     assert.equal(file.nilInKb, 0, 'without a NIL part (--nil-runs 0) the rule chooses a threshold on confidence');
     assert.match(fitted.stdout, /^NIL threshold on confidence [0-9.]+( by the rule \(tune part, held out from the fit|: at no threshold)/m);
@@ -88,6 +95,15 @@ test('calibrate --with-memory: a memory holding labels of the fitted part is ref
     assert.equal(tuneFile.nilConfidence, 0.2, '--nil-confidence is recorded as given');
     assert.equal(tuneFile.nilInKb, 0);
     assert.match(tuned.stdout, /^NIL thresholds as given, no rule \(recorded: nilInKb 0, nilConfidence 0\.2\)$/m);
+    // Notes with no text away from their annotations leave nothing to learn non-entities from: said, not fit.
+    const bare = join(dir, 'bare.PubTator');
+    writeFileSync(bare, `${Array.from({ length: 110 }, (_, i) => note(5000 + i, '')).join('\n\n')}\n`);
+    const nothing = run('--index', index, '--corpus', bare, '--provider', 'cpu', '--threads', '1', '--nil-runs', '0', '--out', join(dir, 'bare.json'));
+    assert.equal(nothing.status, 2, nothing.stderr);
+    assert.match(nothing.stderr, /no unmarked span to sample in the 10 notes: the non-entity part needs some \(--non-entities 0 skips it\)/);
+    const without = run('--index', index, '--corpus', bare, '--provider', 'cpu', '--threads', '1', '--nil-runs', '0', '--non-entities', '0', '--out', join(dir, 'bare.json'));
+    assert.equal(without.status, 0, without.stderr);
+    assert.equal((JSON.parse(readFileSync(join(dir, 'bare.json'), 'utf8')) as Written).nonEntity, undefined, '--non-entities 0: no such part');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

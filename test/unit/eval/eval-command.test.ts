@@ -115,3 +115,24 @@ test('`cuilink eval --errors` writes every miss with text, gold, prediction, gol
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('`cuilink eval --non-entities N` links the corpus again with unmarked spans and reports how many came out NIL; the other figures are the corpus as given', async () => {
+  const evalCommand = makeEvalCommand(async () => fakeLinker(SAMPLE_TABLE));
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-eval-spans-'));
+  try {
+    // A note with unmarked text far from its one annotation: the fake linker knows none of it, so every span is NIL.
+    const corpus = join(dir, 'spans.PubTator');
+    writeFileSync(corpus, '9|t|Colon cancer.\n9|a|The cohort was followed for several years in three regional clinics across the northern provinces.\n9\t0\t12\tColon cancer\tDisease\tD003110\n\n');
+    const out = join(dir, 'report.json');
+    const { value: code, out: printed } = await quietly(() => evalCommand.run(['--index', INDEX, '--corpus', corpus, '--non-entities', '3', '--out', out]));
+    assert.equal(code, 0);
+    assert.match(printed, /overall +1 +1\.000/, 'the corpus as given: one mention, linked right');
+    assert.match(printed, /^non-entity spans \(3 unmarked span\(s\) per note, seed 2; a proxy for NER false positives, easier than real ones\): 3, NIL 3 \(100\.0%\)$/m);
+    const report = JSON.parse(readFileSync(out, 'utf8')) as { nonEntity: { spans: number; nil: number; seed: number } };
+    assert.deepEqual([report.nonEntity.spans, report.nonEntity.nil, report.nonEntity.seed], [3, 3, 2]);
+    await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', corpus, '--non-entity-seed', '4']), /--non-entity-seed: only with --non-entities N/);
+    await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', corpus, '--non-entities', '0']), /--non-entities/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -372,3 +372,30 @@ test('a bad format-2 file is refused with BAD_CALIBRATION, naming what is wrong'
     }
   });
 });
+
+test('with a non-entity part, P(in KB) is P(names a concept) · P(in KB | names one), each part at its assumed prevalence', () => {
+  withDir((dir) => {
+    const zeros = Array.from({ length: n }, () => 0);
+    const ones = Array.from({ length: n }, () => 1);
+    const logistic = (weight0: number, bias: number) => ({ kind: 'logistic', mean: zeros, scale: ones, weights: Array.from({ length: n }, (_, i) => (i === 0 ? weight0 : 0)), bias });
+    const nil = { model: logistic(2, -1), trainedPrevalence: 0.1, assumedPrevalence: 0.05 };
+    const nonEntity = { model: logistic(-3, 0.5), trainedPrevalence: 0.2, assumedPrevalence: 0.05 };
+    const both = ConfidenceCalibrator.load(writeJson(dir, 'both.json', { ...calibrationV2(logistic(0, 1), nil), nonEntity }));
+    const nilOnly = ConfidenceCalibrator.load(writeJson(dir, 'nil.json', calibrationV2(logistic(0, 1), nil)));
+    const at = (x0: number) => Float64Array.from({ length: n }, (_, i) => (i === 0 ? x0 : 0));
+    const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
+    const shift = (trained: number, assumed: number) => Math.log(assumed / (1 - assumed)) - Math.log(trained / (1 - trained));
+    for (const x0 of [-1, 0, 0.4, 2]) {
+      const x = at(x0);
+      const named = 1 - sigmoid(-3 * x0 + 0.5 + shift(0.2, 0.05));
+      assert.ok(Math.abs(both.inKbProbability(x) - named * nilOnly.inKbProbability(x)) < 1e-12);
+      assert.ok(Math.abs(both.probability(x) - sigmoid(1) * both.inKbProbability(x)) < 1e-12, 'confidence = P(right | in KB) · P(in KB)');
+    }
+    assert.ok(both.inKbProbability(at(-2)) < 0.1 && nilOnly.inKbProbability(at(-2)) > 0.9, 'a likely non-entity is likely not in the KB, whatever the NIL part says');
+    const entityOnly = ConfidenceCalibrator.load(writeJson(dir, 'entity.json', { ...calibrationV2(logistic(0, 1)), nonEntity }));
+    assert.ok(Math.abs(entityOnly.inKbProbability(at(0)) - (1 - sigmoid(0.5 + shift(0.2, 0.05)))) < 1e-12, 'the non-entity part alone');
+    for (const bad of [{ ...nonEntity, model: { ...nonEntity.model, weights: [1] } }, { ...nonEntity, assumedPrevalence: 1 }, { ...nonEntity, extra: 1 }]) {
+      assert.throws(() => ConfidenceCalibrator.load(writeJson(dir, 'bad.json', { ...calibrationV2(logistic(0, 1), nil), nonEntity: bad })), badCalibration);
+    }
+  });
+});
