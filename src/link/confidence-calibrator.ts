@@ -78,9 +78,9 @@ const calibrationFileV2Schema = z
  * A calibration file (`cuilink calibrate` writes it; models/default/calibration.json ships): a
  * model of P(top-1 right | the concept is in the KB, features) over CONFIDENCE_FEATURES, and
  * optionally the NIL part, P(the concept is not in the KB | features), and the non-entity part,
- * P(the mention names no concept | features); confidence is P(right | in KB) · P(in KB). Fitted for exactly the models named in `models` (their manifest
- * checksums): anything else is refused at load, a calibration only means something for the models
- * and features it was fit on.
+ * P(the mention names no concept | features); confidence is P(right | in KB) · P(in KB). Fitted
+ * for exactly the models named in `models` (their manifest checksums): anything else is refused at
+ * load, a calibration only means something for the models and features it was fit on.
  */
 export const calibrationFileSchema = z.discriminatedUnion('format', [calibrationFileV1Schema, calibrationFileV2Schema]);
 
