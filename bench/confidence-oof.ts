@@ -13,8 +13,8 @@
 // docs/confidence.md. Usage (bench/confidence-oof.sh makes the tune-part memory):
 //   node --import tsx bench/confidence-oof.ts --index DIR --corpus NCBItrainset_corpus.txt --with-memory TUNE_MEMORY
 import { parseArgs } from 'node:util';
-import { loadPubTatorCorpus, mentionKey, type GoldCorpus } from '../src/eval/gold.ts';
-import { withNonEntitySpans } from '../src/eval/confidence/non-entity-spans.ts';
+import { loadPubTatorCorpus, type GoldCorpus } from '../src/eval/gold.ts';
+import { nonEntityExamples } from '../src/eval/confidence/non-entity-spans.ts';
 import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
 import { evaluateCorpus, keepSplitPart, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
 import { calibrationExamples } from '../src/eval/confidence/calibration-examples.ts';
@@ -92,11 +92,9 @@ const runRows = async (seed: number) => {
 const nonEntityFit = shipped.file.nonEntity ? (shipped.file.fit.nonEntity as { perNote: number; seed: number }) : undefined;
 const nonEntityRows: Row[] = [];
 if (nonEntityFit) {
-  const sample = withNonEntitySpans(corpus, store, nonEntityFit.perNote, nonEntityFit.seed);
   const linker = await openLinker({ indexDir, calibration: false, memoryPollMs: 0, log: () => {} });
   try {
-    const result = await evaluateCorpus(linker, sample.corpus, view);
-    const { rows, labels, indices } = calibrationExamples(sample.corpus, result, facts, (s) => sample.isNonEntity(mentionKey(s.noteId, s.mentionId)));
+    const { result, rows, labels, indices } = await nonEntityExamples(linker, corpus, store, view, facts, nonEntityFit.perNote, nonEntityFit.seed);
     rows.forEach((x, i) => nonEntityRows.push({ note: result.scored[indices[i]!]!.noteId, index: indices[i]!, x, label: labels[i]! }));
   } finally {
     await linker.close();

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import { CONFIDENCE_FEATURES } from './confidence-features.ts';
-import { calibrationModelSchema, checkModelShape, modelLogit } from './calibration-model.ts';
+import { calibrationModelSchema, checkModelShape, modelLogit, type CalibrationModel } from './calibration-model.ts';
 
 /** Format 1: logistic parts only, their fields at the top level (the context reranker's file is one). */
 export const CALIBRATION_FORMAT_V1 = 'cuilink-calibration/1';
@@ -104,6 +104,8 @@ export class ConfidenceCalibrator {
   /** sha256 of the file's bytes: part of the link-cache key. */
   readonly sha256: string;
   readonly path: string;
+  /** The parts whose complements multiply into P(in KB), each with its prevalence shift worked out once. */
+  private readonly absenceParts: { model: CalibrationModel; shift: number }[];
 
   constructor(file: CalibrationFile, sha256: string, path: string) {
     // Features are only ever appended, so a file fit on a leading run of them reads the same values
@@ -115,6 +117,7 @@ export class ConfidenceCalibrator {
     checkModelShape(file.right, n, path, file.right.kind === 'logistic' ? '' : 'right.');
     if (file.nil) checkModelShape(file.nil.model, n, path, 'nil.');
     if (file.nonEntity) checkModelShape(file.nonEntity.model, n, path, 'nonEntity.');
+    this.absenceParts = [file.nonEntity, file.nil].flatMap((part) => (part ? [{ model: part.model, shift: prevalenceShift(part) }] : []));
     this.file = file;
     this.sha256 = sha256;
     this.path = path;
@@ -162,15 +165,15 @@ export class ConfidenceCalibrator {
    * part reads 1.
    */
   inKbProbability(features: ArrayLike<number>): number {
-    const { nil, nonEntity } = this.file;
-    return (nonEntity ? 1 - atAssumedPrevalence(nonEntity, features) : 1) * (nil ? 1 - atAssumedPrevalence(nil, features) : 1);
+    let inKb = 1;
+    for (const part of this.absenceParts) inKb *= 1 - sigmoid(modelLogit(part.model, features) + part.shift);
+    return inKb;
   }
 }
 
-/** Bayes: a part's odds at the prevalence it was fit at, moved to the assumed one. */
-function atAssumedPrevalence(part: { model: CalibrationFile['right']; trainedPrevalence: number; assumedPrevalence: number }, features: ArrayLike<number>): number {
-  const shift = Math.log(part.assumedPrevalence / (1 - part.assumedPrevalence)) - Math.log(part.trainedPrevalence / (1 - part.trainedPrevalence));
-  return sigmoid(modelLogit(part.model, features) + shift);
+/** Bayes: the log-odds shift that moves a part from the prevalence it was fit at to the assumed one. */
+function prevalenceShift(part: { trainedPrevalence: number; assumedPrevalence: number }): number {
+  return Math.log(part.assumedPrevalence / (1 - part.assumedPrevalence)) - Math.log(part.trainedPrevalence / (1 - part.trainedPrevalence));
 }
 
 function sigmoid(z: number): number {

@@ -71,9 +71,9 @@ export const linkConfigSchema = z
          */
         confidence: z.number().min(0).max(1).default(DEFAULT_NIL_CONFIDENCE),
         /**
-         * Mentions whose calibrated probability that their concept is in the KB at all (the
-         * calibration's NIL part) is below this are NIL (candidates kept); only with a calibration
-         * that has a NIL part. Unset: the calibration file's own threshold (openLinker), else 0.
+         * Mentions whose calibrated probability that their concept is in the KB at all (`inKb`:
+         * the calibration's non-entity and NIL parts) is below this are NIL (candidates kept); only
+         * with a calibration that has such a part. Unset: the calibration file's own threshold (openLinker), else 0.
          */
         inKb: z.number().min(0).max(1).default(0),
       })

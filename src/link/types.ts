@@ -61,8 +61,9 @@ export interface LinkedMention {
   /** The stage that chose the best candidate: its candidate's `via`, or `memory` when the memory decided. */
   via: string | null;
   /**
-   * The calibrated probability that the mention's concept is in the KB at all (the calibration's
-   * NIL part; 1 when it has none); null or absent without a calibration. Not in the Avro record.
+   * The calibrated probability that the mention names a concept and that concept is in the KB
+   * (the calibration's non-entity and NIL parts; 1 when it has neither); null or absent without a
+   * calibration. LinkedNote v4 and ReviewMention v2 carry it.
    */
   inKb?: number | null;
   /** No link: no candidate, or under a NIL threshold (nil.inKb on inKb, nil.confidence on confidence). */

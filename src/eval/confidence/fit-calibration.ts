@@ -4,12 +4,12 @@ import { ConceptFacts } from '../../link/concept-facts.ts';
 import { CALIBRATION_FORMAT, type CalibrationFile } from '../../link/confidence-calibrator.ts';
 import { CONFIDENCE_FEATURES } from '../../link/confidence-features.ts';
 import type { Linker } from '../../link/linker.ts';
-import { mentionKey, type GoldCorpus } from '../gold.ts';
+import type { GoldCorpus } from '../gold.ts';
 import type { OntologyView } from '../metrics/ontology-view.ts';
 import { evaluateCorpus } from '../offline-eval.ts';
 import { calibrationExamples } from './calibration-examples.ts';
 import { holdOutConcepts } from './held-out-concepts.ts';
-import { withNonEntitySpans } from './non-entity-spans.ts';
+import { nonEntityExamples } from './non-entity-spans.ts';
 import { fitLogistic } from './logistic-fit.ts';
 import { fitBoostedTrees, type TreeFitOptions } from './tree-fit.ts';
 import type { CalibrationModel } from '../../link/calibration-model.ts';
@@ -111,20 +111,18 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
   }
   if (request.nonEntities && request.nonEntities.perNote > 0) {
     const { perNote, seed, prevalence } = request.nonEntities;
-    const sample = withNonEntitySpans(corpus, request.store, perNote, seed);
     const linker = await request.open();
-    let run;
+    let examples;
     try {
-      run = await evaluateCorpus(linker, sample.corpus, view);
+      examples = await nonEntityExamples(linker, corpus, request.store, view, facts, perNote, seed);
     } finally {
       await linker.close();
     }
-    const examples = calibrationExamples(sample.corpus, run, facts, (s) => sample.isNonEntity(mentionKey(s.noteId, s.mentionId)));
     const positives = examples.labels.filter(Boolean).length;
     if (positives === 0) throw new InputError(`no unmarked span to sample in the ${corpus.notes.length} notes: the non-entity part needs some (--non-entities 0 skips it)`, 'BAD_CALIBRATION_DATA');
     const part = fitModel(request.model, examples.rows, examples.labels);
     file.nonEntity = { model: part.model, trainedPrevalence: positives / examples.labels.length, assumedPrevalence: prevalence };
-    file.fit = { ...file.fit, nonEntity: { perNote, seed, spans: sample.spans, mentions: examples.labels.length, positives, ...part.report } };
+    file.fit = { ...file.fit, nonEntity: { perNote, seed, spans: examples.sample.spans, mentions: examples.labels.length, positives, ...part.report } };
   }
   return { file, rows, labels };
 }

@@ -47,7 +47,7 @@ export function holdOutConcepts(corpus: GoldCorpus, store: ConceptStore, fractio
 
 /**
  * What a NIL threshold reads: `confidence` (P(top-1 right)) or `inKb` (P(the concept is in the KB),
- * the calibration's NIL part). A link config can set both; a report sweeps one of them.
+ * the calibration's non-entity and NIL parts). A link config can set both; a report sweeps one of them.
  */
 export type NilScore = 'confidence' | 'inKb';
 

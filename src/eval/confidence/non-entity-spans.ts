@@ -4,7 +4,11 @@ import { normalizeName } from '../../text/normalize.ts';
 import { mentionIdOf, mentionKey, type GoldCorpus, type GoldMention } from '../gold.ts';
 import { noteDraw } from '../gold-sampling.ts';
 import { seededRandom } from '../seeded-random.ts';
-import type { OfflineEvalResult } from '../offline-eval.ts';
+import { evaluateCorpus, type OfflineEvalResult } from '../offline-eval.ts';
+import type { OntologyView } from '../metrics/ontology-view.ts';
+import type { LinkingCore } from '../../link/types.ts';
+import type { ConceptFactsView } from '../../link/confidence-features.ts';
+import { calibrationExamples } from './calibration-examples.ts';
 
 /** Gold id of a sampled non-entity span: no KB has it, so the span's right answer is NIL. */
 export const NON_ENTITY_ID = 'cuilink:non-entity';
@@ -93,6 +97,16 @@ function candidateSpans(text: string): [number, number][] {
     }
   }
   return spans;
+}
+
+/**
+ * The non-entity part's examples: the corpus linked with `perNote` sampled spans added, each linked
+ * mention's features labelled by whether it is a span (`indices` into `result`, as calibrationExamples).
+ */
+export async function nonEntityExamples(linker: LinkingCore, corpus: GoldCorpus, store: ConceptStore, view: OntologyView, facts: ConceptFactsView, perNote: number, seed: number) {
+  const sample = withNonEntitySpans(corpus, store, perNote, seed);
+  const result = await evaluateCorpus(linker, sample.corpus, view);
+  return { sample, result, ...calibrationExamples(sample.corpus, result, facts, (s) => sample.isNonEntity(mentionKey(s.noteId, s.mentionId))) };
 }
 
 /** Seed of `eval --non-entities` draws by default: not the one `cuilink calibrate` fits on (1). */
