@@ -22,8 +22,6 @@ export interface FirstPassSetting {
   firstRoundOnly?: boolean;
   /** Another cross-encoder than the run's (its links are then not expected to equal the uncached ones). */
   rerankerDir?: string | false;
-  /** A context stage's cross-encoder (OpenLinkerOptions.contextRerankerDir). */
-  contextRerankerDir?: string;
 }
 
 /**
@@ -124,7 +122,7 @@ export async function runFirstPass(options: FirstPassOptions) {
   for (let round = 0; round < rounds; round++) {
     for (const s of settings) {
       if (s.firstRoundOnly && round > 0) continue;
-      const linker = await openLinker({ ...options.open, ...(s.rerankerDir === undefined ? {} : { rerankerDir: s.rerankerDir }), ...(s.contextRerankerDir === undefined ? {} : { contextRerankerDir: s.contextRerankerDir }), threads: s.threads, config: s.config });
+      const linker = await openLinker({ ...options.open, ...(s.rerankerDir === undefined ? {} : { rerankerDir: s.rerankerDir }), threads: s.threads, config: s.config });
       await linker.linkNotes([{ noteId: 'warm-up', text: 'warm up zzz', mentions: [{ id: '0', start: 0, end: 7, text: 'warm up', label: 'Disease' }] }]);
       linker.invalidateCache();
       const load = loadavg()[0]!;

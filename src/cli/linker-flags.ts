@@ -9,7 +9,6 @@ export const LINKER_FLAG_OPTIONS = {
   index: { type: 'string' },
   model: { type: 'string' },
   reranker: { type: 'string' },
-  'context-reranker': { type: 'string' },
   'link-config': { type: 'string' },
   memory: { type: 'string' },
   calibration: { type: 'string' },
@@ -17,9 +16,6 @@ export const LINKER_FLAG_OPTIONS = {
 
 export const LINKER_FLAGS_HELP = `  --model DIR           bi-encoder directory (default: the one the index was built with)
   --reranker DIR|none   cross-encoder directory (default models/default/crossencoder when present)
-  --context-reranker DIR  a context-reading cross-encoder (e.g. models/default/crossencoder-context)
-                        that reranks again the mentions the first pass reranked with confidence under
-                        rerank.contextBelow (default 0.9); its calibration.json must fit it
   --link-config FILE    JSON link options: topK, retrieveK, efSearch, rerank {policy, candidates,
                         margin, weight}, nil {threshold, confidence, inKb}, typeFilter {label: [types]}, abbreviations,
                         memory {minSupport, majority, kbVotes, neighbors, denseThreshold, …}
@@ -33,7 +29,6 @@ interface LinkerFlagValues {
   index?: string;
   model?: string;
   reranker?: string;
-  'context-reranker'?: string;
   'link-config'?: string;
   memory?: string;
   calibration?: string;
@@ -62,7 +57,6 @@ export function linkerRequest(values: LinkerFlagValues): Omit<OpenLinkerOptions,
     indexDir: values.index,
     modelDir: values.model,
     rerankerDir: values.reranker === undefined ? undefined : values.reranker === 'none' ? false : values.reranker,
-    contextRerankerDir: values['context-reranker'],
     memoryDir: values.memory,
     calibration: values.calibration === undefined ? undefined : values.calibration === 'none' ? false : values.calibration,
     config: values['link-config'] === undefined ? undefined : readJsonFile(values['link-config'], 'link-config'),

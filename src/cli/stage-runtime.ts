@@ -93,5 +93,5 @@ export async function startStageRuntime(config: StageConfig, options: StartStage
 
 async function openConfiguredLinker(config: StageConfig, logger: Logger, memoryEvents: MemoryEvents): Promise<LinkingCore> {
   const indexDir = config.linker.indexDir ?? (await ensureDefaultIndex({ log: (line) => logger.info(line) }));
-  return openLinker({ indexDir, modelDir: config.linker.modelDir, rerankerDir: config.linker.rerankerDir, contextRerankerDir: config.linker.contextRerankerDir, threads: config.linker.threads, provider: config.linker.provider, deviceId: config.linker.deviceId, precision: config.linker.precision, config: config.link, log: (line) => logger.info(line), debug: (line) => logger.debug(line), memoryDir: config.linker.memoryDir, calibration: config.linker.calibration, memoryPollMs: config.linker.memoryPollMs, ...memoryEvents });
+  return openLinker({ indexDir, modelDir: config.linker.modelDir, rerankerDir: config.linker.rerankerDir, threads: config.linker.threads, provider: config.linker.provider, deviceId: config.linker.deviceId, precision: config.linker.precision, config: config.link, log: (line) => logger.info(line), debug: (line) => logger.debug(line), memoryDir: config.linker.memoryDir, calibration: config.linker.calibration, memoryPollMs: config.linker.memoryPollMs, ...memoryEvents });
 }

@@ -12,8 +12,6 @@ export interface CachedLink {
   readonly memoryConcept?: unknown;
   /** The state before a context-reading cross-encoder: the finished link is keyed by the window too (link-memo.ts). */
   readonly awaitsRerank?: boolean;
-  /** The list before reranking, kept for a linker whose context stage may rerank the mention again. */
-  readonly beforeRerank?: { readonly hits: readonly ConceptHit[]; readonly scores: readonly number[] };
 }
 
 export interface LinkCacheLimits {
@@ -40,7 +38,7 @@ const ENTRY_OVERHEAD = 120;
 const BYTES_PER_HIT = 64;
 
 function sizeOf(key: string, value: CachedLink): number {
-  return ENTRY_OVERHEAD + 2 * key.length + (value.hits.length + (value.beforeRerank?.hits.length ?? 0)) * BYTES_PER_HIT;
+  return ENTRY_OVERHEAD + 2 * key.length + value.hits.length * BYTES_PER_HIT;
 }
 
 /**

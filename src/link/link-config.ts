@@ -58,14 +58,6 @@ export const linkConfigSchema = z
          * do not interact with fp16/fp32).
          */
         prune: z.boolean().default(true),
-        /**
-         * With a second, context-reading cross-encoder (`--context-reranker`): a mention the first
-         * pass reranked and whose calibrated confidence is below this is reranked again by it, from
-         * its retrieval, with the settings above, and takes that model's calibration. Chosen on the
-         * tune split (bench/results/context-cascade.json): the context model alone gained 9 tune
-         * mentions; under 0.9, 25% of the mentions kept 8 of them.
-         */
-        contextBelow: z.number().min(0).max(1).default(0.9),
       })
       .strict()
       .default({}),

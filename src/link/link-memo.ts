@@ -85,10 +85,8 @@ export class LinkMemo {
    * or its state before reranking (`awaitsRerank`); under that key plus the window, the finished
    * link. A mention seen before in another window then skips encoding and retrieval: `rerankOnly`.
    * Off while a memory is served (its tie-break reads votes the cache does not keep).
-   * `keepBeforeRerank`: a finished link keeps its list before reranking too (a linker's context
-   * stage restarts an unsure mention from it).
    */
-  begin<T extends MemoWork>(work: T[], versions: Readonly<Record<string, string>>, keep = Infinity, partial = false, keepBeforeRerank = false): MemoPass<T> {
+  begin<T extends MemoWork>(work: T[], versions: Readonly<Record<string, string>>, keep = Infinity, partial = false): MemoPass<T> {
     if (!this.cache.enabled) return { todo: work, rerankOnly: [], finish: () => {} };
     const scope = this.scope(versions);
     const todo: T[] = [];
@@ -121,7 +119,7 @@ export class LinkMemo {
     }
     this.cache.countRepeats(repeats.length);
     this.cache.countRerankOnly(rerankOnly.length);
-    const finished = (w: T): CachedLink => ({ hits: w.hits.slice(0, keep), scores: w.scores.slice(0, keep), reranked: w.reranked, memoryDecided: w.memoryDecided, memorySupport: w.memorySupport, memoryConcept: w.memoryConcept, beforeRerank: keepBeforeRerank ? w.beforeRerank : undefined });
+    const finished = (w: T): CachedLink => ({ hits: w.hits.slice(0, keep), scores: w.scores.slice(0, keep), reranked: w.reranked, memoryDecided: w.memoryDecided, memorySupport: w.memorySupport, memoryConcept: w.memoryConcept });
     return {
       todo,
       rerankOnly,
@@ -149,5 +147,4 @@ function fill(w: MemoWork, from: CachedLink): void {
   w.memoryDecided = from.memoryDecided ?? false;
   w.memorySupport = from.memorySupport ?? 0;
   w.memoryConcept = from.memoryConcept;
-  w.beforeRerank = from.beforeRerank && { hits: from.beforeRerank.hits.slice(), scores: from.beforeRerank.scores.slice() };
 }

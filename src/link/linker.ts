@@ -29,20 +29,6 @@ export type QueryBuilder = (noteText: string, mention: MentionInput, mentionText
 /** In-note abbreviation definitions: short form → long form. */
 export type AbbreviationFinder = (noteText: string) => ReadonlyMap<string, { longForm: string; start: number; end: number }>;
 
-/**
- * A second cross-encoder that reads the note, run only where the first pass is unsure: a mention
- * the first reranked whose calibrated confidence is under `config.rerank.contextBelow` is reranked
- * again by it from its retrieval, and its confidence and NIL then come from this model's own
- * calibration (fit for the pair that produced the link).
- */
-export interface ContextStage {
-  reranker: Reranker;
-  rerankQuery: QueryBuilder;
-  calibrator: ConfidenceCalibrator;
-  /** NIL thresholds for the mentions this stage reranked (its calibration's, unless the link config names them). */
-  nil: { confidence: number; inKb: number };
-}
-
 export interface LinkerParts {
   index: LinkIndex;
   retriever: CandidateRetriever;
@@ -63,8 +49,6 @@ export interface LinkerParts {
   exclude?: ReadonlySet<string>;
   /** Turns a link's features into the probability that it is right (LinkedMention.confidence). */
   calibrator?: ConfidenceCalibrator;
-  /** The context-reading second reranker for unsure mentions (needs `calibrator` for the gate). */
-  contextStage?: ContextStage;
   /** Clinical short-form senses (config.query.abbreviationInventory). */
   inventory?: AbbreviationInventory;
   config: LinkConfig;
@@ -97,12 +81,6 @@ export interface LinkerParts {
 
 export type BatchScope = 'note' | 'mention' | 'all';
 
-interface Assembled {
-  notes: LinkedNote[];
-  /** Each work item's link, in work order. */
-  linked: LinkedMention[];
-}
-
 interface MentionWork {
   noteIndex: number;
   mention: MentionInput;
@@ -115,10 +93,6 @@ interface MentionWork {
   query: string;
   /** What the cross-encoder reads for the mention ('' without one). */
   rerankQuery: string;
-  /** What the context stage's cross-encoder reads ('' without one). */
-  contextQuery: string;
-  /** Reranked again by the context stage (its calibration and NIL thresholds apply). */
-  contextReranked: boolean;
   /** The rerank query when the cross-encoder reads context, else '': the link cache's key part. */
   contextKey: string;
   /** Hits and scores before reranking, kept for the link cache's two stages (link-memo.ts). */
@@ -187,7 +161,7 @@ export class Linker implements LinkingCore {
         const work = this.prepare(notes);
         span.setAttribute('cuilink.mentions', work.length);
         const partial = this.parts.rerankReadsContext === true && memory === undefined;
-        const pass = this.parts.memo?.begin(work, { ...this.parts.versions, memoryVersion: memoryVersion ?? '' }, this.parts.config.topK, partial, this.parts.contextStage !== undefined);
+        const pass = this.parts.memo?.begin(work, { ...this.parts.versions, memoryVersion: memoryVersion ?? '' }, this.parts.config.topK, partial);
         const todo = pass?.todo ?? work;
         const rerankOnly = pass?.rerankOnly ?? [];
         span.setAttribute('cuilink.mentions.linked', todo.length);
@@ -195,8 +169,7 @@ export class Linker implements LinkingCore {
         if ((this.parts.batchScope ?? 'note') === 'mention') await Promise.all([this.linkEachAlone(todo, memory), ...rerankOnly.map((w) => this.rerank([w]))]);
         else await this.linkInPhases(todo, memory, rerankOnly);
         pass?.finish();
-        const linked = this.assemble(notes, work, memoryVersion);
-        return this.parts.contextStage ? await this.contextPass(notes, work, linked, memory, memoryVersion, span) : linked.notes;
+        return this.assemble(notes, work, memoryVersion);
       } finally {
         span.end();
       }
@@ -216,33 +189,6 @@ export class Linker implements LinkingCore {
     await this.parts.encoder.encode([this.parts.biEncoderQuery(text, mention)]);
     const concept = this.parts.index.concepts[0];
     if (this.parts.reranker && concept) await this.parts.reranker.rerank([{ query: this.parts.rerankQuery(text, mention), candidates: [concept] }]);
-    const stage = this.parts.contextStage;
-    if (stage && concept) await stage.reranker.rerank([{ query: stage.rerankQuery(text, mention), candidates: [concept] }]);
-  }
-
-  /**
-   * The context stage: the first pass's unsure reranked mentions go back to their retrieval and
-   * through the context-reading cross-encoder; every note is then assembled again, since a
-   * mention's confidence reads its note's other links.
-   */
-  private async contextPass(notes: NoteInput[], work: MentionWork[], first: Assembled, memory: MemoryEvidence | undefined, memoryVersion: string | null, span: Span): Promise<LinkedNote[]> {
-    const below = this.parts.config.rerank.contextBelow;
-    const unsure = work.filter((w, i) => {
-      const confidence = first.linked[i]?.confidence;
-      return w.reranked && !w.memoryDecided && w.beforeRerank !== undefined && confidence !== null && confidence !== undefined && confidence < below;
-    });
-    span.setAttribute('cuilink.mentions.context_reranked', unsure.length);
-    if (unsure.length === 0) return first.notes;
-    for (const w of unsure) {
-      w.hits = w.beforeRerank!.hits.slice();
-      w.scores = w.beforeRerank!.scores.slice();
-      w.reranked = false;
-      w.contextReranked = true;
-    }
-    const stage = this.parts.contextStage!;
-    await withSpan('cuilink.rerank.context', { 'cuilink.mentions': unsure.length }, () => this.rerank(unsure, stage.reranker, (w) => w.contextQuery));
-    if (memory) for (const w of unsure) memory.tieBreak(w);
-    return this.assemble(notes, work, memoryVersion).notes;
   }
 
   /** The link cache's counters; undefined when the cache is off. */
@@ -310,7 +256,6 @@ export class Linker implements LinkingCore {
         const expand = expansion?.text;
         const surface = expand ?? mention.text;
         const rerankText = reranker ? rerankQuery(note.text, mention, expand) : '';
-        const contextStage = this.parts.contextStage;
         work.push({
           noteIndex,
           mention,
@@ -321,8 +266,6 @@ export class Linker implements LinkingCore {
           // A short form written out inside a longer mention helps the name lookup; the encoder reads the mention as written (tune split).
           query: biEncoderQuery(note.text, mention, expansion?.partial === true ? undefined : expand),
           rerankQuery: rerankText,
-          contextQuery: contextStage ? contextStage.rerankQuery(note.text, mention, expand) : '',
-          contextReranked: false,
           contextKey: rerankReadsContext ? rerankText : '',
           hits: [],
           scores: [],
@@ -385,14 +328,14 @@ export class Linker implements LinkingCore {
     return first.score - second.score < margin || (first.lexical && second.lexical);
   }
 
-  private async rerank(work: MentionWork[], reranker: Reranker | undefined = this.parts.reranker, queryOf: (w: MentionWork) => string = (w) => w.rerankQuery): Promise<void> {
-    const { config, index } = this.parts;
+  private async rerank(work: MentionWork[]): Promise<void> {
+    const { reranker, config, index } = this.parts;
     if (!reranker) return;
     const chosen = work.filter((w) => this.needsRerank(w));
     if (chosen.length === 0) return;
     const weight = config.rerank.weight;
     const heads = chosen.map((w) => w.hits.slice(0, config.rerank.candidates));
-    const queries = chosen.map(queryOf);
+    const queries = chosen.map((w) => w.rerankQuery);
     // Pure pair scores (each pair alone, or rows that do not interact) let the candidates that cannot win go unscored.
     const scope = this.parts.batchScope ?? 'note';
     const prune = scope !== 'note' && config.rerank.prune;
@@ -425,10 +368,9 @@ export class Linker implements LinkingCore {
       scoredOf = heads.map((h) => h.map((_, j) => j));
       probabilities = await score(scoredOf);
     }
-    // The context stage restarts an unsure mention from its retrieval; a context-reading reranker's cache stage is that retrieval.
-    const keepBefore = this.parts.contextStage !== undefined || (this.parts.memo !== undefined && this.parts.rerankReadsContext === true);
+    const keepBefore = this.parts.memo !== undefined && this.parts.rerankReadsContext === true;
     chosen.forEach((w, i) => {
-      if (keepBefore && w.beforeRerank === undefined) w.beforeRerank = { hits: w.hits.slice(), scores: w.scores.slice() };
+      if (keepBefore) w.beforeRerank = { hits: w.hits.slice(), scores: w.scores.slice() };
       const p = probabilities[i]!;
       // w.scores, not hit.score: the retrieval score after sparse fusion and the hierarchy preference.
       const scored = scoredOf[i]!.map((j, k) => ({ hit: { ...heads[i]![j]!, rerankProbability: p[k]! }, score: weight * p[k]! + (1 - weight) * w.scores[j]! }));
@@ -443,11 +385,8 @@ export class Linker implements LinkingCore {
     });
   }
 
-  /** The notes' links, and each work item's link (same order as `work`). */
-  private assemble(notes: NoteInput[], work: MentionWork[], memoryVersion: string | null): Assembled {
-    const { config, index, versions, calibrator, contextStage } = this.parts;
-    const linkedOfWork: LinkedMention[] = [];
-    const contextRerankedOf: boolean[][] = notes.map(() => []);
+  private assemble(notes: NoteInput[], work: MentionWork[], memoryVersion: string | null): LinkedNote[] {
+    const { config, index, versions, calibrator } = this.parts;
     const linkedAt = Date.now();
     const out: LinkedNote[] = notes.map((note) => ({ noteId: note.noteId, mentions: [], ...versions, memoryVersion, linkedAt }));
     const texts: string[][] = notes.map(() => []);
@@ -483,8 +422,6 @@ export class Linker implements LinkingCore {
       };
       out[w.noteIndex]!.mentions.push(linked);
       texts[w.noteIndex]!.push(w.mention.text);
-      contextRerankedOf[w.noteIndex]!.push(w.contextReranked);
-      linkedOfWork.push(linked);
     }
     // Confidence reads the note's other links, so it comes once every mention of the note has one.
     out.forEach((note, n) => {
@@ -492,11 +429,8 @@ export class Linker implements LinkingCore {
       note.mentions.forEach((linked, i) => {
         const best = linked.candidates[0];
         if (best === undefined) return;
-        const byContext = contextStage !== undefined && contextRerankedOf[n]![i] === true;
-        const assessor = byContext ? contextStage.calibrator : calibrator;
-        const nil = byContext ? contextStage.nil : config.nil;
-        if (assessor) Object.assign(linked, assessor.assess(confidenceFeatures(linked, texts[n]![i]!, this.facts, neighbours[i])));
-        if (best.score < config.nil.threshold || (linked.confidence !== null && linked.confidence < nil.confidence) || (linked.inKb != null && linked.inKb < nil.inKb)) {
+        if (calibrator) Object.assign(linked, calibrator.assess(confidenceFeatures(linked, texts[n]![i]!, this.facts, neighbours[i])));
+        if (best.score < config.nil.threshold || (linked.confidence !== null && linked.confidence < config.nil.confidence) || (linked.inKb != null && linked.inKb < config.nil.inKb)) {
           linked.nil = true;
           linked.conceptId = null;
           linked.conceptName = null;
@@ -504,7 +438,7 @@ export class Linker implements LinkingCore {
         }
       });
     });
-    return { notes: out, linked: linkedOfWork };
+    return out;
   }
 
   /** The name-lookup cascade after the exact table, in LINKING_STAGES order, built once. */

@@ -24,7 +24,7 @@ import { Reranker } from '../rerank/reranker.ts';
 import { LinkCache } from './link-cache.ts';
 import { ConfidenceCalibrator } from './confidence-calibrator.ts';
 import { needsLooseTable } from './linking-stages.ts';
-import { DEFAULT_NIL_CONFIDENCE, parseLinkConfig } from './link-config.ts';
+import { parseLinkConfig } from './link-config.ts';
 import { isContextFree, LinkMemo } from './link-memo.ts';
 import { Linker, type AbbreviationFinder } from './linker.ts';
 import { LINKER_VERSION } from './version.ts';
@@ -65,12 +65,6 @@ export interface OpenLinkerOptions {
    * here that was fit for other models is an error.
    */
   calibration?: string | false;
-  /**
-   * A second, context-reading cross-encoder for the first pass's unsure mentions
-   * (`rerank.contextBelow`); its directory must hold a calibration.json fit for it and the loaded
-   * bi-encoder (the mentions it reranks take that calibration).
-   */
-  contextRerankerDir?: string;
   /** Concepts (ids) the linker must never return: held-out-concept NIL evaluation (eval --hold-out). */
   excludeConcepts?: ReadonlySet<string>;
 }
@@ -134,10 +128,8 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   else if (config.rerank.policy === 'never') log('reranker: none (rerank.policy is never)');
   const cross = withCross ? await CrossEncoder.open(rerankerDir, encoderOptions) : undefined;
   let calibrator: ConfidenceCalibrator | undefined;
-  let context: { cross: CrossEncoder; calibrator: ConfidenceCalibrator } | undefined;
   try {
     calibrator = openCalibration(options.calibration, { biEncoder: encoder.modelSha256, crossEncoder: cross?.modelSha256 ?? null }, log, cross && rerankerDir !== false ? rerankerDir : undefined);
-    if (options.contextRerankerDir !== undefined) context = await openContextStage(options.contextRerankerDir, { encoder, cross, calibrator }, encoderOptions);
   } catch (error) {
     await encoder.close();
     await cross?.close();
@@ -147,17 +139,12 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const configuredNil = options.config?.nil as Record<string, unknown> | undefined;
   if (configuredNil?.confidence === undefined && calibrator?.file.nilConfidence !== undefined) config.nil.confidence = calibrator.file.nilConfidence;
   if (configuredNil?.inKb === undefined && calibrator?.file.nilInKb !== undefined) config.nil.inKb = calibrator.file.nilInKb;
-  const contextNil = context && {
-    confidence: typeof configuredNil?.confidence === 'number' ? configuredNil.confidence : (context.calibrator.file.nilConfidence ?? DEFAULT_NIL_CONFIDENCE),
-    inKb: typeof configuredNil?.inKb === 'number' ? configuredNil.inKb : (context.calibrator.file.nilInKb ?? 0),
-  };
   let memory: MemoryWatcher | undefined;
   try {
     memory = options.memoryDir === undefined ? undefined : MemoryWatcher.open({ path: options.memoryDir, index, config: config.memory, normalize: normalizeName, modelSha256: encoder.modelSha256, pollMs: options.memoryPollMs, onError: options.onMemoryError, onSwap: options.onMemorySwap });
   } catch (error) {
     await encoder.close();
     await cross?.close();
-    await context?.cross.close();
     throw error;
   }
   const findAbbreviations: AbbreviationFinder = (text) => {
@@ -173,7 +160,6 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const modelKeyParts = {
     biEncoder: `${encoder.modelSha256}:${encoder.precision}:${encoder.provider}`,
     crossEncoder: cross ? `${cross.modelSha256}:${cross.precision}:${cross.provider}` : '',
-    contextCrossEncoder: context ? `${context.cross.modelSha256}:${context.cross.precision}:${context.cross.provider}:${context.calibrator.sha256}` : '',
     calibration: calibrator?.sha256 ?? '',
     excluded: options.excludeConcepts ? [...options.excludeConcepts].sort().join(',') : '',
   };
@@ -192,12 +178,6 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     sparse: config.query.sparseWeight > 0 ? new SparseFusion(index.concepts, normalizeName, config.query.sparseWeight) : undefined,
     hierarchy: config.hierarchy.penalty > 0 ? new HierarchyPreference(index.concepts, (id) => index.indexOf(id), normalizeName, config.hierarchy) : undefined,
     calibrator,
-    contextStage: context && {
-      reranker: new Reranker(context.cross, { includeSemanticType: context.cross.manifest.candidate?.includeSemanticType ?? false }),
-      rerankQuery: (text, mention, override) => buildQuery(text, mention, context.cross.manifest.query, override),
-      calibrator: context.calibrator,
-      nil: contextNil!,
-    },
     modelChecksums: { biEncoder: encoder.modelSha256, crossEncoder: cross?.modelSha256 ?? null },
     exclude: options.excludeConcepts,
     config,
@@ -212,14 +192,13 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     memory,
     versions: {
       linkerVersion: LINKER_VERSION,
-      modelVersion: [encoder.modelId, cross?.modelId, context?.cross.modelId].filter((id) => id !== undefined).join('+'),
+      modelVersion: cross ? `${encoder.modelId}+${cross.modelId}` : encoder.modelId,
       indexVersion: index.manifest.indexVersion,
     },
     release: async () => {
       memory?.close();
       await encoder.close();
       await cross?.close();
-      await context?.cross.close();
     },
   });
 }
@@ -251,26 +230,6 @@ function openCalibration(choice: string | false | undefined, models: { biEncoder
   }
   log(`confidence: none (the shipped calibration does not fit these models: ${mismatch}; fit one with cuilink calibrate)`);
   return undefined;
-}
-
-/**
- * The context stage's cross-encoder and its calibration. It reranks again what the first pass
- * reranked and was unsure of, so it needs that first reranker and a confidence to gate on; the
- * calibration beside it must fit it and the bi-encoder (its links take that confidence).
- */
-async function openContextStage(dir: string, first: { encoder: BiEncoder; cross: CrossEncoder | undefined; calibrator: ConfidenceCalibrator | undefined }, encoderOptions: Parameters<typeof CrossEncoder.open>[1]): Promise<{ cross: CrossEncoder; calibrator: ConfidenceCalibrator }> {
-  if (!first.cross) throw new InputError(`--context-reranker ${dir}: the context stage reranks again what the first reranker reranked, and there is none (--reranker none or rerank.policy never)`, 'BAD_FLAGS');
-  if (!first.calibrator) throw new InputError(`--context-reranker ${dir}: the context stage picks mentions by the first pass's confidence, and there is no calibration for it (--calibration none, or none fits)`, 'BAD_FLAGS');
-  const file = join(dir, 'calibration.json');
-  if (!existsSync(file)) throw new InputError(`--context-reranker ${dir}: no calibration.json there; fit one for it with cuilink calibrate --reranker ${dir}`, 'BAD_CALIBRATION');
-  const calibrator = ConfidenceCalibrator.load(file);
-  const cross = await CrossEncoder.open(dir, encoderOptions);
-  const mismatch = calibrator.mismatch({ biEncoder: first.encoder.modelSha256, crossEncoder: cross.modelSha256 });
-  if (mismatch !== undefined) {
-    await cross.close();
-    throw new InputError(`calibration ${file} does not fit the context stage's models: ${mismatch}; fit one with cuilink calibrate --reranker ${dir}`, 'CALIBRATION_MISMATCH');
-  }
-  return { cross, calibrator };
 }
 
 /** The index's names from other vocabularies, or undefined when it has none. */

@@ -165,8 +165,6 @@ export const stageConfigSchema = z
         indexDir: z.string().min(1).optional(),
         modelDir: z.string().min(1).optional(),
         rerankerDir: z.union([z.string().min(1), z.literal(false)]).optional(),
-        /** A context-reading cross-encoder for the first pass's unsure mentions (link.rerank.contextBelow); off when absent. */
-        contextRerankerDir: z.string().min(1).optional(),
         threads: z.number().int().min(1).optional(),
         /** Execution provider (docs/gpu.md): auto = CUDA when its provider loads, else the CPU. */
         provider: z.enum(['auto', 'cuda', 'cpu']).default('auto'),
@@ -276,7 +274,6 @@ export const ENV_VARS: EnvVar[] = [
   ['CUILINK_DEVICE_ID', ['linker', 'deviceId'], asInt],
   ['CUILINK_PRECISION', ['linker', 'precision'], asString],
   ['CUILINK_RERANKER', ['linker', 'rerankerDir'], asReranker],
-  ['CUILINK_CONTEXT_RERANKER', ['linker', 'contextRerankerDir'], asString],
   ['CUILINK_MAX_MESSAGE_BYTES', ['topics', 'maxMessageBytes'], asInt],
   ['CUILINK_THREADS', ['linker', 'threads'], asInt],
   ['CUILINK_LINK_CACHE_ENTRIES', ['link', 'cache', 'maxEntries'], asInt],
