@@ -58,6 +58,14 @@ export const linkConfigSchema = z
          * do not interact with fp16/fp32).
          */
         prune: z.boolean().default(true),
+        /**
+         * With a cross-encoder that reads the note: the window a mention repeated in its note (same
+         * NER label, same text as the models see it) is read in. `first`: its first occurrence's,
+         * so a note reranks each repeated mention once and the cache answers the repeats (one sense
+         * per discourse); `own`: each occurrence's own. Chosen on the tune split
+         * (bench/results/context-window-per-note.json).
+         */
+        repeatWindow: z.enum(['own', 'first']).default('own'),
       })
       .strict()
       .default({}),

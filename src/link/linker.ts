@@ -247,24 +247,37 @@ export class Linker implements LinkingCore {
   private prepare(notes: NoteInput[]): MentionWork[] {
     const { config, biEncoderQuery, rerankQuery, reranker, rerankReadsContext, findAbbreviations } = this.parts;
     const work: MentionWork[] = [];
+    const firstWindow = rerankReadsContext === true && config.rerank.repeatWindow === 'first';
     notes.forEach((note, noteIndex) => {
+      const windows = new Map<string, string>();
       const abbreviations = config.abbreviations && note.mentions.length > 0 ? findAbbreviations(note.text) : undefined;
       const mentionLongForms = abbreviations && config.query.abbreviationsInside ? longFormsAmongMentions(note.mentions, isLongFormOf) : new Map<string, string>();
-      for (const mention of note.mentions) {
+      const items: MentionWork[] = [];
+      // In text order, so that a repeat's window is its earliest occurrence's whatever the input order.
+      for (const at of textOrder(note.mentions)) {
+        const mention = note.mentions[at]!;
         // A definition's own long form is not an abbreviation use; only later `SF` mentions are expanded.
         const expansion = abbreviations ? expandMention(mention, abbreviations, mentionLongForms, config.query.abbreviationsInside) : undefined;
         const expand = expansion?.text;
         const surface = expand ?? mention.text;
-        const rerankText = reranker ? rerankQuery(note.text, mention, expand) : '';
-        work.push({
+        const query = biEncoderQuery(note.text, mention, expansion?.partial === true ? undefined : expand);
+        const exactTexts = expand === undefined ? [mention.text] : [expand, mention.text];
+        let rerankText = reranker ? rerankQuery(note.text, mention, expand) : '';
+        if (firstWindow) {
+          // The models' view of the mention, as the link cache keys it (link-memo.ts): a repeat reads the first window, and the cache links it once.
+          const seen = `${mention.label}\u0000${query}\u0000${exactTexts.join('\u0001')}`;
+          rerankText = windows.get(seen) ?? rerankText;
+          if (!windows.has(seen)) windows.set(seen, rerankText);
+        }
+        items[at] = {
           noteIndex,
           mention,
           expandedFrom: expand === undefined ? null : mention.text,
-          exactTexts: expand === undefined ? [mention.text] : [expand, mention.text],
+          exactTexts,
           readings: config.query.composite ? compositeReadings(surface) : [],
           senses: expand === undefined && this.parts.inventory && looksLikeShortForm(mention.text) ? this.parts.inventory.lookup(mention.text) : [],
           // A short form written out inside a longer mention helps the name lookup; the encoder reads the mention as written (tune split).
-          query: biEncoderQuery(note.text, mention, expansion?.partial === true ? undefined : expand),
+          query,
           rerankQuery: rerankText,
           contextKey: rerankReadsContext ? rerankText : '',
           hits: [],
@@ -272,8 +285,9 @@ export class Linker implements LinkingCore {
           reranked: false,
           memoryDecided: false,
           memorySupport: 0,
-        });
+        };
       }
+      work.push(...items);
     });
     return work;
   }
@@ -464,6 +478,11 @@ export class Linker implements LinkingCore {
     return (conceptIndex) => m[conceptIndex] === 1;
   }
 
+}
+
+/** Indexes of the mentions by start offset (input order among equal starts). */
+function textOrder(mentions: readonly MentionInput[]): number[] {
+  return mentions.map((_, i) => i).sort((a, b) => mentions[a]!.start - mentions[b]!.start || a - b);
 }
 
 /** For a mention's own pipeline: its stages are covered by the call's overlapping stage spans. */
