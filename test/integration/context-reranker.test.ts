@@ -114,6 +114,33 @@ test('the link cache stays exact with a reranker that reads context: the window 
   }
 });
 
+test('a mention repeated in its note is reranked once, in its first window (repeatWindow first), as uncached linking gives; `own` reads each window', async () => {
+  const text = 'Admitted with pneumonia after a cold. On the third day the pneumonia had cleared.';
+  const at = [text.indexOf('pneumonia'), text.lastIndexOf('pneumonia')];
+  // The later occurrence first: the window read is the earliest one's whatever the input order.
+  const repeated: NoteInput = { noteId: 'r', text, mentions: [...at].reverse().map((start, i) => ({ id: `m${i}`, start, end: start + 9, text: 'pneumonia', label: 'Disease' })) };
+  const strip = (out: LinkedNote[]) => out.map((n) => ({ ...n, linkedAt: 0 }));
+  const open = (repeatWindow: 'own' | 'first', extra: object = {}) => openLinker({ indexDir, provider: 'cpu', threads: 1, rerankerDir, calibration: false, config: { rerank: { policy: 'always', repeatWindow }, ...extra } });
+  const uncached = await open('first', { cache: { maxEntries: 0 } });
+  const cached = await open('first');
+  const own = await open('own');
+  try {
+    const truth = strip(await uncached.linkNotes([repeated]));
+    assert.deepEqual(strip(await cached.linkNotes([repeated])), truth);
+    const [a, b] = truth[0]!.mentions;
+    assert.deepEqual([a!.start, b!.start], [at[1], at[0]], 'output in input order');
+    assert.deepEqual(a!.candidates, b!.candidates, 'one reading for both occurrences');
+    const stats = cached.cacheStats()!;
+    assert.deepEqual([stats.misses, stats.hits], [1, 1], 'the repeat is answered by the first occurrence');
+    await own.linkNotes([repeated]);
+    assert.deepEqual([own.cacheStats()!.misses, own.cacheStats()!.hits], [2, 0], "'own': two windows, two links");
+  } finally {
+    await uncached.close();
+    await cached.close();
+    await own.close();
+  }
+});
+
 test('a mention the reranker does not score is cached once for every window', async () => {
   // A unique exact KB name under the ambiguous policy is never reranked: its window cannot change it.
   const cached = await openLinker({ indexDir, provider: 'cpu', threads: 1, rerankerDir, calibration: false, config: { rerank: { policy: 'ambiguous' } } });
