@@ -44,7 +44,7 @@ def _default_rerank_label(res: dict) -> str:
     return f"ambiguous mentions, margin 0.05, cross-encoder weight {w:g}"
 
 
-KEPT_SECTIONS = ("## Distilled cross-encoder", "## Longer bi-encoder run (not shipped)")
+KEPT_SECTIONS = ("## Distilled cross-encoder", "## Context cross-encoder (opt-in)", "## Longer bi-encoder run (not shipped)")
 
 
 def kept_section(card: str, heading: str) -> str:

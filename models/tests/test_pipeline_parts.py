@@ -121,12 +121,14 @@ def test_model_card_keeps_the_hand_written_distilled_section(tmp_path, monkeypat
          "training": {"teacher": {"dir": "models/default/crossencoder"}}}))
     section = "## Distilled cross-encoder\n\nMeasured by hand: 1.67x.\n"
     long_run = "## Longer bi-encoder run (not shipped)\n\nTune acc@5 lower.\n"
-    (out / "MODEL_CARD.md").write_text("# old card\n\n" + section + "\n" + long_run + "\n## Export\n\nold export text\n")
+    context = "## Context cross-encoder (opt-in)\n\nReads the note.\n"
+    (out / "MODEL_CARD.md").write_text("# old card\n\n" + section + "\n" + context + "\n" + long_run + "\n## Export\n\nold export text\n")
     card = model_card.write_card(out, _summary(0.86, 0.84)).read_text()
     assert "| crossencoder-fast/ (opt-in) | `ce-fast` | cross-encoder distilled from `models/default/crossencoder` (manifest `training.teacher`), 3 layers" in card
     assert card.count("## Distilled cross-encoder") == 1 and "Measured by hand: 1.67x." in card
     assert card.index("## Distilled cross-encoder") < card.index("## Export") and "old export text" not in card
     assert card.count("## Longer bi-encoder run") == 1 and "Tune acc@5 lower." in card
+    assert card.count("## Context cross-encoder (opt-in)") == 1 and "Reads the note." in card
     assert model_card.kept_section("# no such section\n", "## Distilled cross-encoder") == ""
 
 
