@@ -53,8 +53,8 @@ if [ $CONTEXT = yes ]; then
   cuilink memory add --memory "$MEMORY/learn" --corpus "$TRAIN" --split learn --index "$INDEX" --outside-kb > /dev/null 2> "$MEMORY/log" || { cat "$MEMORY/log" >&2; exit 1; }
   {
     echo "\$ cuilink memory add --memory LEARN_MEMORY --corpus $TRAIN --split learn --index BENCH_INDEX --outside-kb"
-    echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --split tune --calibrator logistic --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory LEARN_MEMORY --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261126-names"
-    cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --split tune --calibrator logistic --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory "$MEMORY/learn" --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261126-names 2>&1 | quiet
+    echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --split tune --calibrator logistic --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory LEARN_MEMORY --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261127-first-window"
+    cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --split tune --calibrator logistic --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory "$MEMORY/learn" --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261127-first-window 2>&1 | quiet
   } | sed "s#$MEMORY/learn#LEARN_MEMORY#g" > $OUT/calibrate-context-tune.txt
   { echo "\$ cuilink eval --index BENCH_INDEX --corpus $TRAIN --split tune --reranker $CONTEXT_MODEL --out $OUT/confidence-context-tune.json"
     cuilink eval --index "$INDEX" --corpus "$TRAIN" --split tune --reranker $CONTEXT_MODEL --out $OUT/confidence-context-tune.json 2>&1 | quiet; } > $OUT/confidence-context-tune.txt
