@@ -8,54 +8,37 @@
 // chosen setting: the model's window from 0 (same weights, no context) to 200 characters a side,
 // the previous model at the new setting, and no reranker; with --first-pass, the throughput of
 // the link cache's first pass (bench/first-pass.ts) against the previous default.
+// Its results (2026-11-26) were measured with the model's manifest at maxLength 64 and each
+// occurrence in its own window (pinned below); the manifest reads 48 since 2026-11-27
+// (bench/context-window-size.ts), which moves a few grid rows by a mention.
 //   node --import tsx bench/context-rerank-tuning.ts [--reranker DIR] [--only REGEX] [--first-pass] [--out FILE] [--index DIR]
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadPubTatorCorpus, type GoldCorpus } from '../src/eval/gold.ts';
-import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
-import { evaluateCorpus, keepSplitPart, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
+import { loadPubTatorCorpus } from '../src/eval/gold.ts';
+import { evaluateCorpus, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
 import { approximateRandomization, pairPredictions } from '../src/eval/randomization-test.ts';
-import { TUNING_SPLIT_SEED } from '../src/eval/tuning-split.ts';
 import { openLinker } from '../src/link/open-linker.ts';
 import type { LinkConfigInput } from '../src/link/link-config.ts';
-import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
-import { ensureBenchIndex } from './bench-index.ts';
+import { CONTEXT_BENCH_FLAGS, openTuneBench, withWindow } from './context-bench.ts';
 import { runFirstPass } from './first-pass.ts';
-import { MEDIC_KB_FLAGS, medicKb, requireBenchFiles } from './medic-kb.ts';
 
 const { values } = parseArgs({
   options: {
-    ...MEDIC_KB_FLAGS,
-    train: { type: 'string', default: join('..', 'shared', 'data', 'ncbi-disease', 'NCBItrainset_corpus.txt') },
+    ...CONTEXT_BENCH_FLAGS,
     reranker: { type: 'string', default: join('models', 'default', 'crossencoder-context') },
     previous: { type: 'string', default: join('models', 'default', 'crossencoder') },
-    index: { type: 'string' },
     only: { type: 'string' },
-    dev: { type: 'string', default: join('..', 'shared', 'data', 'ncbi-disease', 'NCBIdevelopset_corpus.txt') },
-    'first-pass': { type: 'boolean', default: false },
     out: { type: 'string', default: join('bench', 'results', 'context-rerank-tuning.json') },
   },
 });
-const medic = medicKb(values);
-requireBenchFiles('context-rerank-tuning', [...medic.files, values.train]);
-const { indexDir } = ensureBenchIndex({ ...medic, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
-const view = kbOntologyView(await loadIndexKb(indexDir));
-const tune: GoldCorpus = await loadPubTatorCorpus(values.train);
-keepSplitPart(tune, 'tune', TUNING_SPLIT_SEED);
+const { indexDir, view, tune } = await openTuneBench(values, 'context-rerank-tuning');
+/** Its rows (2026-11-26) read each occurrence of a mention in its own window: kept so that they reproduce. */
+const OWN_WINDOW = { repeatWindow: 'own' } as const;
 
 /** The previous default's rerank block (src/link/link-config.ts before issue 26). */
 const PREVIOUS = { policy: 'ambiguous', candidates: 3, margin: 0.05, weight: 0.3 } as const;
-
-/** The same model files under a manifest with another context window (0: none): what the context adds, and how much of it. */
-function withWindow(dir: string, contextChars: number, maxLength: number): { dir: string; cleanup: () => void } {
-  const root = mkdtempSync(join(tmpdir(), 'cuilink-window-'));
-  const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { id: string; tokenizer: string; files: Record<string, string>; query: Record<string, unknown> };
-  for (const file of new Set([manifest.tokenizer, ...Object.values(manifest.files)])) symlinkSync(resolve(dir, file), join(root, file));
-  writeFileSync(join(root, 'manifest.json'), JSON.stringify({ ...manifest, id: `${manifest.id}-window-${contextChars}`, maxLength, query: { ...manifest.query, contextChars } }));
-  return { dir: root, cleanup: () => rmSync(root, { recursive: true, force: true }) };
-}
 
 interface Row {
   system: string;
@@ -70,7 +53,7 @@ interface Row {
 }
 
 async function run(system: string, rerankerDir: string | false, config: LinkConfigInput): Promise<Row> {
-  const core = await openLinker({ indexDir, rerankerDir, provider: 'cpu', calibration: false, config, log: () => {} });
+  const core = await openLinker({ indexDir, rerankerDir, provider: 'cpu', calibration: false, config: { ...config, rerank: { ...config.rerank, ...OWN_WINDOW } }, log: () => {} });
   try {
     const result = await evaluateCorpus(core, tune, view, { batchSize: 32 });
     // Pairs before pruning: what the setting asks the cross-encoder for (pruning scores fewer).
@@ -128,8 +111,8 @@ const firstPass = values['first-pass'] && best
       rounds: 1,
       settings: [
         { name: 'previous default', config: { rerank: PREVIOUS }, rerankerDir: values.previous },
-        { name: 'context cross-encoder, chosen setting', config: best.config },
-        { name: 'context cross-encoder, chosen setting, no link cache', config: { ...best.config, cache: { maxEntries: 0 } } },
+        { name: 'context cross-encoder, chosen setting', config: { rerank: { ...best.config.rerank, ...OWN_WINDOW } } },
+        { name: 'context cross-encoder, chosen setting, no link cache', config: { rerank: { ...best.config.rerank, ...OWN_WINDOW }, cache: { maxEntries: 0 } } },
       ],
     })
   : null;
