@@ -137,7 +137,7 @@ test('the shipped reranker runs with the link-config defaults (one place); a lin
   const manifest = JSON.parse(readFileSync('models/default/crossencoder/manifest.json', 'utf8')) as { id: string; rerank?: unknown };
   assert.equal(manifest.rerank, undefined, 'the shipped manifest carries no rerank settings of its own');
   const defaults = parseLinkConfig({}).rerank;
-  assert.deepEqual(defaults, { policy: 'ambiguous', candidates: 3, margin: 0.05, weight: 0.3, prune: true }, 'the rerank defaults chosen on the train tune split');
+  assert.deepEqual(defaults, { policy: 'ambiguous', candidates: 3, margin: 0.05, weight: 0.3, prune: true, repeatWindow: 'first' }, 'the rerank defaults chosen on the train tune split');
   const withDefaults = await openLinker({ indexDir, provider: 'cpu', threads: 1 });
   const overridden = await openLinker({ indexDir, provider: 'cpu', threads: 1, config: { rerank: { policy: 'always', weight: 0.7 } } });
   try {
