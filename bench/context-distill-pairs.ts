@@ -1,0 +1,72 @@
+// Distillation pairs for a smaller student of the context cross-encoder (issue 26's speed bar;
+// models/cuilink_models/distill_crossencoder.py reads them): the learn part of NCBI-disease train
+// linked with the context model (each occurrence in its own window: more windows; rerank forced on
+// the top 5, no pruning, no cache), then KB names in mention form without context, as for
+// crossencoder-fast (bench/distill-pairs.ts). Every pair is scored alone by the int8 teacher, as the
+// linker scores pairs when pruning; one JSON line per pair: {q, ids, types, logit}. The tune part is
+// never read.
+//   node --import tsx bench/context-distill-pairs.ts [--kb-queries 4000] [--seed 20261127] [--out FILE] [--index DIR]
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { CrossEncoder } from '../src/encode/cross-encoder.ts';
+import { loadPubTatorCorpus } from '../src/eval/gold.ts';
+import { keepSplitPart } from '../src/eval/offline-eval.ts';
+import { TUNING_SPLIT_SEED } from '../src/eval/tuning-split.ts';
+import { openLinker } from '../src/link/open-linker.ts';
+import { CONTEXT_BENCH_FLAGS, openTuneBench } from './context-bench.ts';
+import { lcg, mentionForm } from './kb-mention-form.ts';
+
+const { values } = parseArgs({
+  options: {
+    ...CONTEXT_BENCH_FLAGS,
+    teacher: { type: 'string', default: join('models', 'default', 'crossencoder-context') },
+    'kb-queries': { type: 'string', default: '4000' },
+    seed: { type: 'string', default: '20261127' },
+    out: { type: 'string', default: join('models', 'work', 'ctx-distill', 'pairs.jsonl') },
+  },
+});
+const { indexDir } = await openTuneBench(values, 'context-distill-pairs');
+const linker = await openLinker({
+  indexDir,
+  provider: 'cpu',
+  rerankerDir: values.teacher,
+  calibration: false,
+  log: () => {},
+  config: { rerank: { prune: false, policy: 'always', candidates: 5, repeatWindow: 'own' }, cache: { maxEntries: 0 }, exactVectors: false },
+});
+// The linker keeps its parts private; this tool reads pairs at its cross-encoder on purpose.
+const teacher = (linker as unknown as { parts: { reranker?: { scorer: CrossEncoder } } }).parts.reranker?.scorer;
+if (!teacher) throw new Error(`no cross-encoder: the teacher is ${values.teacher}`);
+mkdirSync(dirname(values.out), { recursive: true });
+const out = createWriteStream(values.out);
+const score = teacher.score.bind(teacher);
+let query = 0;
+let written = 0;
+// int8 links each mention alone: one scorer call is one mention's candidates.
+teacher.score = async (pairs) => {
+  const logits = await score(pairs, pairs.map((_, i) => i));
+  const q = query++;
+  pairs.forEach((p, i) => {
+    const { ids, typeIds } = teacher.tokenizePair(p.query, p.candidate);
+    out.write(JSON.stringify({ q, ids, types: typeIds, logit: logits[i] }) + '\n');
+  });
+  written += pairs.length;
+  return logits;
+};
+const learn = await loadPubTatorCorpus(values.train);
+keepSplitPart(learn, 'learn', TUNING_SPLIT_SEED);
+const t0 = performance.now();
+for (let i = 0; i < learn.notes.length; i += 8) await linker.linkNotes(learn.notes.slice(i, i + 8));
+console.log(`learn part: ${query} queries, ${written} pairs, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+const rand = lcg(Number(values.seed));
+const { concepts } = linker.index;
+for (let k = 0; k < Number(values['kb-queries']); k++) {
+  const concept = concepts[Math.floor(rand() * concepts.length)]!;
+  const names = [concept.name, ...concept.synonyms];
+  const text = mentionForm(names[Math.floor(rand() * names.length)]!, rand);
+  await linker.linkNotes([{ noteId: `kb${k}`, text, mentions: [{ id: 'm', start: 0, end: text.length, text, label: 'Disease' }] }]);
+}
+await new Promise((resolve) => out.end(resolve));
+console.log(`${query} queries, ${written} pairs → ${values.out} in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+await linker.close();
