@@ -6,16 +6,15 @@
 // linker scores pairs when pruning; one JSON line per pair: {q, ids, types, logit}. The tune part is
 // never read.
 //   node --import tsx bench/context-distill-pairs.ts [--kb-queries 4000] [--seed 20261127] [--out FILE] [--index DIR]
-import { createWriteStream, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { CrossEncoder } from '../src/encode/cross-encoder.ts';
 import { loadPubTatorCorpus } from '../src/eval/gold.ts';
 import { keepSplitPart } from '../src/eval/offline-eval.ts';
 import { TUNING_SPLIT_SEED } from '../src/eval/tuning-split.ts';
 import { openLinker } from '../src/link/open-linker.ts';
 import { CONTEXT_BENCH_FLAGS, openTuneBench } from './context-bench.ts';
 import { lcg, mentionForm } from './kb-mention-form.ts';
+import { tapTeacherPairs } from './teacher-pairs.ts';
 
 const { values } = parseArgs({
   options: {
@@ -35,30 +34,14 @@ const linker = await openLinker({
   log: () => {},
   config: { rerank: { prune: false, policy: 'always', candidates: 5, repeatWindow: 'own' }, cache: { maxEntries: 0 }, exactVectors: false },
 });
-// The linker keeps its parts private; this tool reads pairs at its cross-encoder on purpose.
-const teacher = (linker as unknown as { parts: { reranker?: { scorer: CrossEncoder } } }).parts.reranker?.scorer;
-if (!teacher) throw new Error(`no cross-encoder: the teacher is ${values.teacher}`);
-mkdirSync(dirname(values.out), { recursive: true });
-const out = createWriteStream(values.out);
-const score = teacher.score.bind(teacher);
-let query = 0;
-let written = 0;
 // int8 links each mention alone: one scorer call is one mention's candidates.
-teacher.score = async (pairs) => {
-  const logits = await score(pairs, pairs.map((_, i) => i));
-  const q = query++;
-  pairs.forEach((p, i) => {
-    const { ids, typeIds } = teacher.tokenizePair(p.query, p.candidate);
-    out.write(JSON.stringify({ q, ids, types: typeIds, logit: logits[i] }) + '\n');
-  });
-  written += pairs.length;
-  return logits;
-};
+let query = 0;
+const { out, written } = tapTeacherPairs(linker, values.out, () => query++);
 const learn = await loadPubTatorCorpus(values.train);
 keepSplitPart(learn, 'learn', TUNING_SPLIT_SEED);
 const t0 = performance.now();
 for (let i = 0; i < learn.notes.length; i += 8) await linker.linkNotes(learn.notes.slice(i, i + 8));
-console.log(`learn part: ${query} queries, ${written} pairs, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+console.log(`learn part: ${query} queries, ${written()} pairs, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 const rand = lcg(Number(values.seed));
 const { concepts } = linker.index;
 for (let k = 0; k < Number(values['kb-queries']); k++) {
@@ -68,5 +51,5 @@ for (let k = 0; k < Number(values['kb-queries']); k++) {
   await linker.linkNotes([{ noteId: `kb${k}`, text, mentions: [{ id: 'm', start: 0, end: text.length, text, label: 'Disease' }] }]);
 }
 await new Promise((resolve) => out.end(resolve));
-console.log(`${query} queries, ${written} pairs → ${values.out} in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+console.log(`${query} queries, ${written()} pairs → ${values.out} in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 await linker.close();

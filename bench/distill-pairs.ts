@@ -6,14 +6,13 @@
 // the queries are the ones the linker builds (in-mention abbreviations expanded, markers).
 // One JSON line per pair: {q: query number, ids, types: token and segment ids, logit}.
 //   node --import tsx bench/distill-pairs.ts [--queries 24000] [--seed 20261125] [--out FILE] [--index DIR]
-import { createWriteStream, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { CrossEncoder } from '../src/encode/cross-encoder.ts';
 import { openLinker } from '../src/link/open-linker.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { ensureBenchIndex } from './bench-index.ts';
 import { lcg, mentionForm } from './kb-mention-form.ts';
+import { tapTeacherPairs } from './teacher-pairs.ts';
 import { MEDIC_KB_FLAGS, medicKb } from './medic-kb.ts';
 
 const { values } = parseArgs({
@@ -37,26 +36,8 @@ const linker = await openLinker({
   config: { rerank: { prune: false, policy: 'always', candidates: 5 }, cache: { maxEntries: 0 }, exactVectors: false },
   log: () => {},
 });
-// The linker keeps its parts private; this tool reads pairs at its cross-encoder on purpose.
-const teacher = (linker as unknown as { parts: { reranker?: { scorer: CrossEncoder } } }).parts.reranker?.scorer;
-if (!teacher) throw new Error('no cross-encoder: the teacher is models/default/crossencoder');
-
-
-mkdirSync(dirname(values.out), { recursive: true });
-const out = createWriteStream(values.out);
-const score = teacher.score.bind(teacher);
 let query = 0;
-let written = 0;
-teacher.score = async (pairs) => {
-  // Each pair in its own model batch: dynamic int8 scales activations per batch.
-  const logits = await score(pairs, pairs.map((_, i) => i));
-  pairs.forEach((p, i) => {
-    const { ids, typeIds } = teacher.tokenizePair(p.query, p.candidate);
-    out.write(JSON.stringify({ q: query, ids, types: typeIds, logit: logits[i] }) + '\n');
-  });
-  written += pairs.length;
-  return logits;
-};
+const { out, written } = tapTeacherPairs(linker, values.out, () => query);
 const queries = Number(values.queries);
 const { concepts } = linker.index;
 const t0 = performance.now();
@@ -65,8 +46,8 @@ for (; query < queries; query++) {
   const names = [concept.name, ...concept.synonyms];
   const text = mentionForm(names[Math.floor(rand() * names.length)]!, rand);
   await linker.linkNotes([{ noteId: `q${query}`, text, mentions: [{ id: 'm', start: 0, end: text.length, text, label: 'Disease' }] }]);
-  if (query % 2000 === 0) console.log(`${query} queries, ${written} pairs, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  if (query % 2000 === 0) console.log(`${query} queries, ${written()} pairs, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
 await new Promise((resolve) => out.end(resolve));
-console.log(`${queries} queries, ${written} pairs → ${values.out} in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+console.log(`${queries} queries, ${written()} pairs → ${values.out} in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 await linker.close();
