@@ -39,6 +39,11 @@ export interface MemoWork {
   beforeRerank?: { hits: ConceptHit[]; scores: number[] };
 }
 
+/** What the models see of a mention apart from any note window: its NER label, query and lookup texts (a cache key part, and what makes two mentions of a note repeats). */
+export function mentionViewKey(w: { mention: { label: string }; query: string; exactTexts: readonly string[] }): string {
+  return `${w.mention.label}\u0000${w.query}\u0000${w.exactTexts.join('\u0001')}`;
+}
+
 export interface MemoPass<T> {
   /** Mentions the models must link: neither cached nor a repeat of another in this call. */
   todo: T[];
@@ -94,7 +99,7 @@ export class LinkMemo {
     const leaders = new Map<string, { w: T; mentionKey: string }>();
     const repeats: [T, T][] = [];
     for (const w of work) {
-      const mentionKey = `${scope}\u0000${w.mention.label}\u0000${w.query}\u0000${w.exactTexts.join('\u0001')}`;
+      const mentionKey = `${scope}\u0000${mentionViewKey(w)}`;
       const key = `${mentionKey}\u0000${w.contextKey}`;
       const leader = leaders.get(key);
       if (leader !== undefined) {

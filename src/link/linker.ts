@@ -7,7 +7,7 @@ import type { NameEncoder } from '../retrieve/name-encoder.ts';
 import type { Reranker } from '../rerank/reranker.ts';
 import type { LinkConfig } from './link-config.ts';
 import type { LinkCacheStats } from './link-cache.ts';
-import type { LinkMemo } from './link-memo.ts';
+import { mentionViewKey, type LinkMemo } from './link-memo.ts';
 import { nextContender } from './rerank-pruning.ts';
 import { nameLookups, phraseLookups } from './linking-stages.ts';
 import { confidenceFeatures, noteNeighbours } from './confidence-features.ts';
@@ -249,12 +249,12 @@ export class Linker implements LinkingCore {
     const work: MentionWork[] = [];
     const firstWindow = rerankReadsContext === true && config.rerank.repeatWindow === 'first';
     notes.forEach((note, noteIndex) => {
-      const windows = new Map<string, string>();
+      const windows = firstWindow ? new Map<string, string>() : undefined;
       const abbreviations = config.abbreviations && note.mentions.length > 0 ? findAbbreviations(note.text) : undefined;
       const mentionLongForms = abbreviations && config.query.abbreviationsInside ? longFormsAmongMentions(note.mentions, isLongFormOf) : new Map<string, string>();
       const items: MentionWork[] = [];
-      // In text order, so that a repeat's window is its earliest occurrence's whatever the input order.
-      for (const at of textOrder(note.mentions)) {
+      // In text order when a repeat reads its earliest occurrence's window, whatever the input order.
+      for (const at of firstWindow ? textOrder(note.mentions) : note.mentions.keys()) {
         const mention = note.mentions[at]!;
         // A definition's own long form is not an abbreviation use; only later `SF` mentions are expanded.
         const expansion = abbreviations ? expandMention(mention, abbreviations, mentionLongForms, config.query.abbreviationsInside) : undefined;
@@ -263,9 +263,9 @@ export class Linker implements LinkingCore {
         const query = biEncoderQuery(note.text, mention, expansion?.partial === true ? undefined : expand);
         const exactTexts = expand === undefined ? [mention.text] : [expand, mention.text];
         let rerankText = reranker ? rerankQuery(note.text, mention, expand) : '';
-        if (firstWindow) {
-          // The models' view of the mention, as the link cache keys it (link-memo.ts): a repeat reads the first window, and the cache links it once.
-          const seen = `${mention.label}\u0000${query}\u0000${exactTexts.join('\u0001')}`;
+        if (windows) {
+          // Keyed as the link cache keys the mention: a repeat reads the first window, and the cache links it once.
+          const seen = mentionViewKey({ mention, query, exactTexts });
           rerankText = windows.get(seen) ?? rerankText;
           if (!windows.has(seen)) windows.set(seen, rerankText);
         }
