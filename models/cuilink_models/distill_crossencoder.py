@@ -21,6 +21,7 @@ over each query's candidates (the order among candidates is what reranking uses)
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import random
 import time
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, setup_torch, sha256_file, write_training_record
+from .common import load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, setup_torch, sha256_file, write_json, write_training_record
 
 PREFIX = "m."
 
@@ -77,14 +78,14 @@ def student_from(teacher, keep: list[int]):
 def read_pairs(path: Path, top: int):
     """Rows grouped by query: (ids, types, logit) of its first `top` candidates (retrieval order)."""
     groups: dict[int, list] = {}
-    with open(path, encoding="utf-8") as f:
+    with (gzip.open if str(path).endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
         for line in f:
             r = json.loads(line)
             groups.setdefault(r["q"], []).append((r["ids"], r["types"], r["logit"]))
     return [g[:top] for g in groups.values() if len(g) >= 2]
 
 
-def collate(torch, rows):
+def collate(torch, rows, device="cpu"):
     width = max(len(r[0]) for r in rows)
     ids = np.zeros((len(rows), width), dtype=np.int64)
     types = np.zeros_like(ids)
@@ -93,17 +94,17 @@ def collate(torch, rows):
         ids[i, : len(a)] = a
         types[i, : len(t)] = t
         mask[i, : len(a)] = 1
-    return torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types), torch.tensor([r[2] for r in rows], dtype=torch.float32)
+    return tuple(t.to(device) for t in (torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types), torch.tensor([r[2] for r in rows], dtype=torch.float32)))
 
 
-def agreement(torch, model, groups, batch_pairs: int = 256) -> dict:
+def agreement(torch, model, groups, batch_pairs: int = 256, device="cpu") -> dict:
     """Student against teacher on held-out queries: logit MSE, Pearson r, same best candidate."""
     model.eval()
     got, want, same = [], [], 0
     with torch.no_grad():
         rows = [r for g in groups for r in g]
         for s in range(0, len(rows), batch_pairs):
-            ids, mask, types, target = collate(torch, rows[s : s + batch_pairs])
+            ids, mask, types, target = collate(torch, rows[s : s + batch_pairs], device)
             got.extend(model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits[:, 0].tolist())
             want.extend(target.tolist())
     offset = 0
@@ -115,35 +116,107 @@ def agreement(torch, model, groups, batch_pairs: int = 256) -> dict:
     return {"mse": float(np.mean((got_a - want_a) ** 2)), "pearson": float(np.corrcoef(got_a, want_a)[0, 1]), "sameTop1": same / len(groups), "queries": len(groups)}
 
 
+TRAINABLE_SHARD_BYTES = 15 << 20
+FROZEN = "bert.embeddings.word_embeddings.weight"
+
+
+def save_trainable(model, out: Path) -> list[str]:
+    """The weights training changed (all but the frozen word embeddings), fp32, in safetensors shards
+    of at most 15 MiB: what a run on a borrowed machine sends back (its files are capped at 16 MiB).
+    Names as save_pretrained writes them (another transformers version may name modules otherwise)."""
+    import tempfile
+
+    from safetensors.torch import load_file, save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        state = {}
+        for f in sorted(Path(tmp).glob("*.safetensors")):
+            state.update(load_file(str(f)))
+    shards, current, size = [], {}, 0
+    for name, tensor in state.items():
+        if name == FROZEN or name.endswith("position_ids"):
+            continue
+        t = tensor.float().contiguous()
+        if current and size + t.numel() * 4 > TRAINABLE_SHARD_BYTES:
+            shards.append(current)
+            current, size = {}, 0
+        current[name] = t
+        size += t.numel() * 4
+    shards.append(current)
+    names = []
+    for i, shard in enumerate(shards):
+        names.append(f"trainable-{i:03d}.safetensors")
+        save_file(shard, str(out / names[-1]))
+    return names
+
+
+def load_trainable(model, shards_dir: Path) -> None:
+    from safetensors.torch import load_file
+
+    state = {}
+    for f in sorted(shards_dir.glob("trainable-*.safetensors")):
+        state.update(load_file(str(f)))
+    if not state:
+        raise FileNotFoundError(f"no trainable-*.safetensors in {shards_dir}")
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if k != FROZEN and not k.endswith("position_ids")]
+    if missing or unexpected:
+        raise RuntimeError(f"trained weights do not match the student: missing {missing}, unexpected {unexpected}")
+
+
+def load_student(args, torch):
+    """The student an --init run wrote (layers chosen then), in fp32, with that run's record."""
+    from transformers import BertForSequenceClassification
+
+    model = BertForSequenceClassification.from_pretrained(args.init).float()
+    return model, json.loads((Path(args.init).parent / "training.json").read_text())
+
+
 def train(args):
     torch = setup_torch(args.threads, args.seed)
     rng = random.Random(args.seed)
     t0 = time.time()
-    teacher_dir = Path(args.teacher)
-    manifest = json.loads((teacher_dir / "manifest.json").read_text())
-    teacher = teacher_from_onnx(teacher_dir / "model.fp16.onnx", manifest["architecture"]["heads"])
-    teacher_layers = teacher.config.num_hidden_layers
+    device = args.device
     groups = read_pairs(Path(args.pairs), args.top)
     rng.shuffle(groups)
     held, train_groups = groups[: args.held_out], groups[args.held_out :]
+    # Agreement is read on the candidates the linker reranks, whatever `top` trains on, so that
+    # settings with other `top`s compare.
+    held = [g[: args.agreement_top] for g in held]
     print(f"{len(groups)} queries ({sum(len(g) for g in groups)} pairs); {len(held)} held out", flush=True)
-    before = {"teacher(fp16 weights) vs int8 teacher": agreement(torch, teacher, held)}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     if args.init:
-        # Go on training a student (a checkpoint of an earlier run): its layers were chosen then.
-        from transformers import BertForSequenceClassification
-
-        model = BertForSequenceClassification.from_pretrained(args.init)
-        keep = json.loads((Path(args.init).parent / "training.json").read_text())["hyperparameters"]["keep"]
-        before["init " + rel(args.init)] = agreement(torch, model, held)
+        # Go on from a student an earlier run wrote (--init-only, or OUT/final): its layers were chosen
+        # then, so the teacher's weights need not be here (a borrowed GPU gets the student alone).
+        model, record = load_student(args, torch)
+        keep, teacher_info = record["hyperparameters"]["keep"], record["teacher"]
+        teacher_layers = record.get("teacherLayers")
+        before = {"init " + rel(args.init): agreement(torch, model.to(device), held, device=device)}
     else:
+        teacher_dir = Path(args.teacher)
+        manifest = json.loads((teacher_dir / "manifest.json").read_text())
+        teacher = teacher_from_onnx(teacher_dir / "model.fp16.onnx", manifest["architecture"]["heads"])
+        teacher_layers = teacher.config.num_hidden_layers
+        teacher_info = {"dir": rel(teacher_dir), "sha256": sha256_file(teacher_dir / "model.fp16.onnx")}
+        before = {"teacher(fp16 weights) vs int8 teacher": agreement(torch, teacher, held)}
         candidates = [[int(x) for x in k.split(",")] for k in args.keep]
         for keep in candidates:
             before[",".join(map(str, keep))] = agreement(torch, student_from(teacher, keep), held)
         keep = max(candidates, key=lambda k: before[",".join(map(str, k))]["pearson"])
         model = student_from(teacher, keep)
+        del teacher
     print(json.dumps(before, indent=1), flush=True)
-    del teacher
-    model.train()
+    pairs_info = {"file": rel(args.pairs), "sha256": sha256_file(args.pairs), "queries": len(groups)}
+    if args.init_only:
+        # The chosen layers alone, fp16 (half the bytes to send), for a later --init run.
+        model.half().save_pretrained(out / "final")
+        info = {"method": "layers of the teacher chosen by held-out agreement; not trained", "teacher": teacher_info, "teacherLayers": teacher_layers,
+                "pairs": pairs_info, "hyperparameters": {"keep": keep}, "heldOutAgreement": {"beforeTraining": before}}
+        return write_training_record(out, info, 0, time.time() - t0, [], 1)
+    model.to(device).train()
     # The word embeddings stay the teacher's: most of the parameters, little to gain from them here.
     model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.01)
@@ -152,8 +225,6 @@ def train(args):
     budget = args.minutes * 60 if args.minutes else None
     t_train = time.time()
     step, losses = 0, []
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     log = open(out / "train.log", "a")
     while step < steps:
         progress = max(step / steps, (time.time() - t_train) / budget if budget else 0)
@@ -166,8 +237,10 @@ def train(args):
             grp["lr"] = args.lr * progress_lr_factor(progress)
         chunk = train_groups[(step % per_epoch) * args.batch : (step % per_epoch + 1) * args.batch]
         rows = [r for g in chunk for r in g]
-        ids, mask, types, target = collate(torch, rows)
-        logits = model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits[:, 0]
+        ids, mask, types, target = collate(torch, rows, device)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device.startswith("cuda")):
+            logits = model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits[:, 0]
+        logits = logits.float()
         loss = torch.nn.functional.mse_loss(logits, target)
         offset, kl = 0, 0.0
         for g in chunk:
@@ -178,24 +251,43 @@ def train(args):
         losses.append(optimizer_step(torch, model, opt, loss))
         step += 1
         if step % 100 == 0:
-            msg = f"step {step}/{steps} loss {np.mean(losses[-100:]):.4f} {(time.time() - t_train) / step:.2f}s/step"
+            msg = f"step {step}/{steps} loss {np.mean(losses[-100:]):.4f} {(time.time() - t_train) / step:.3f}s/step"
             log_progress(log, msg)
-    after = agreement(torch, model, held)
+    model.eval()
+    after = agreement(torch, model, held, device=device)
     print("held out after training:", after, flush=True)
-    final = out / "final"
-    model.save_pretrained(final)
-    load_tokenizer().save_pretrained(final)
+    if args.trainable_out:
+        print("trained weights:", save_trainable(model, Path(args.trainable_out)), flush=True)
+    else:
+        final = out / "final"
+        model.save_pretrained(final)
+        load_tokenizer().save_pretrained(final)
     info = {
         "method": "distilled from the shipped cross-encoder: its layers " + ",".join(map(str, keep)) + " of "
         + str(teacher_layers) + ", trained on the teacher's own int8 logits (MSE + "
-        + f"{args.kl_weight} x listwise KL per query) over KB-name queries with their top-5 retrieved candidates",
-        "teacher": {"dir": rel(teacher_dir), "sha256": sha256_file(teacher_dir / "model.fp16.onnx")},
-        "pairs": {"file": rel(args.pairs), "sha256": sha256_file(args.pairs), "queries": len(groups)},
+        + f"{args.kl_weight} x listwise KL per query) over queries with their top-5 retrieved candidates",
+        "teacher": teacher_info,
+        "pairs": pairs_info,
         "hyperparameters": {"keep": keep, "init": rel(args.init) if args.init else None, "top": args.top, "frozen": "word embeddings", "steps": step, "queriesPerBatch": args.batch, "epochs": args.epochs, "lr": args.lr,
-                            "klWeight": args.kl_weight, "seed": args.seed, "threads": args.threads},
+                            "klWeight": args.kl_weight, "seed": args.seed, "threads": args.threads, "device": device, "agreementTop": args.agreement_top},
         "heldOutAgreement": {"beforeTraining": before, "afterTraining": after},
     }
     return write_training_record(out, info, time.time() - t_train, time.time() - t0, losses, 100)
+
+
+def assemble(args) -> dict:
+    """A student an --init run started, with the weights a --trainable-out run sent back: OUT/final
+    as a training run writes it, its record the remote run's training.json (copied into OUT)."""
+    import torch  # noqa: F401
+
+    model, _ = load_student(args, torch)
+    load_trainable(model, Path(args.trainable_in))
+    out = Path(args.out)
+    model.save_pretrained(out / "final")
+    load_tokenizer().save_pretrained(out / "final")
+    info = json.loads((Path(args.trainable_in) / "training.json").read_text())
+    write_json(out / "training.json", info)
+    return info
 
 
 def parser():
@@ -205,8 +297,13 @@ def parser():
     ap.add_argument("--out", required=True)
     ap.add_argument("--keep", action="append", default=None, help="teacher layers to keep, e.g. 0,2,4 (repeat: the best before training wins)")
     ap.add_argument("--top", type=int, default=3, help="candidates per query used (the linker reranks its top 3)")
-    ap.add_argument("--init", help="a student checkpoint (OUT/final of an earlier run) to go on training")
+    ap.add_argument("--init", help="a student checkpoint (OUT/final of an earlier or an --init-only run) to go on training")
+    ap.add_argument("--init-only", action="store_true", help="choose the layers (--keep) and write the untrained student (fp16) to OUT/final; no training")
+    ap.add_argument("--device", default="cpu", help="torch device for training (cuda on a borrowed GPU: needs --init)")
+    ap.add_argument("--trainable-out", help="write the trained weights (all but the frozen word embeddings) as <=15 MiB shards here instead of OUT/final")
+    ap.add_argument("--trainable-in", help="no training: OUT/final = the --init student with the shards a --trainable-out run wrote (and its training.json)")
     ap.add_argument("--held-out", type=int, default=1000)
+    ap.add_argument("--agreement-top", type=int, default=3, help="held-out agreement over each query's first N candidates (the linker reranks 3)")
     ap.add_argument("--batch", type=int, default=16, help="queries per batch")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--minutes", type=float, default=0)
@@ -223,8 +320,8 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(argv)
     args.keep = args.keep or ["0,2,4"]
-    info = train(args)
-    if args.export:
+    info = assemble(args) if args.trainable_in else train(args)
+    if args.export and not args.init_only:
         from .export import export_model
 
         teacher = json.loads((Path(args.teacher) / "manifest.json").read_text())

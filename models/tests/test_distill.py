@@ -92,3 +92,41 @@ def test_training_helpers_step_log_and_record(tmp_path):
     info = write_training_record(tmp_path, {"method": "m"}, 12.4, 20.6, losses, 5)
     assert json.loads((tmp_path / "training.json").read_text()) == info
     assert info["trainSeconds"] == 12 and info["totalSeconds"] == 21 and info["finalLoss"] == pytest.approx(float(np.mean(losses[-5:])))
+
+
+def test_gzipped_pairs_read_as_plain(tmp_path):
+    import gzip
+
+    from cuilink_models.distill_crossencoder import read_pairs
+
+    text = "".join(json.dumps({"q": q, "ids": [101, q, 102], "types": [0, 0, 1], "logit": float(q)}) + "\n" for q in [0, 0, 1, 1])
+    (tmp_path / "p.jsonl").write_text(text)
+    with gzip.open(tmp_path / "p.jsonl.gz", "wt") as f:
+        f.write(text)
+    assert read_pairs(tmp_path / "p.jsonl.gz", top=3) == read_pairs(tmp_path / "p.jsonl", top=3)
+
+
+def test_trained_weights_travel_in_shards_and_rebuild_the_student(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from cuilink_models import distill_crossencoder as D
+
+    trained = _tiny_cross_encoder(2)
+    fresh = _tiny_cross_encoder(2)
+    with torch.no_grad():
+        for p in fresh.parameters():
+            p.add_(1.0)  # every weight differs from the trained student's
+        fresh.bert.embeddings.word_embeddings.weight.copy_(trained.bert.embeddings.word_embeddings.weight)
+    monkeypatch.setattr(D, "TRAINABLE_SHARD_BYTES", 40_000)  # force several shards on a tiny model
+    names = D.save_trainable(trained, tmp_path / "w")
+    assert len(names) > 1 and all((tmp_path / "w" / n).stat().st_size < 60_000 for n in names)
+    from safetensors.torch import load_file
+
+    assert not any(D.FROZEN in load_file(str(tmp_path / "w" / n)) for n in names)  # the frozen embeddings stay home
+    D.load_trainable(fresh, tmp_path / "w")
+    for (name, a), b in zip(trained.state_dict().items(), fresh.state_dict().values()):
+        assert torch.equal(a, b), name
+    with pytest.raises(FileNotFoundError):
+        D.load_trainable(fresh, tmp_path)
+    other = _tiny_cross_encoder(3)  # a student with another layer count does not take them
+    with pytest.raises(RuntimeError, match="do not match"):
+        D.load_trainable(other, tmp_path / "w")

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The training step of bench/results/context-student-many-queries-record.txt, on a borrowed GPU: three
+# students trained at once from one untrained student (an --init-only run), each with its own setting.
+# The one kept is the best held-out agreement with the teacher (same top-1, then Pearson r, from each
+# training.json), never the tune split: its trained weights stay in $OUT/<setting>/ (<= 15 MiB shards:
+# what comes back from such a machine, 64 MiB in all, so the others' are dropped); every setting's
+# record and log go to $OUT/records.tgz, the choice to runs/chosen.txt in it.
+#   bash models/distill-context-student-gpu.sh PAIRS.jsonl.gz INIT/final MINUTES   (python3 with torch; DEVICE=cpu for a dry run)
+set -euo pipefail
+pairs=$(realpath "$1") init=$(realpath "$2") minutes=$3
+out=${OUT:?set OUT to the folder that receives the trained weights}
+mkdir -p /tmp/runs
+cd "$(dirname "$0")"
+run() {
+  local name=$1
+  shift
+  PYTHONUNBUFFERED=1 python3 -m cuilink_models.distill_crossencoder --teacher default/crossencoder-context \
+    --pairs "$pairs" --init "$init" --out "/tmp/runs/$name" --trainable-out "$out/$name" --device "${DEVICE:-cuda}" \
+    --threads 4 --epochs 1000 --minutes "$minutes" "$@" > "/tmp/runs/$name.log" 2>&1 || echo "setting $name failed" >> "/tmp/runs/$name.log"
+}
+run a --top 3 --batch 32 --lr 1e-4 &
+run b --top 5 --batch 32 --lr 1e-4 &
+run c --top 3 --batch 64 --lr 2e-4 &
+wait
+python3 - "$out" > /tmp/runs/chosen.txt <<'PY'
+import json, shutil, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+scores = {}
+for name in "abc":
+    record = Path("/tmp/runs") / name / "training.json"
+    if record.exists() and (out / name).exists():
+        after = json.loads(record.read_text())["heldOutAgreement"]["afterTraining"]
+        scores[name] = (after["sameTop1"], after["pearson"])
+best = max(scores, key=scores.get)
+for name in scores:
+    if name != best:
+        shutil.rmtree(out / name)
+print(json.dumps({"chosen": best, "heldOut(sameTop1, pearson)": scores}))
+PY
+cat /tmp/runs/chosen.txt
+tar -C /tmp -czf "$out/records.tgz" runs
+tail -n 4 /tmp/runs/*.log
