@@ -5,7 +5,8 @@
 # training.json), never the tune split: its trained weights stay in $OUT/<setting>/ (<= 15 MiB shards:
 # what comes back from such a machine, 64 MiB in all, so the others' are dropped); every setting's
 # record and log go to $OUT/records.tgz, the choice to runs/chosen.txt in it.
-#   bash models/distill-context-student-gpu.sh PAIRS.jsonl.gz INIT/final MINUTES   (python3 with torch; DEVICE=cpu for a dry run)
+#   bash models/distill-context-student-gpu.sh PAIRS.jsonl.gz INIT/final MINUTES ['NAME:FLAGS' ...]
+# (python3 with torch; DEVICE=cpu for a dry run). Without settings: the three of the record's first run.
 set -euo pipefail
 pairs=$(realpath "$1") init=$(realpath "$2") minutes=$3
 out=${OUT:?set OUT to the folder that receives the trained weights}
@@ -18,16 +19,21 @@ run() {
     --pairs "$pairs" --init "$init" --out "/tmp/runs/$name" --trainable-out "$out/$name" --device "${DEVICE:-cuda}" \
     --threads 4 --epochs 1000 --minutes "$minutes" "$@" > "/tmp/runs/$name.log" 2>&1 || echo "setting $name failed" >> "/tmp/runs/$name.log"
 }
-run a --top 3 --batch 32 --lr 1e-4 &
-run b --top 5 --batch 32 --lr 1e-4 &
-run c --top 3 --batch 64 --lr 2e-4 &
+shift 3
+[ $# -gt 0 ] || set -- "a:--top 3 --batch 32 --lr 1e-4" "b:--top 5 --batch 32 --lr 1e-4" "c:--top 3 --batch 64 --lr 2e-4"
+names=()
+for setting in "$@"; do
+  names+=("${setting%%:*}")
+  # shellcheck disable=SC2086 # the flags are words on purpose
+  run "${setting%%:*}" ${setting#*:} &
+done
 wait
-python3 - "$out" > /tmp/runs/chosen.txt <<'PY'
+python3 - "$out" "${names[@]}" > /tmp/runs/chosen.txt <<'PY'
 import json, shutil, sys
 from pathlib import Path
 out = Path(sys.argv[1])
 scores = {}
-for name in "abc":
+for name in sys.argv[2:]:
     record = Path("/tmp/runs") / name / "training.json"
     if record.exists() and (out / name).exists():
         after = json.loads(record.read_text())["heldOutAgreement"]["afterTraining"]
