@@ -8,6 +8,7 @@
 # With --context, also refits the opt-in context reranker's calibration (logistic, on the tune part: that model
 # was trained on the learn part) -> models/default/crossencoder-context/calibration.json, and its tune reports.
 # (With the flags that reproduce that file since calibrate's defaults moved on: NIL on confidence, no non-entity part.)
+# --context-only: that refit and its tune reports alone (the default's calibration and reports untouched).
 # Uses the bench index (npm run bench:link builds it). Run from the repository root.
 set -euo pipefail
 DATA=${CUILINK_DATA:-../shared/data}
@@ -15,28 +16,31 @@ TRAIN=$DATA/ncbi-disease/NCBItrainset_corpus.txt
 DEV_CORPUS=$DATA/ncbi-disease/NCBIdevelopset_corpus.txt
 INDEX=${CUILINK_BENCH_INDEX:-.cache/cuilink/bench/medic+medic_06Jul2012+xref-doid+xref-hp--cuilink-biencoder-minilm-base-untrained-b7485ac38070}
 VERSION=${CALIBRATION_VERSION:-calibration-learn-20261126-trees-names-inkb-nonentity}
+CONTEXT_VERSION=${CONTEXT_CALIBRATION_VERSION:-calibration-context-20261127-reduce-range}
 OUT=bench/results
 [ -d "$INDEX" ] || { echo "no bench index at $INDEX (npm run bench:link builds it)" >&2; exit 2; }
 [ -f "$TRAIN" ] || { echo "no corpus at $TRAIN (set CUILINK_DATA)" >&2; exit 2; }
+DEV=no CONTEXT=no DEFAULT=yes
+for arg in "$@"; do
+  case $arg in
+    --dev) DEV=yes ;;
+    --context) CONTEXT=yes ;;
+    --context-only) CONTEXT=yes DEFAULT=no ;;
+    *) echo "unknown option $arg (--dev, --context, --context-only)" >&2; exit 2 ;;
+  esac
+done
 cuilink() { node --import tsx src/cli/main.ts "$@"; }
 # Progress lines and the models' load lines say nothing about the result.
 quiet() { grep -v -e '^eval: linking mentions' -e '^cuilink: ' || true; }
 MEMORY=$(mktemp -d)
 trap 'rm -rf "$MEMORY"' EXIT
+if [ $DEFAULT = yes ]; then
 cuilink memory add --memory "$MEMORY/tune" --corpus "$TRAIN" --split tune --index "$INDEX" --outside-kb > /dev/null 2> "$MEMORY/log" || { cat "$MEMORY/log" >&2; exit 1; }
 {
   echo "\$ cuilink memory add --memory TUNE_MEMORY --corpus $TRAIN --split tune --index BENCH_INDEX --outside-kb"
   echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --with-memory TUNE_MEMORY --out models/default/calibration.json --version $VERSION"
   cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --with-memory "$MEMORY/tune" --out models/default/calibration.json --version "$VERSION" 2>&1 | quiet
 } | sed "s#$MEMORY/tune#TUNE_MEMORY#g" > $OUT/calibrate-learn.txt
-DEV=no CONTEXT=no
-for arg in "$@"; do
-  case $arg in
-    --dev) DEV=yes ;;
-    --context) CONTEXT=yes ;;
-    *) echo "unknown option $arg (--dev, --context)" >&2; exit 2 ;;
-  esac
-done
 report() { # name, corpus, extra eval flags...
   local name=$1 corpus=$2; shift 2
   { echo "\$ cuilink eval --index BENCH_INDEX --corpus $corpus $* --non-entities 2 --reliability $OUT/reliability-$name.svg --out $OUT/confidence-$name.json"
@@ -48,13 +52,14 @@ report() { # name, corpus, extra eval flags...
 report tune "$TRAIN" --split tune
 report learn "$TRAIN" --split learn
 if [ $DEV = yes ]; then report dev "$DEV_CORPUS"; fi
+fi
 if [ $CONTEXT = yes ]; then
   CONTEXT_MODEL=models/default/crossencoder-context
   cuilink memory add --memory "$MEMORY/learn" --corpus "$TRAIN" --split learn --index "$INDEX" --outside-kb > /dev/null 2> "$MEMORY/log" || { cat "$MEMORY/log" >&2; exit 1; }
   {
     echo "\$ cuilink memory add --memory LEARN_MEMORY --corpus $TRAIN --split learn --index BENCH_INDEX --outside-kb"
-    echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --split tune --calibrator logistic --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory LEARN_MEMORY --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261127-first-window"
-    cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --split tune --calibrator logistic --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory "$MEMORY/learn" --out $CONTEXT_MODEL/calibration.json --version calibration-context-20261127-first-window 2>&1 | quiet
+    echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --split tune --calibrator logistic --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory LEARN_MEMORY --out $CONTEXT_MODEL/calibration.json --version $CONTEXT_VERSION"
+    cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --split tune --calibrator logistic --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory "$MEMORY/learn" --out $CONTEXT_MODEL/calibration.json --version "$CONTEXT_VERSION" 2>&1 | quiet
   } | sed "s#$MEMORY/learn#LEARN_MEMORY#g" > $OUT/calibrate-context-tune.txt
   { echo "\$ cuilink eval --index BENCH_INDEX --corpus $TRAIN --split tune --reranker $CONTEXT_MODEL --out $OUT/confidence-context-tune.json"
     cuilink eval --index "$INDEX" --corpus "$TRAIN" --split tune --reranker $CONTEXT_MODEL --out $OUT/confidence-context-tune.json 2>&1 | quiet; } > $OUT/confidence-context-tune.txt

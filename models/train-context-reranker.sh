@@ -49,5 +49,5 @@ rm -rf "$WORK/run"
 "$PY" -m cuilink_models.export --kind cross-encoder --checkpoint "$WORK/run/final" --out "$OUT" \
   --id cuilink-crossencoder-minilm-context-v1 --max-length "$MAX_LENGTH" --query-mode context \
   --context-chars "$CONTEXT_CHARS" --training-json "$WORK/run/training.json" \
-  --fixture "$WORK/reference_crossencoder_context.json"
+  --fixture "$WORK/reference_crossencoder_context.json" --reduce-range
 echo "exported to $OUT; choose its link settings with cuilink eval --split tune (docs/accuracy.md)"
