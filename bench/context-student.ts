@@ -29,7 +29,7 @@ console.log('student vs default', JSON.stringify(acc1Versus(base, student)));
 if (values['first-pass']) {
   const fp = await contextFirstPass(values, indexDir, view, [
     { name: 'context teacher', config: {}, rerankerDir: values.teacher },
-    { name: 'context student (3 layers)', config: {}, rerankerDir: values.student },
+    { name: 'context student', config: {}, rerankerDir: values.student },
   ]);
   console.log(JSON.stringify(fp, null, 1));
 }
