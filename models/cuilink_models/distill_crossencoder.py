@@ -16,6 +16,10 @@ over each query's candidates (the order among candidates is what reranking uses)
 
     python -m cuilink_models.distill_crossencoder --teacher models/default/crossencoder \\
         --pairs models/work/distill/pairs.jsonl --out models/work/distill/student --keep 0,2,4
+
+On a borrowed GPU (models/distill-context-student-gpu.sh): --init-only writes the untrained student
+here, the GPU trains it (--init, --device cuda, --trainable-out: only what training changed, in
+shards small enough to come back), and --trainable-in rebuilds it here for --export.
 """
 
 from __future__ import annotations
@@ -166,7 +170,7 @@ def load_trainable(model, shards_dir: Path) -> None:
         raise RuntimeError(f"trained weights do not match the student: missing {missing}, unexpected {unexpected}")
 
 
-def load_student(args, torch):
+def load_student(args):
     """The student an --init run wrote (layers chosen then), in fp32, with that run's record."""
     from transformers import BertForSequenceClassification
 
@@ -191,7 +195,7 @@ def train(args):
     if args.init:
         # Go on from a student an earlier run wrote (--init-only, or OUT/final): its layers were chosen
         # then, so the teacher's weights need not be here (a borrowed GPU gets the student alone).
-        model, record = load_student(args, torch)
+        model, record = load_student(args)
         keep, teacher_info = record["hyperparameters"]["keep"], record["teacher"]
         teacher_layers = record.get("teacherLayers")
         before = {"init " + rel(args.init): agreement(torch, model.to(device), held, device=device)}
@@ -278,9 +282,7 @@ def train(args):
 def assemble(args) -> dict:
     """A student an --init run started, with the weights a --trainable-out run sent back: OUT/final
     as a training run writes it, its record the remote run's training.json (copied into OUT)."""
-    import torch  # noqa: F401
-
-    model, _ = load_student(args, torch)
+    model, _ = load_student(args)
     load_trainable(model, Path(args.trainable_in))
     out = Path(args.out)
     model.save_pretrained(out / "final")
