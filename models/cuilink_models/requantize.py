@@ -9,6 +9,7 @@ new int8 sha256, recipe and torch check, and a `requantized` entry saying what c
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import tempfile
 from pathlib import Path
@@ -65,7 +66,7 @@ def requantize(model_dir: Path, date: str) -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="a cross-encoder model directory (manifest, fp16 and int8 files)")
-    ap.add_argument("--date", required=True, help="the day, recorded in the manifest (YYYY-MM-DD)")
+    ap.add_argument("--date", default=datetime.date.today().isoformat(), help="the day recorded in the manifest (default today, YYYY-MM-DD)")
     a = ap.parse_args(argv)
     requantize(Path(a.model), a.date)
 
