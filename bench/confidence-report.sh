@@ -29,6 +29,7 @@ for arg in "$@"; do
     *) echo "unknown option $arg (--dev, --context, --context-only)" >&2; exit 2 ;;
   esac
 done
+[ $DEFAULT = yes ] || [ $DEV = no ] || { echo "--dev reads the default's calibration on dev: it does not go with --context-only" >&2; exit 2; }
 cuilink() { node --import tsx src/cli/main.ts "$@"; }
 # Progress lines and the models' load lines say nothing about the result.
 quiet() { grep -v -e '^eval: linking mentions' -e '^cuilink: ' || true; }

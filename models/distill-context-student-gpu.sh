@@ -28,7 +28,8 @@ for setting in "$@"; do
   run "${setting%%:*}" ${setting#*:} &
 done
 wait
-python3 - "$out" "${names[@]}" > /tmp/runs/chosen.txt <<'PY'
+status=0
+python3 - "$out" "${names[@]}" > /tmp/runs/chosen.txt <<'PY' || status=$?
 import json, shutil, sys
 from pathlib import Path
 out = Path(sys.argv[1])
@@ -38,6 +39,8 @@ for name in sys.argv[2:]:
     if record.exists() and (out / name).exists():
         after = json.loads(record.read_text())["heldOutAgreement"]["afterTraining"]
         scores[name] = (after["sameTop1"], after["pearson"])
+if not scores:
+    sys.exit("no setting finished: see /tmp/runs/*.log (in records.tgz)")
 best = max(scores, key=scores.get)
 for name in scores:
     if name != best:
@@ -47,3 +50,4 @@ PY
 cat /tmp/runs/chosen.txt
 tar -C /tmp -czf "$out/records.tgz" runs
 tail -n 4 /tmp/runs/*.log
+exit "$status"
