@@ -163,14 +163,21 @@ INT8_RECIPE = "onnxruntime.quantization.quantize_dynamic, per-channel, QInt8 wei
 REDUCE_RANGE_RECIPE = INT8_RECIPE + ", reduce_range (7-bit weights: no u8s8 saturation on x86 CPUs without VNNI)"
 
 
-def quantize_int8(src: Path, dst: Path, reduce_range: bool = False) -> str:
-    """Dynamic int8 quantization of `src` into `dst`; returns the recipe as the manifest records it."""
+def quantize_int8(src: Path, dst: Path, reduce_range: bool = False, per_token: bool = False) -> str:
+    """Dynamic int8 quantization of `src` into `dst` (activations per token with `per_token`,
+    cuilink_models.per_token); returns the recipe as the manifest records it."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from .per_token import RECIPE as PER_TOKEN_RECIPE
+    from .per_token import per_token_file
 
     src, dst = Path(src).resolve(), Path(dst).resolve()
     with scratch_cwd():
         quantize_dynamic(str(src), str(dst), per_channel=True, reduce_range=reduce_range, weight_type=QuantType.QInt8)
-    return REDUCE_RANGE_RECIPE if reduce_range else INT8_RECIPE
+    if per_token:
+        per_token_file(dst, dst)
+    recipe = REDUCE_RANGE_RECIPE if reduce_range else INT8_RECIPE
+    return f"{recipe}; {PER_TOKEN_RECIPE}" if per_token else recipe
 
 
 def convert_fp16(src: Path, dst: Path) -> None:
@@ -248,6 +255,7 @@ def export_model(
     metrics: dict | None = None,
     fixture: Path | None = None,
     reduce_range: bool = False,
+    per_token: bool = False,
 ) -> dict:
     torch = setup_torch()
     t0 = time.time()
@@ -265,7 +273,7 @@ def export_model(
         export_fp32(wrapper, kind, fp32, len(tok))
         int8 = out_dir / "model.int8.onnx"
         fp16 = out_dir / "model.fp16.onnx"
-        int8_recipe = quantize_int8(fp32, int8, reduce_range)
+        int8_recipe = quantize_int8(fp32, int8, reduce_range, per_token)
         convert_fp16(fp32, fp16)
         files = {"int8": "model.int8.onnx", "fp16": "model.fp16.onnx"}
         if os.path.getsize(fp32) <= MAX_FILE_BYTES:
@@ -343,6 +351,7 @@ def export_model(
         "opset": OPSET,
         "dynamicAxes": ["batch", "sequence"],
         "int8": int8_recipe,
+        "int8Activations": "per-token" if per_token else "per-tensor",
         "fp16": "float16 weights, int64 inputs and float32 outputs (keep_io_types)",
         "checkAgainstTorch": (
             {f"minCosine_{k}": round(v, 6) for k, v in check.items()}
@@ -385,6 +394,7 @@ def main(argv=None):
     ap.add_argument("--metrics-json", help="JSON file merged into manifest.metrics")
     ap.add_argument("--fixture", help="write torch reference outputs here (tests/fixtures/...)")
     ap.add_argument("--reduce-range", action="store_true", help="int8 with 7-bit weights (no u8s8 saturation on x86 CPUs without VNNI)")
+    ap.add_argument("--per-token", action="store_true", help="int8 activations quantized per token: outputs independent of the batch (cuilink_models.per_token)")
     a = ap.parse_args(argv)
     max_length = a.max_length or (32 if a.kind == "bi-encoder" else 64)
     export_model(
@@ -401,6 +411,7 @@ def main(argv=None):
         metrics=read_json(a.metrics_json) if a.metrics_json else None,
         fixture=Path(a.fixture) if a.fixture else None,
         reduce_range=a.reduce_range,
+        per_token=a.per_token,
     )
 
 

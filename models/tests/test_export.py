@@ -174,3 +174,61 @@ def test_context_cross_encoder_int8_has_no_u8s8_saturation_recipe():
     assert "reduce_range" in m["onnx"]["int8"]
     assert m["requantized"]["from"]["sha256"] != m["sha256"][m["files"]["int8"]]
     assert m["onnx"]["checkAgainstTorch"]["maxAbsLogitDiff_int8"] < 0.5
+
+
+@pytest.mark.parametrize("kind", ["bi-encoder", "cross-encoder"])
+def test_per_token_int8_rows_do_not_depend_on_their_batch(tmp_path, kind):
+    # The per-tensor int8 file scales activations per batch tensor, so a row moves with its batch;
+    # the per-token rewrite (cuilink_models.per_token) gives every row the same output alone or in
+    # any batch, padding included, and stays as close to torch as the int8 bound above.
+    torch = pytest.importorskip("torch")
+    from cuilink_models import export as E
+
+    model = _tiny_bert(kind)
+    wrapper = E.bi_wrapper(model) if kind == "bi-encoder" else E.cross_wrapper(model)
+    fp32, per_tensor, per_token = tmp_path / "m.onnx", tmp_path / "m.int8.onnx", tmp_path / "m.pt.int8.onnx"
+    E.export_fp32(wrapper, kind, fp32, 120)
+    E.quantize_int8(fp32, per_tensor, reduce_range=True)
+    assert "per token" in E.quantize_int8(fp32, per_token, reduce_range=True, per_token=True)
+    rng = np.random.default_rng(1)
+    ids = rng.integers(5, 120, size=(6, 17)).astype(np.int64)
+    mask = np.ones_like(ids)
+    for row, length in enumerate([17, 3, 9, 12, 5, 17]):
+        mask[row, length:] = 0
+    ids[mask == 0] = 0
+    # Spread the activations of one row far beyond the others: a per-tensor scale follows it.
+    ids[5] = 7
+
+    def run(path, rows, width=17):
+        feeds = {"input_ids": ids[rows, :width], "attention_mask": mask[rows, :width]}
+        if kind == "cross-encoder":
+            feeds["token_type_ids"] = np.zeros_like(feeds["input_ids"])
+        out = _ort(path).run(None, feeds)[0]
+        return pool(out, feeds["attention_mask"], "mean") if kind == "bi-encoder" else out[:, 0]
+
+    everything = list(range(6))
+    batched = run(per_token, everything)
+    alone = np.concatenate([run(per_token, [r]) for r in everything])
+    unpadded = np.concatenate([run(per_token, [r], int(mask[r].sum())) for r in everything])
+    assert np.array_equal(batched, alone)
+    np.testing.assert_allclose(unpadded, batched, rtol=0, atol=1e-5)
+    with torch.no_grad():
+        if kind == "bi-encoder":
+            ref = pool(wrapper(torch.from_numpy(ids), torch.from_numpy(mask)).numpy(), mask, "mean")
+            assert cosine_rows(batched, ref).min() >= 0.99
+        else:
+            ref = wrapper(torch.from_numpy(ids), torch.from_numpy(mask), torch.zeros_like(torch.from_numpy(ids))).numpy()[:, 0]
+            assert np.abs(batched - ref).max() <= 0.1 * max(1.0, np.abs(ref).max())
+    # The per-tensor file is the control: the same rows move with their batch.
+    assert not np.array_equal(run(per_tensor, everything), np.concatenate([run(per_tensor, [r]) for r in everything]))
+
+
+def test_per_token_rewrite_refuses_a_graph_without_dynamic_quantization(tmp_path):
+    pytest.importorskip("torch")
+    from cuilink_models import export as E
+    from cuilink_models.per_token import per_token_file
+
+    fp32 = tmp_path / "m.onnx"
+    E.export_fp32(E.bi_wrapper(_tiny_bert("bi-encoder")), "bi-encoder", fp32, 120)
+    with pytest.raises(ValueError, match="DynamicQuantizeLinear"):
+        per_token_file(fp32, tmp_path / "out.onnx")

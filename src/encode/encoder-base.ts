@@ -1,5 +1,5 @@
 import type { EncoderStats } from './encoder-stats.ts';
-import type { ModelManifest, Precision } from './manifest.ts';
+import { rowsIndependentOfBatch, type ModelManifest, type Precision } from './manifest.ts';
 import type { OpenedModel } from './model-directory.ts';
 
 /** What every encoder of a model directory exposes: identity, precision, provider, counters. */
@@ -26,6 +26,11 @@ export abstract class EncoderBase {
 
   get precision(): Precision {
     return this.model.precision;
+  }
+
+  /** Whether a sequence's output is independent of the batch it runs in (rowsIndependentOfBatch). */
+  get batchIndependent(): boolean {
+    return rowsIndependentOfBatch(this.model.manifest, this.model.precision);
   }
 
   get provider(): 'cuda' | 'cpu' {

@@ -32,6 +32,8 @@ export const modelManifestSchema = z
     /** Rerank settings are link options (src/link/link-config.ts, the one place for defaults); a manifest carrying them is refused, not silently ignored. */
     rerank: z.undefined({ message: "rerank settings are not read from a model manifest: put them in a link config (--link-config, or 'link' in the stage config; defaults in src/link/link-config.ts)" }).optional(),
     sha256: z.record(z.string(), z.string().regex(/^[0-9a-f]{64}$/)).default({}),
+    /** How the int8 file quantizes activations: per-tensor (one scale per batch tensor, so a row depends on its batch) unless it says per-token. */
+    onnx: z.object({ int8Activations: z.enum(['per-tensor', 'per-token']).optional() }).passthrough().optional(),
   })
   .passthrough()
   .superRefine((m, ctx) => {
@@ -40,6 +42,15 @@ export const modelManifestSchema = z
 
 export type ModelManifest = z.infer<typeof modelManifestSchema>;
 export type Precision = 'fp32' | 'int8' | 'fp16';
+
+/**
+ * Whether a sequence's output is independent of the batch it runs in: fp16/fp32 rows never
+ * interact; dynamic int8 scales activations per batch tensor unless the manifest says per token
+ * (cuilink_models/per_token.py).
+ */
+export function rowsIndependentOfBatch(manifest: Pick<ModelManifest, 'onnx'>, precision: Precision): boolean {
+  return precision !== 'int8' || manifest.onnx?.int8Activations === 'per-token';
+}
 
 export function readModelManifest(dir: string): ModelManifest {
   const file = join(dir, MODEL_MANIFEST_FILE);

@@ -6,7 +6,7 @@ import { PACKAGE_ROOT } from '../kb/package-root.ts';
 import { BiEncoder } from '../encode/bi-encoder.ts';
 import { CrossEncoder } from '../encode/cross-encoder.ts';
 import type { ProviderChoice } from '../encode/execution-provider.ts';
-import type { Precision } from '../encode/manifest.ts';
+import { readModelManifest, rowsIndependentOfBatch, type ModelManifest, type Precision } from '../encode/manifest.ts';
 import { buildQuery } from '../text/context-window.ts';
 import { findAbbreviationDefinitions } from '../text/abbreviations.ts';
 import { normalizeName } from '../text/normalize.ts';
@@ -89,10 +89,11 @@ export function resolveRecordedModelDir(recorded: string): string {
 
 /**
  * Whether the linker will run each mention through its own pipeline (Linker.linkEachAlone):
- * models in int8 (the CPU default), whose dynamic quantization batches each mention alone.
+ * models in int8 (the CPU default) whose dynamic quantization scales activations per batch tensor,
+ * so that each mention runs alone. Per-token int8 models batch across notes instead.
  */
-function pipelinesMentions(precision: Precision | undefined): boolean {
-  return (precision ?? 'int8') === 'int8';
+function pipelinesMentions(precision: Precision | undefined, manifests: readonly ModelManifest[]): boolean {
+  return !manifests.every((m) => rowsIndependentOfBatch(m, precision ?? 'int8'));
 }
 
 /**
@@ -116,7 +117,8 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const modelDir = options.modelDir ?? resolveRecordedModelDir(index.manifest.model.path);
   const rerankerDir = options.rerankerDir === undefined ? (existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false) : options.rerankerDir;
   const withCross = rerankerDir !== false && config.rerank.policy !== 'never';
-  const threads = options.threads ?? (withCross && pipelinesMentions(options.precision) ? sideBySideThreads() : undefined);
+  const manifests = [readModelManifest(modelDir), ...(withCross ? [readModelManifest(rerankerDir)] : [])];
+  const threads = options.threads ?? (withCross && pipelinesMentions(options.precision, manifests) ? sideBySideThreads() : undefined);
   const encoderOptions = { provider: options.provider ?? 'auto', deviceId: options.deviceId ?? 0, threads, precision: options.precision, log, debug: options.debug };
   const encoder = await BiEncoder.open(modelDir, encoderOptions);
   if (encoder.modelSha256 !== index.manifest.model.sha256) {
@@ -181,10 +183,10 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     modelChecksums: { biEncoder: encoder.modelSha256, crossEncoder: cross?.modelSha256 ?? null },
     exclude: options.excludeConcepts,
     config,
-    // Dynamic int8 quantization scales activations per batch: int8 models link each mention alone
-    // (a link is then a function of what its models read, context included); fp16/fp32 rows do
-    // not interact, so their mentions share batches across notes.
-    batchScope: encoder.precision === 'int8' || cross?.precision === 'int8' ? 'mention' : 'all',
+    // Per-tensor dynamic int8 scales activations per batch: such models link each mention alone
+    // (a link is then a function of what its models read, context included); fp16/fp32 rows and
+    // per-token int8 rows do not interact, so their mentions share batches across notes.
+    batchScope: encoder.batchIndependent && (cross?.batchIndependent ?? true) ? 'all' : 'mention',
     // Model checksums, precisions and providers too: the versions carry model ids only.
     memo: cache.enabled ? new LinkMemo(cache, linkSettings, () => modelKeyParts) : undefined,
     rerankReadsContext,

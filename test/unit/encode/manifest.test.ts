@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { choosePrecision, readModelManifest } from '../../../src/encode/manifest.ts';
+import { choosePrecision, readModelManifest, rowsIndependentOfBatch } from '../../../src/encode/manifest.ts';
 import { parseProviderChoice } from '../../../src/encode/execution-provider.ts';
 
 const shipped = JSON.parse(readFileSync('models/default/biencoder/manifest.json', 'utf8')) as Record<string, unknown>;
@@ -40,4 +40,17 @@ test('provider choice is validated', () => {
   assert.equal(parseProviderChoice(undefined), 'auto');
   assert.equal(parseProviderChoice('cpu'), 'cpu');
   assert.throws(() => parseProviderChoice('tpu'), /auto, cuda, cpu/);
+});
+
+test('int8 rows are independent of their batch only when the manifest says per-token activations', () => {
+  const perTensor = readModelManifest('models/default/biencoder');
+  // The shipped files quantize activations per batch tensor: each mention runs alone.
+  assert.equal(rowsIndependentOfBatch(perTensor, 'int8'), false);
+  assert.equal(rowsIndependentOfBatch(perTensor, 'fp16'), true);
+  assert.equal(rowsIndependentOfBatch(perTensor, 'fp32'), true);
+  const perToken = readModelManifest(dirWith({ ...shipped, onnx: { ...(shipped.onnx as object), int8Activations: 'per-token' } }));
+  assert.equal(rowsIndependentOfBatch(perToken, 'int8'), true);
+  const said = readModelManifest(dirWith({ ...shipped, onnx: { ...(shipped.onnx as object), int8Activations: 'per-tensor' } }));
+  assert.equal(rowsIndependentOfBatch(said, 'int8'), false);
+  assert.throws(() => readModelManifest(dirWith({ ...shipped, onnx: { int8Activations: 'per-row' } })), /int8Activations/);
 });
