@@ -49,15 +49,23 @@ def _tiny_bert(kind):
     return transformers.BertForSequenceClassification(cfg).eval()
 
 
+def _tiny_export(tmp_path, kind):
+    """(torch wrapper, its fp32 ONNX export) of the tiny random BERT."""
+    from cuilink_models import export as E
+
+    model = _tiny_bert(kind)
+    wrapper = E.bi_wrapper(model) if kind == "bi-encoder" else E.cross_wrapper(model)
+    E.export_fp32(wrapper, kind, tmp_path / "m.onnx", 120)
+    return wrapper, tmp_path / "m.onnx"
+
+
 @pytest.mark.parametrize("kind", ["bi-encoder", "cross-encoder"])
 def test_tiny_bert_onnx_matches_torch(tmp_path, kind):
     torch = pytest.importorskip("torch")
     from cuilink_models import export as E
 
-    model = _tiny_bert(kind)
-    wrapper = E.bi_wrapper(model) if kind == "bi-encoder" else E.cross_wrapper(model)
-    fp32, int8, fp16 = tmp_path / "m.onnx", tmp_path / "m.int8.onnx", tmp_path / "m.fp16.onnx"
-    E.export_fp32(wrapper, kind, fp32, 120)
+    wrapper, fp32 = _tiny_export(tmp_path, kind)
+    int8, fp16 = tmp_path / "m.int8.onnx", tmp_path / "m.fp16.onnx"
     E.quantize_int8(fp32, int8)
     E.convert_fp16(fp32, fp16)
     rng = np.random.default_rng(0)
@@ -184,10 +192,8 @@ def test_per_token_int8_rows_do_not_depend_on_their_batch(tmp_path, kind):
     torch = pytest.importorskip("torch")
     from cuilink_models import export as E
 
-    model = _tiny_bert(kind)
-    wrapper = E.bi_wrapper(model) if kind == "bi-encoder" else E.cross_wrapper(model)
-    fp32, per_tensor, per_token = tmp_path / "m.onnx", tmp_path / "m.int8.onnx", tmp_path / "m.pt.int8.onnx"
-    E.export_fp32(wrapper, kind, fp32, 120)
+    wrapper, fp32 = _tiny_export(tmp_path, kind)
+    per_tensor, per_token = tmp_path / "m.int8.onnx", tmp_path / "m.pt.int8.onnx"
     E.quantize_int8(fp32, per_tensor, reduce_range=True)
     assert "per token" in E.quantize_int8(fp32, per_token, reduce_range=True, per_token=True)
     rng = np.random.default_rng(1)
@@ -225,10 +231,8 @@ def test_per_token_int8_rows_do_not_depend_on_their_batch(tmp_path, kind):
 
 def test_per_token_rewrite_refuses_a_graph_without_dynamic_quantization(tmp_path):
     pytest.importorskip("torch")
-    from cuilink_models import export as E
     from cuilink_models.per_token import per_token_file
 
-    fp32 = tmp_path / "m.onnx"
-    E.export_fp32(E.bi_wrapper(_tiny_bert("bi-encoder")), "bi-encoder", fp32, 120)
+    _, fp32 = _tiny_export(tmp_path, "bi-encoder")
     with pytest.raises(ValueError, match="DynamicQuantizeLinear"):
         per_token_file(fp32, tmp_path / "out.onnx")
