@@ -180,6 +180,13 @@ def quantize_int8(src: Path, dst: Path, reduce_range: bool = False, per_token: b
     return f"{recipe}; {PER_TOKEN_RECIPE}" if per_token else recipe
 
 
+def int8_activations(per_token: bool) -> str:
+    """The manifest's `onnx.int8Activations`: what the linker reads to batch an int8 model's rows."""
+    from .per_token import ACTIVATIONS
+
+    return ACTIVATIONS if per_token else "per-tensor"
+
+
 def convert_fp16(src: Path, dst: Path) -> None:
     import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
@@ -351,7 +358,7 @@ def export_model(
         "opset": OPSET,
         "dynamicAxes": ["batch", "sequence"],
         "int8": int8_recipe,
-        "int8Activations": "per-token" if per_token else "per-tensor",
+        "int8Activations": int8_activations(per_token),
         "fp16": "float16 weights, int64 inputs and float32 outputs (keep_io_types)",
         "checkAgainstTorch": (
             {f"minCosine_{k}": round(v, 6) for k, v in check.items()}

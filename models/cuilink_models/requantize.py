@@ -102,7 +102,7 @@ def requantize(model_dir: Path, date: str, per_token: bool = False) -> dict:
     key, check = torch_check(kind, wrapper, int8, model_dir / manifest["tokenizer"], manifest.get("pooling", "mean"))
     manifest["sha256"][int8.name] = sha256_file(int8)
     manifest["onnx"]["int8"] = recipe
-    manifest["onnx"]["int8Activations"] = "per-token" if per_token else "per-tensor"
+    manifest["onnx"]["int8Activations"] = E.int8_activations(per_token)
     manifest["onnx"]["checkAgainstTorch"][key] = check
     why = ["full-range int8 weights saturate onnxruntime's u8s8 kernels on x86 CPUs without VNNI"]
     if per_token:
