@@ -12,6 +12,11 @@
 // This is the repository's version of the scratch experiment harness behind the learn figures of
 // docs/confidence.md. Usage (bench/confidence-oof.sh makes the tune-part memory):
 //   node --import tsx bench/confidence-oof.ts --index DIR --corpus NCBItrainset_corpus.txt --with-memory TUNE_MEMORY
+// Two more questions it can ask (bench/results/concept-folds-calibration-record.txt):
+//   --folds note,concept   folds by note (default) and/or by the mention's gold concept (smallest gold id),
+//                          so a held-out fold's concepts were never fitted: text with other diseases;
+//   --variant NAME=SPEC    (repeatable) a right part fit differently beside the recipe, SPEC being
+//                          `hold:f1+f2` (features held at 0 in the fit) and/or `minLeaf:N`, comma-separated.
 import { parseArgs } from 'node:util';
 import { loadPubTatorCorpus, type GoldCorpus } from '../src/eval/gold.ts';
 import { nonEntityExamples } from '../src/eval/confidence/non-entity-spans.ts';
@@ -30,7 +35,9 @@ import { CONFIDENCE_FEATURES } from '../src/link/confidence-features.ts';
 import { DEFAULT_CALIBRATION, openLinker } from '../src/link/open-linker.ts';
 import { DEFAULT_NIL_CONFIDENCE } from '../src/link/link-config.ts';
 
-const { values } = parseArgs({ options: { index: { type: 'string' }, corpus: { type: 'string' }, 'with-memory': { type: 'string' }, calibration: { type: 'string' }, 'test-runs': { type: 'string' } } });
+const { values } = parseArgs({
+  options: { index: { type: 'string' }, corpus: { type: 'string' }, 'with-memory': { type: 'string' }, calibration: { type: 'string' }, 'test-runs': { type: 'string' }, folds: { type: 'string' }, variant: { type: 'string', multiple: true } },
+});
 if (!values.index || !values.corpus) throw new Error('--index DIR --corpus FILE [--with-memory TUNE_MEMORY] [--calibration FILE]');
 const indexDir = values.index;
 const shipped = ConfidenceCalibrator.load(values.calibration ?? DEFAULT_CALIBRATION);
@@ -51,6 +58,34 @@ const TRAIN_RUNS = Array.from({ length: nilRuns }, (_, i) => i + 1);
 const [firstTest, lastTest] = (values['test-runs'] ?? '5-12').split('-').map(Number);
 if (!(Number.isInteger(firstTest) && Number.isInteger(lastTest) && firstTest! > TRAIN_RUNS.at(-1)! && lastTest! >= firstTest!)) throw new Error(`--test-runs A-B: seeds after ${TRAIN_RUNS.at(-1)}`);
 const TEST_RUNS = Array.from({ length: lastTest! - firstTest! + 1 }, (_, i) => firstTest! + i);
+type FoldKind = 'note' | 'concept';
+const foldKinds = (values.folds ?? 'note').split(',') as FoldKind[];
+if (foldKinds.length === 0 || foldKinds.some((k) => k !== 'note' && k !== 'concept')) throw new Error(`--folds: note and/or concept, comma-separated (got ${values.folds})`);
+/** A right part fit otherwise than the recipe: some features held at 0 (never split on), another min leaf. */
+interface RightVariant {
+  name: string;
+  hold: number[];
+  minLeaf: number;
+}
+const variants: RightVariant[] = [{ name: 'recipe', hold: [], minLeaf: trees.minLeaf }, ...(values.variant ?? []).map(parseVariant)];
+
+function parseVariant(text: string): RightVariant {
+  const [name, spec] = text.split('=');
+  if (!name || !spec) throw new Error(`--variant NAME=SPEC (got ${text})`);
+  const variant: RightVariant = { name, hold: [], minLeaf: trees.minLeaf };
+  for (const part of spec.split(',')) {
+    const [key, value] = part.split(':');
+    if (key === 'hold' && value) {
+      for (const feature of value.split('+')) {
+        const j = (CONFIDENCE_FEATURES as readonly string[]).indexOf(feature);
+        if (j < 0) throw new Error(`--variant ${name}: no feature ${feature}`);
+        variant.hold.push(j);
+      }
+    } else if (key === 'minLeaf' && Number.isInteger(Number(value)) && Number(value) >= 1) variant.minLeaf = Number(value);
+    else throw new Error(`--variant ${name}: hold:f1+f2 and/or minLeaf:N (got ${part})`);
+  }
+  return variant;
+}
 
 const corpus: GoldCorpus = await loadPubTatorCorpus(values.corpus);
 keepSplitPart(corpus, 'learn', TUNING_SPLIT_SEED);
@@ -72,11 +107,16 @@ interface Row {
   index: number;
   x: Float64Array;
   label: boolean;
+  /** Its mention's smallest gold id (the concept fold); the note for spans without gold. */
+  concept: string;
 }
 
 function examples(result: OfflineEvalResult, facts: ConceptFacts, label?: Parameters<typeof calibrationExamples>[3], keep?: Parameters<typeof calibrationExamples>[4]): Row[] {
   const { rows, labels, indices } = calibrationExamples(corpus, result, facts, label, keep);
-  return rows.map((x, i) => ({ note: result.scored[indices[i]!]!.noteId, index: indices[i]!, x, label: labels[i]! }));
+  return rows.map((x, i) => {
+    const scored = result.scored[indices[i]!]!;
+    return { note: scored.noteId, index: indices[i]!, x, label: labels[i]!, concept: [...scored.goldIds].sort()[0] ?? scored.noteId };
+  });
 }
 
 const started = Date.now();
@@ -95,7 +135,10 @@ if (nonEntityFit) {
   const linker = await openLinker({ indexDir, calibration: false, memoryPollMs: 0, log: () => {} });
   try {
     const { result, rows, labels, indices } = await nonEntityExamples(linker, corpus, store, view, facts, nonEntityFit.perNote, nonEntityFit.seed);
-    rows.forEach((x, i) => nonEntityRows.push({ note: result.scored[indices[i]!]!.noteId, index: indices[i]!, x, label: labels[i]! }));
+    rows.forEach((x, i) => {
+      const note = result.scored[indices[i]!]!.noteId;
+      nonEntityRows.push({ note, index: indices[i]!, x, label: labels[i]!, concept: note });
+    });
   } finally {
     await linker.close();
   }
@@ -111,59 +154,85 @@ for (const seed of TEST_RUNS) {
 }
 console.error(`linked in ${((Date.now() - started) / 1000).toFixed(0)} s: ${naturalRows.length} natural, ${memoryRows.length} memory-moved, ${nilTrain.length} NIL-training, ${testRuns.reduce((n, t) => n + t.rows.length, 0)} test-run links`);
 
-function fitOn(fold: (note: string) => number, k: number): ConfidenceCalibrator {
-  const rightRows = [...naturalRows, ...memoryRows].filter((r) => fold(r.note) !== k);
-  const nilRows = nilTrain.filter((r) => fold(r.note) !== k);
-  const right = fitBoostedTrees(rightRows.map((r) => r.x), rightRows.map((r) => r.label), trees);
+/** The NIL and non-entity parts of fold k: fit as the recipe, whatever the right part's variant. */
+function fitOthers(fold: (row: Row) => number, k: number): Pick<ConstructorParameters<typeof ConfidenceCalibrator>[0], 'nil' | 'nonEntity'> {
+  const nilRows = nilTrain.filter((r) => fold(r) !== k);
   const nil = fitBoostedTrees(nilRows.map((r) => r.x), nilRows.map((r) => r.label), trees);
   const strandedShare = nilRows.filter((r) => r.label).length / nilRows.length;
-  const strip = ({ logLoss: _, ...model }: typeof right) => model;
-  const spanRows = nonEntityRows.filter((r) => fold(r.note) !== k);
+  const spanRows = nonEntityRows.filter((r) => fold(r) !== k);
   const nonEntity = shipped.file.nonEntity
     ? { model: strip(fitBoostedTrees(spanRows.map((r) => r.x), spanRows.map((r) => r.label), trees)), trainedPrevalence: spanRows.filter((r) => r.label).length / spanRows.length, assumedPrevalence: shipped.file.nonEntity.assumedPrevalence }
     : undefined;
+  return { nil: { model: strip(nil), trainedPrevalence: strandedShare, assumedPrevalence: prevalence }, ...(nonEntity ? { nonEntity } : {}) };
+}
+
+function strip({ logLoss: _, ...model }: ReturnType<typeof fitBoostedTrees>): Omit<ReturnType<typeof fitBoostedTrees>, 'logLoss'> {
+  return model;
+}
+
+function fitOn(fold: (row: Row) => number, k: number, variant: RightVariant, others: ReturnType<typeof fitOthers>): ConfidenceCalibrator {
+  const rightRows = [...naturalRows, ...memoryRows].filter((r) => fold(r) !== k);
+  const held = (x: Float64Array) => {
+    if (variant.hold.length === 0) return x;
+    const copy = Float64Array.from(x);
+    for (const j of variant.hold) copy[j] = 0;
+    return copy;
+  };
+  const right = fitBoostedTrees(rightRows.map((r) => held(r.x)), rightRows.map((r) => r.label), { ...trees, minLeaf: variant.minLeaf });
   return new ConfidenceCalibrator(
-    { format: CALIBRATION_FORMAT, version: 'oof', features: [...CONFIDENCE_FEATURES], right: strip(right), nil: { model: strip(nil), trainedPrevalence: strandedShare, assumedPrevalence: prevalence }, ...(nonEntity ? { nonEntity } : {}), models: shipped.file.models, fit: {} },
+    { format: CALIBRATION_FORMAT, version: 'oof', features: [...CONFIDENCE_FEATURES], right: strip(right), ...others, models: shipped.file.models, fit: {} },
     '',
     'oof',
   );
 }
 
-const foldOf = (seed: number) => (note: string) => Math.floor(noteDraw(note, 1000 + seed) * FOLDS) % FOLDS;
+const foldOf = (seed: number, kind: FoldKind) => (row: Row) => Math.floor(noteDraw(kind === 'concept' ? row.concept : row.note, 1000 + seed) * FOLDS) % FOLDS;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const perSeed: { auroc: number; p80: number; ece: number; memoryEce: number }[] = [];
-const spanInKb = new Array<number>(nonEntityRows.length);
-const testConfidence = testRuns.map((t) => new Array<{ confidence: number; inKb: number }>(t.rows.length));
-for (const seed of [1, 2, 3]) {
-  const fold = foldOf(seed);
-  const natural = new Array<number>(naturalRows.length);
-  const memory = new Array<number>(memoryRows.length);
-  for (let k = 0; k < FOLDS; k++) {
-    const calibrator = fitOn(fold, k);
-    naturalRows.forEach((r, i) => fold(r.note) === k && (natural[i] = calibrator.probability(r.x)));
-    memoryRows.forEach((r, i) => fold(r.note) === k && (memory[i] = calibrator.probability(r.x)));
-    if (seed === 1) nonEntityRows.forEach((r, i) => r.label && fold(r.note) === k && (spanInKb[i] = calibrator.inKbProbability(r.x)));
-    if (seed === 1) testRuns.forEach((t, j) => t.rows.forEach((r, i) => fold(r.note) === k && (testConfidence[j]![i] = { confidence: calibrator.probability(r.x), inKb: calibrator.inKbProbability(r.x) })));
-  }
-  const s = summarizeConfidence(naturalRows.map((r, i) => ({ confidence: natural[i]!, correct: r.label })));
-  const m = summarizeConfidence(memoryRows.map((r, i) => ({ confidence: memory[i]!, correct: r.label })));
-  perSeed.push({ auroc: s.auroc!, p80: s.precisionAt80!, ece: s.ece!, memoryEce: m.ece ?? NaN });
-}
-
-const read = pooledHoldOutRow(
-  testRuns.map((t, j) => {
-    const linked = t.result.linked.slice();
-    t.rows.forEach((r, i) => (linked[r.index] = { ...linked[r.index]!, ...testConfidence[j]![i]! }));
-    return { result: { scored: t.result.scored, linked }, heldOut: t.heldOut };
-  }),
-  thresholds,
-);
 const f = (x: number) => x.toFixed(3);
-console.log(`calibration recipe of ${shipped.file.version} (trees ${JSON.stringify(trees)}), learn part of ${values.corpus.split('/').at(-1)} (seed ${TUNING_SPLIT_SEED}), ${FOLDS} note folds`);
-console.log(`out of fold, mean of fold seeds 1-3: AUROC ${f(mean(perSeed.map((p) => p.auroc)))}, precision at 80% ${f(mean(perSeed.map((p) => p.p80)))}, ECE ${f(mean(perSeed.map((p) => p.ece)))}${memoryRows.length ? `, memory-moved links' ECE ${f(mean(perSeed.map((p) => p.memoryEce)))}` : ''} (${naturalRows.length} links${memoryRows.length ? `, ${memoryRows.length} memory-moved` : ''})`);
 const g = (x: number | null) => (x === null ? '—' : f(x));
-console.log(`held-out-concept runs ${TEST_RUNS[0]}-${TEST_RUNS.at(-1)} (fold seed 1, the file's NIL thresholds: ${thresholds.inKb > 0 ? `P(in KB) < ${thresholds.inKb}` : ''}${thresholds.inKb > 0 && thresholds.confidence > 0 ? ' or ' : ''}${thresholds.confidence > 0 ? `confidence < ${thresholds.confidence}` : ''}): NIL precision ${g(read.nilPrecision)}, recall ${g(read.nilRecall)}, F1 ${g(read.nilF1)}; the others lose ${(read.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`);
-if (nonEntityFit) {
-  const spans = spanInKb.filter((v) => v !== undefined);
-  console.log(`non-entity spans of the fit (${nonEntityFit.perNote} per note, seed ${nonEntityFit.seed}), out of fold (fold seed 1): ${spans.length}, NIL at P(in KB) < ${thresholds.inKb}: ${spans.filter((v) => v < thresholds.inKb).length} (${((spans.filter((v) => v < thresholds.inKb).length / spans.length) * 100).toFixed(1)}%)`);
+console.log(`calibration recipe of ${shipped.file.version} (trees ${JSON.stringify(trees)}), learn part of ${values.corpus.split('/').at(-1)} (seed ${TUNING_SPLIT_SEED}), ${FOLDS} ${foldKinds.join(' / ')} folds`);
+for (const kind of foldKinds) {
+  const perSeed = variants.map(() => [] as { auroc: number; p80: number; ece: number; memoryEce: number }[]);
+  const spanInKb = new Array<number>(nonEntityRows.length);
+  const testConfidence = testRuns.map((t) => new Array<{ confidence: number; inKb: number }>(t.rows.length));
+  for (const seed of [1, 2, 3]) {
+    const fold = foldOf(seed, kind);
+    const natural = variants.map(() => new Array<number>(naturalRows.length));
+    const memory = variants.map(() => new Array<number>(memoryRows.length));
+    for (let k = 0; k < FOLDS; k++) {
+      const others = fitOthers(fold, k);
+      variants.forEach((variant, v) => {
+        const calibrator = fitOn(fold, k, variant, others);
+        naturalRows.forEach((r, i) => fold(r) === k && (natural[v]![i] = calibrator.probability(r.x)));
+        memoryRows.forEach((r, i) => fold(r) === k && (memory[v]![i] = calibrator.probability(r.x)));
+        if (seed !== 1 || v !== 0) return;
+        nonEntityRows.forEach((r, i) => r.label && fold(r) === k && (spanInKb[i] = calibrator.inKbProbability(r.x)));
+        testRuns.forEach((t, j) => t.rows.forEach((r, i) => fold(r) === k && (testConfidence[j]![i] = { confidence: calibrator.probability(r.x), inKb: calibrator.inKbProbability(r.x) })));
+      });
+    }
+    variants.forEach((_, v) => {
+      const s = summarizeConfidence(naturalRows.map((r, i) => ({ confidence: natural[v]![i]!, correct: r.label })));
+      const m = summarizeConfidence(memoryRows.map((r, i) => ({ confidence: memory[v]![i]!, correct: r.label })));
+      perSeed[v]!.push({ auroc: s.auroc!, p80: s.precisionAt80!, ece: s.ece!, memoryEce: m.ece ?? NaN });
+    });
+  }
+  variants.forEach((variant, v) => {
+    const p = perSeed[v]!;
+    const label = variants.length > 1 || foldKinds.length > 1 ? `${kind} folds, ${variant.name}: ` : '';
+    console.log(`${label}out of fold, mean of fold seeds 1-3: AUROC ${f(mean(p.map((q) => q.auroc)))}, precision at 80% ${f(mean(p.map((q) => q.p80)))}, ECE ${f(mean(p.map((q) => q.ece)))}${memoryRows.length ? `, memory-moved links' ECE ${f(mean(p.map((q) => q.memoryEce)))}` : ''} (${naturalRows.length} links${memoryRows.length ? `, ${memoryRows.length} memory-moved` : ''})`);
+  });
+  const read = pooledHoldOutRow(
+    testRuns.map((t, j) => {
+      const linked = t.result.linked.slice();
+      t.rows.forEach((r, i) => (linked[r.index] = { ...linked[r.index]!, ...testConfidence[j]![i]! }));
+      return { result: { scored: t.result.scored, linked }, heldOut: t.heldOut };
+    }),
+    thresholds,
+  );
+  const prefix = foldKinds.length > 1 ? `${kind} folds, recipe: ` : '';
+  console.log(`${prefix}held-out-concept runs ${TEST_RUNS[0]}-${TEST_RUNS.at(-1)} (fold seed 1, the file's NIL thresholds: ${thresholds.inKb > 0 ? `P(in KB) < ${thresholds.inKb}` : ''}${thresholds.inKb > 0 && thresholds.confidence > 0 ? ' or ' : ''}${thresholds.confidence > 0 ? `confidence < ${thresholds.confidence}` : ''}): NIL precision ${g(read.nilPrecision)}, recall ${g(read.nilRecall)}, F1 ${g(read.nilF1)}; the others lose ${(read.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`);
+  if (nonEntityFit) {
+    const spans = spanInKb.filter((v) => v !== undefined);
+    console.log(`${prefix}non-entity spans of the fit (${nonEntityFit.perNote} per note, seed ${nonEntityFit.seed}), out of fold (fold seed 1): ${spans.length}, NIL at P(in KB) < ${thresholds.inKb}: ${spans.filter((v) => v < thresholds.inKb).length} (${((spans.filter((v) => v < thresholds.inKb).length / spans.length) * 100).toFixed(1)}%)`);
+  }
 }
