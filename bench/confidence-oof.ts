@@ -16,7 +16,8 @@
 //   --folds note,concept   folds by note (default) and/or by the mention's gold concept (smallest gold id),
 //                          so a held-out fold's concepts were never fitted: text with other diseases;
 //   --variant NAME=SPEC    (repeatable) a right part fit differently beside the recipe, SPEC being
-//                          `hold:f1+f2` (features held at 0 in the fit) and/or `minLeaf:N`, comma-separated.
+//                          `hold:f1+f2` (features held at 0 in the fit), `minLeaf:N`, `model:logistic` (L2 50)
+//                          and/or `platt:concept` (src/eval/confidence/concept-fold-platt.ts), comma-separated.
 import { parseArgs } from 'node:util';
 import { loadPubTatorCorpus, type GoldCorpus } from '../src/eval/gold.ts';
 import { nonEntityExamples } from '../src/eval/confidence/non-entity-spans.ts';
@@ -26,6 +27,9 @@ import { calibrationExamples } from '../src/eval/confidence/calibration-examples
 import { holdOutConcepts, pooledHoldOutRow, type HeldOutConcepts } from '../src/eval/confidence/held-out-concepts.ts';
 import { NIL_RUN_FRACTION } from '../src/eval/confidence/fit-calibration.ts';
 import { fitBoostedTrees } from '../src/eval/confidence/tree-fit.ts';
+import { fitLogistic } from '../src/eval/confidence/logistic-fit.ts';
+import { conceptFoldPlatt, withPlatt } from '../src/eval/confidence/concept-fold-platt.ts';
+import type { CalibrationModel } from '../src/link/calibration-model.ts';
 import { summarizeConfidence } from '../src/eval/confidence/selective-metrics.ts';
 import { noteDraw } from '../src/eval/gold-sampling.ts';
 import { TUNING_SPLIT_SEED } from '../src/eval/tuning-split.ts';
@@ -51,6 +55,8 @@ if (recorded?.kind !== 'trees' || [recorded.rounds, recorded.rate, recorded.dept
 const trees = { rounds: recorded.rounds!, rate: recorded.rate!, depth: recorded.depth!, minLeaf: recorded.minLeaf!, l2: recorded.l2! };
 const prevalence = shipped.file.nil?.assumedPrevalence ?? 0.05;
 const FOLDS = 5;
+/** The logistic recipe's penalty (cuilink calibrate --calibrator logistic). */
+const LOGISTIC_L2 = 50;
 /** The held-out runs the file's NIL part was fit on (seeds 1..n, calibrate --nil-runs): each fold's is fit on the same. */
 const nilRuns = (shipped.file.fit.nil as { runs?: number } | undefined)?.runs ?? 4;
 const TRAIN_RUNS = Array.from({ length: nilRuns }, (_, i) => i + 1);
@@ -66,13 +72,15 @@ interface RightVariant {
   name: string;
   hold: number[];
   minLeaf: number;
+  logistic: boolean;
+  platt: boolean;
 }
-const variants: RightVariant[] = [{ name: 'recipe', hold: [], minLeaf: trees.minLeaf }, ...(values.variant ?? []).map(parseVariant)];
+const variants: RightVariant[] = [{ name: 'recipe', hold: [], minLeaf: trees.minLeaf, logistic: false, platt: false }, ...(values.variant ?? []).map(parseVariant)];
 
 function parseVariant(text: string): RightVariant {
   const [name, spec] = text.split('=');
   if (!name || !spec) throw new Error(`--variant NAME=SPEC (got ${text})`);
-  const variant: RightVariant = { name, hold: [], minLeaf: trees.minLeaf };
+  const variant: RightVariant = { name, hold: [], minLeaf: trees.minLeaf, logistic: false, platt: false };
   for (const part of spec.split(',')) {
     const [key, value] = part.split(':');
     if (key === 'hold' && value) {
@@ -82,7 +90,9 @@ function parseVariant(text: string): RightVariant {
         variant.hold.push(j);
       }
     } else if (key === 'minLeaf' && Number.isInteger(Number(value)) && Number(value) >= 1) variant.minLeaf = Number(value);
-    else throw new Error(`--variant ${name}: hold:f1+f2 and/or minLeaf:N (got ${part})`);
+    else if (key === 'model' && value === 'logistic') variant.logistic = true;
+    else if (key === 'platt' && value === 'concept') variant.platt = true;
+    else throw new Error(`--variant ${name}: hold:f1+f2, minLeaf:N, model:logistic, platt:concept (got ${part})`);
   }
   return variant;
 }
@@ -178,9 +188,17 @@ function fitOn(fold: (row: Row) => number, k: number, variant: RightVariant, oth
     for (const j of variant.hold) copy[j] = 0;
     return copy;
   };
-  const right = fitBoostedTrees(rightRows.map((r) => held(r.x)), rightRows.map((r) => r.label), { ...trees, minLeaf: variant.minLeaf });
+  const fitRight = (x: Float64Array[], labels: boolean[]): CalibrationModel => {
+    if (!variant.logistic) return strip(fitBoostedTrees(x, labels, { ...trees, minLeaf: variant.minLeaf }));
+    const { mean, scale, weights, bias } = fitLogistic(x, labels, { l2: LOGISTIC_L2 });
+    return { kind: 'logistic', mean, scale, weights, bias };
+  };
+  const x = rightRows.map((r) => held(r.x));
+  const labels = rightRows.map((r) => r.label);
+  let right = fitRight(x, labels);
+  if (variant.platt) right = withPlatt(right, conceptFoldPlatt(x, labels, rightRows.map((r) => r.concept), fitRight));
   return new ConfidenceCalibrator(
-    { format: CALIBRATION_FORMAT, version: 'oof', features: [...CONFIDENCE_FEATURES], right: strip(right), ...others, models: shipped.file.models, fit: {} },
+    { format: CALIBRATION_FORMAT, version: 'oof', features: [...CONFIDENCE_FEATURES], right, ...others, models: shipped.file.models, fit: {} },
     '',
     'oof',
   );

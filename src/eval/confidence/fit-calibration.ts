@@ -12,6 +12,7 @@ import { holdOutConcepts } from './held-out-concepts.ts';
 import { nonEntityExamples } from './non-entity-spans.ts';
 import { fitLogistic } from './logistic-fit.ts';
 import { fitBoostedTrees, type TreeFitOptions } from './tree-fit.ts';
+import { CONCEPT_FOLD_SEED, CONCEPT_FOLDS, conceptFoldPlatt, withPlatt } from './concept-fold-platt.ts';
 import type { CalibrationModel } from '../../link/calibration-model.ts';
 
 /** Share of mentions stranded in each held-out-concept run the NIL part learns from. */
@@ -33,6 +34,12 @@ export interface FitCalibrationRequest {
   openWithMemory?: () => Promise<Linker>;
   /** The model of both parts: logistic (L2 penalty) or boosted trees. */
   model: CalibrationModelChoice;
+  /**
+   * `concept-folds`: the right part's logit goes through a map fit on concept-fold logits
+   * (src/eval/confidence/concept-fold-platt.ts), so that links to concepts the fit never saw are
+   * not read with the fitted concepts' accuracy.
+   */
+  recalibrate?: 'none' | 'concept-folds';
   /** Held-out-concept runs (seeds 1..n) the NIL part is fitted on; 0 fits none. */
   nilRuns: number;
   /** Share of mentions without a KB concept a deployment is assumed to see. */
@@ -62,7 +69,8 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     await linker.close();
   }
   const facts = new ConceptFacts(linker.index.concepts);
-  const { rows, labels } = calibrationExamples(corpus, result, facts);
+  const { rows, labels, indices } = calibrationExamples(corpus, result, facts);
+  const groups = indices.map((i) => conceptGroup(result.scored[i]!));
   let memoryPass: Record<string, unknown> | undefined;
   if (request.openWithMemory) {
     const withMemory = await request.openWithMemory();
@@ -77,15 +85,21 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     const more = calibrationExamples(corpus, linked, facts, undefined, (m) => m.memoryDecided === true || (m.memorySupport ?? 0) > 0);
     rows.push(...more.rows);
     labels.push(...more.labels);
+    groups.push(...more.indices.map((i) => conceptGroup(linked.scored[i]!)));
   }
   const right = fitModel(request.model, rows, labels);
+  if (request.recalibrate === 'concept-folds') {
+    const map = conceptFoldPlatt(rows, labels, groups, (x, y) => fitModel(request.model, x, y).model);
+    right.model = withPlatt(right.model, map);
+    right.report = { ...right.report, conceptFoldSlope: map.slope, conceptFoldIntercept: map.intercept };
+  }
   const file: CalibrationFile = {
     format: CALIBRATION_FORMAT,
     version: request.version,
     features: [...CONFIDENCE_FEATURES],
     right: right.model,
     models: linker.modelChecksums!,
-    fit: { ...request.fit, mentions: rows.length, right: labels.filter(Boolean).length, model: request.model, ...right.report, versions: linker.versions, ...(memoryPass ? { memoryPass } : {}) },
+    fit: { ...request.fit, mentions: rows.length, right: labels.filter(Boolean).length, model: request.model, ...(request.recalibrate === 'concept-folds' ? { recalibrate: { kind: 'concept-folds', folds: CONCEPT_FOLDS, seed: CONCEPT_FOLD_SEED } } : {}), ...right.report, versions: linker.versions, ...(memoryPass ? { memoryPass } : {}) },
   };
   if (request.nilRuns > 0) {
     const nilRows: Float64Array[] = [];
@@ -125,6 +139,11 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     file.fit = { ...file.fit, nonEntity: { perNote, seed, spans: examples.sample.spans, mentions: examples.labels.length, positives, ...part.report } };
   }
   return { file, rows, labels };
+}
+
+/** The concept fold of an example: its mention's smallest gold id. */
+function conceptGroup(scored: { goldIds: readonly string[]; noteId: string }): string {
+  return [...scored.goldIds].sort()[0] ?? scored.noteId;
 }
 
 function fitModel(choice: CalibrationModelChoice, rows: Float64Array[], labels: boolean[]): { model: CalibrationModel; report: Record<string, number> } {

@@ -31,6 +31,7 @@ test('calibrate: bad input is one line naming the flag or the split, exit 2, not
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--non-entities', '2.5'], /--non-entities/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--non-entities', '0', '--non-entity-seed', '3'], /--non-entity-seed \/ --non-entity-prevalence: only with --non-entities N/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--non-entity-prevalence', '0.9'], /--non-entity-prevalence/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--recalibrate', 'isotonic'], /--recalibrate: none or concept-folds, not 'isotonic'/],
     // A corpus too small for the tuning split: the split is empty, so there is nothing to fit on.
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json'], /tuning split of 100 documents needs more than \d+ documents/],
   ];
