@@ -17,7 +17,7 @@
 //                          so a held-out fold's concepts were never fitted: text with other diseases;
 //   --variant NAME=SPEC    (repeatable) a right part fit differently beside the recipe, SPEC being
 //                          `hold:f1+f2` (features held at 0 in the fit), `minLeaf:N`, `model:logistic` (L2 50)
-//                          and/or `platt:concept` (src/eval/confidence/concept-fold-platt.ts), comma-separated.
+//                          and/or `platt:concept|mixed` (src/eval/confidence/concept-fold-platt.ts), comma-separated.
 import { parseArgs } from 'node:util';
 import { loadPubTatorCorpus, type GoldCorpus } from '../src/eval/gold.ts';
 import { nonEntityExamples } from '../src/eval/confidence/non-entity-spans.ts';
@@ -28,7 +28,7 @@ import { holdOutConcepts, pooledHoldOutRow, type HeldOutConcepts } from '../src/
 import { NIL_RUN_FRACTION } from '../src/eval/confidence/fit-calibration.ts';
 import { fitBoostedTrees } from '../src/eval/confidence/tree-fit.ts';
 import { fitLogistic } from '../src/eval/confidence/logistic-fit.ts';
-import { conceptFoldPlatt, withPlatt } from '../src/eval/confidence/concept-fold-platt.ts';
+import { pooledFoldPlatt, withPlatt } from '../src/eval/confidence/concept-fold-platt.ts';
 import type { CalibrationModel } from '../src/link/calibration-model.ts';
 import { summarizeConfidence } from '../src/eval/confidence/selective-metrics.ts';
 import { noteDraw } from '../src/eval/gold-sampling.ts';
@@ -73,14 +73,18 @@ interface RightVariant {
   hold: number[];
   minLeaf: number;
   logistic: boolean;
-  platt: boolean;
+  /** A map of the right part's logit fit on held-out logits: by concept folds, or concept and note folds pooled. */
+  platt: 'none' | 'concept' | 'mixed';
 }
-const variants: RightVariant[] = [{ name: 'recipe', hold: [], minLeaf: trees.minLeaf, logistic: false, platt: false }, ...(values.variant ?? []).map(parseVariant)];
+// The recipe's right part goes through the concept-fold map when the file's did (calibrate --recalibrate).
+const recordedKind = (shipped.file.fit.recalibrate as { kind?: string } | undefined)?.kind;
+const recordedMap = recordedKind === 'concept-folds' ? 'concept' : recordedKind === 'mixed-folds' ? 'mixed' : 'none';
+const variants: RightVariant[] = [{ name: 'recipe', hold: [], minLeaf: trees.minLeaf, logistic: false, platt: recordedMap }, ...(values.variant ?? []).map(parseVariant)];
 
 function parseVariant(text: string): RightVariant {
   const [name, spec] = text.split('=');
   if (!name || !spec) throw new Error(`--variant NAME=SPEC (got ${text})`);
-  const variant: RightVariant = { name, hold: [], minLeaf: trees.minLeaf, logistic: false, platt: false };
+  const variant: RightVariant = { name, hold: [], minLeaf: trees.minLeaf, logistic: false, platt: 'none' };
   for (const part of spec.split(',')) {
     const [key, value] = part.split(':');
     if (key === 'hold' && value) {
@@ -91,8 +95,8 @@ function parseVariant(text: string): RightVariant {
       }
     } else if (key === 'minLeaf' && Number.isInteger(Number(value)) && Number(value) >= 1) variant.minLeaf = Number(value);
     else if (key === 'model' && value === 'logistic') variant.logistic = true;
-    else if (key === 'platt' && value === 'concept') variant.platt = true;
-    else throw new Error(`--variant ${name}: hold:f1+f2, minLeaf:N, model:logistic, platt:concept (got ${part})`);
+    else if (key === 'platt' && (value === 'concept' || value === 'mixed')) variant.platt = value;
+    else throw new Error(`--variant ${name}: hold:f1+f2, minLeaf:N, model:logistic, platt:concept|mixed (got ${part})`);
   }
   return variant;
 }
@@ -196,7 +200,8 @@ function fitOn(fold: (row: Row) => number, k: number, variant: RightVariant, oth
   const x = rightRows.map((r) => held(r.x));
   const labels = rightRows.map((r) => r.label);
   let right = fitRight(x, labels);
-  if (variant.platt) right = withPlatt(right, conceptFoldPlatt(x, labels, rightRows.map((r) => r.concept), fitRight));
+  const concepts = rightRows.map((r) => r.concept);
+  if (variant.platt !== 'none') right = withPlatt(right, pooledFoldPlatt(x, labels, variant.platt === 'concept' ? [concepts] : [concepts, rightRows.map((r) => r.note)], fitRight));
   return new ConfidenceCalibrator(
     { format: CALIBRATION_FORMAT, version: 'oof', features: [...CONFIDENCE_FEATURES], right, ...others, models: shipped.file.models, fit: {} },
     '',
@@ -208,7 +213,7 @@ const foldOf = (seed: number, kind: FoldKind) => (row: Row) => Math.floor(noteDr
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const f = (x: number) => x.toFixed(3);
 const g = (x: number | null) => (x === null ? '—' : f(x));
-console.log(`calibration recipe of ${shipped.file.version} (trees ${JSON.stringify(trees)}), learn part of ${values.corpus.split('/').at(-1)} (seed ${TUNING_SPLIT_SEED}), ${FOLDS} ${foldKinds.join(' / ')} folds`);
+console.log(`calibration recipe of ${shipped.file.version} (trees ${JSON.stringify(trees)}${recordedMap !== 'none' ? ` through the ${recordedMap}-fold map` : ''}), learn part of ${values.corpus.split('/').at(-1)} (seed ${TUNING_SPLIT_SEED}), ${FOLDS} ${foldKinds.join(' / ')} folds`);
 for (const kind of foldKinds) {
   const perSeed = variants.map(() => [] as { auroc: number; p80: number; ece: number; memoryEce: number }[]);
   const spanInKb = new Array<number>(nonEntityRows.length);

@@ -15,7 +15,7 @@ DATA=${CUILINK_DATA:-../shared/data}
 TRAIN=$DATA/ncbi-disease/NCBItrainset_corpus.txt
 DEV_CORPUS=$DATA/ncbi-disease/NCBIdevelopset_corpus.txt
 INDEX=${CUILINK_BENCH_INDEX:-.cache/cuilink/bench/medic+medic_06Jul2012+xref-doid+xref-hp--cuilink-biencoder-minilm-base-untrained-b7485ac38070}
-VERSION=${CALIBRATION_VERSION:-calibration-learn-20261127-concept-folds}
+VERSION=${CALIBRATION_VERSION:-calibration-learn-20261126-trees-names-inkb-nonentity}
 CONTEXT_VERSION=${CONTEXT_CALIBRATION_VERSION:-calibration-context-20261127-reduce-range}
 OUT=bench/results
 [ -d "$INDEX" ] || { echo "no bench index at $INDEX (npm run bench:link builds it)" >&2; exit 2; }

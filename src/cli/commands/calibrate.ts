@@ -9,7 +9,7 @@ import { normalizeName } from '../../text/normalize.ts';
 import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { evaluateCorpus, keepSplitPart } from '../../eval/offline-eval.ts';
 import { NIL_RULE_MAX_LOSS, NIL_RULE_MIN_PRECISION_IN_KB, NIL_RULE_SEEDS, holdOutConcepts, nilThresholdByRule, pooledHoldOutSweep, type NilScore } from '../../eval/confidence/held-out-concepts.ts';
-import { fitCalibration, type CalibrationModelChoice } from '../../eval/confidence/fit-calibration.ts';
+import { fitCalibration, RECALIBRATIONS, type CalibrationModelChoice, type Recalibration } from '../../eval/confidence/fit-calibration.ts';
 import { TUNING_SPLIT_SEED, parseSplitPart } from '../../eval/tuning-split.ts';
 import { summarizeConfidence } from '../../eval/confidence/selective-metrics.ts';
 import { ConfidenceCalibrator } from '../../link/confidence-calibrator.ts';
@@ -29,7 +29,7 @@ const DEFAULT_TREES = { rounds: 200, rate: 0.05, depth: 3, minLeaf: 40, l2: 1 };
  * train best (AUROC 0.874 against 0.867 / 0.869; ECE 0.015–0.019 for all three). Dev was not used.
  */
 const DEFAULT_L2 = 50;
-const DEFAULT_RECALIBRATE = 'concept-folds';
+const DEFAULT_RECALIBRATE = 'none';
 /** Four held-out-concept runs: 1,700 stranded mentions of the learn part to learn NIL from. */
 const DEFAULT_NIL_RUNS = 4;
 /**
@@ -78,11 +78,12 @@ Options:
   --min-leaf N           trees: fewest fitting examples on each side of a split (default ${DEFAULT_TREES.minLeaf})
   --rate X               trees: learning rate (default ${DEFAULT_TREES.rate})
   --l2 X                 L2 penalty: logistic weights (default ${DEFAULT_L2}), tree leaves (default ${DEFAULT_TREES.l2})
-  --recalibrate none|concept-folds
+  --recalibrate none|concept-folds|mixed-folds
                          concept-folds: the confidence's logit goes through a 1-D map fit on logits
                          the model gave mentions of concepts left out of its fit (5 folds by gold
                          concept), so links to concepts the fit never saw are not read with the
-                         fitted ones' accuracy (default ${DEFAULT_RECALIBRATE}; docs/confidence.md)
+                         fitted ones' accuracy; mixed-folds: fit on those and on note-fold logits
+                         pooled (default ${DEFAULT_RECALIBRATE}; docs/confidence.md)
   --nil-runs N           held-out-concept runs the NIL part is fitted on (default ${DEFAULT_NIL_RUNS}; 0: no
                          NIL part, confidence is then P(right) as if every concept were in the KB)
   --nil-prevalence P     share of mentions without a KB concept a deployment is assumed to see
@@ -151,7 +152,7 @@ export const calibrate: Command = {
     const seed = parseNumberFlag(values['split-seed'], 'split-seed', TUNING_SPLIT_SEED, { integer: true });
     const model = parseModelChoice(values);
     const recalibrate = values.recalibrate ?? DEFAULT_RECALIBRATE;
-    if (recalibrate !== 'none' && recalibrate !== 'concept-folds') throw new InputError(`--recalibrate: none or concept-folds, not '${String(recalibrate)}'`, 'BAD_FLAGS');
+    if (!(RECALIBRATIONS as readonly string[]).includes(recalibrate)) throw new InputError(`--recalibrate: ${RECALIBRATIONS.join(', ')}, not '${String(recalibrate)}'`, 'BAD_FLAGS');
     const nilRuns = parseNumberFlag(values['nil-runs'], 'nil-runs', DEFAULT_NIL_RUNS, { min: 0, max: 50, integer: true });
     const nilRule = parseNilRule(values, nilRuns);
     const nilFixed = {
@@ -178,7 +179,7 @@ export const calibrate: Command = {
       open: (excludeConcepts) => openLinker({ ...linkerRequest(values), indexDir, calibration: false, excludeConcepts, log: excludeConcepts ? () => {} : undefined }),
       openWithMemory: withMemory === undefined ? undefined : () => openLinker({ ...linkerRequest(values), indexDir, calibration: false, memoryDir: withMemory, memoryPollMs: 0, log: () => {} }),
       model,
-      recalibrate,
+      recalibrate: recalibrate as Recalibration,
       nilRuns,
       nilPrevalence,
       nonEntities,

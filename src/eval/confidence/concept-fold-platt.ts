@@ -28,27 +28,56 @@ export function conceptFoldPlatt(
   fit: (rows: Float64Array[], labels: boolean[]) => CalibrationModel,
   options: { folds?: number; seed?: number } = {},
 ): PlattMap {
-  const folds = options.folds ?? CONCEPT_FOLDS;
-  const seed = options.seed ?? CONCEPT_FOLD_SEED;
-  if (groups.length !== rows.length) throw new InputError(`${rows.length} examples but ${groups.length} concept groups`, 'BAD_CALIBRATION_DATA');
+  return pooledFoldPlatt(rows, labels, [groups], fit, options);
+}
+
+/**
+ * The map fit on the held-out logits of several groupings pooled (each example once per grouping):
+ * by concept and by note, it is half "other diseases", half "the same diseases" (rule 3 of the record).
+ */
+export function pooledFoldPlatt(
+  rows: readonly Float64Array[],
+  labels: readonly boolean[],
+  groupings: readonly (readonly string[])[],
+  fit: (rows: Float64Array[], labels: boolean[]) => CalibrationModel,
+  options: { folds?: number; seed?: number } = {},
+): PlattMap {
+  const logits: number[][] = [];
+  const pooledLabels: boolean[] = [];
+  for (const groups of groupings) {
+    for (const z of outOfFoldLogits(rows, labels, groups, fit, options.folds ?? CONCEPT_FOLDS, options.seed ?? CONCEPT_FOLD_SEED)) logits.push([z]);
+    pooledLabels.push(...labels);
+  }
+  const line = fitLogistic(logits, pooledLabels, { l2: 0 });
+  const slope = line.weights[0]! / line.scale[0]!;
+  if (!(slope > 0)) throw new InputError(`the model's out-of-fold logits do not rank examples it never saw (slope ${slope}): no map to fit (too few concepts or examples for it: --recalibrate none)`, 'BAD_CALIBRATION_DATA');
+  return { slope, intercept: line.bias - slope * line.mean[0]! };
+}
+
+function outOfFoldLogits(
+  rows: readonly Float64Array[],
+  labels: readonly boolean[],
+  groups: readonly string[],
+  fit: (rows: Float64Array[], labels: boolean[]) => CalibrationModel,
+  folds: number,
+  seed: number,
+): Float64Array {
+  if (groups.length !== rows.length) throw new InputError(`${rows.length} examples but ${groups.length} fold groups`, 'BAD_CALIBRATION_DATA');
   const foldOf = groups.map((g) => Math.floor(noteDraw(g, seed) * folds) % folds);
   const logits = new Float64Array(rows.length);
   for (let k = 0; k < folds; k++) {
     const train = rows.flatMap((_, i) => (foldOf[i] !== k ? [i] : []));
     const held = rows.flatMap((_, i) => (foldOf[i] === k ? [i] : []));
     if (held.length === 0) continue;
-    if (train.length === 0) throw new InputError(`every example falls in one concept fold: the fit needs examples of more concepts (${new Set(groups).size} given)`, 'BAD_CALIBRATION_DATA');
+    if (train.length === 0) throw new InputError(`every example falls in one fold: the map needs examples of more concepts (${new Set(groups).size} groups given)`, 'BAD_CALIBRATION_DATA');
     const right = train.filter((i) => labels[i]).length;
     if (right === 0 || right === train.length) {
-      throw new InputError(`without concept fold ${k + 1} of ${folds} every example left is ${right === 0 ? 'wrong' : 'right'}: the concept-fold map needs more concepts (${new Set(groups).size} given)`, 'BAD_CALIBRATION_DATA');
+      throw new InputError(`without fold ${k + 1} of ${folds} every example left is ${right === 0 ? 'wrong' : 'right'}: the map needs more concepts (${new Set(groups).size} groups given; --recalibrate none fits without it)`, 'BAD_CALIBRATION_DATA');
     }
     const model = fit(train.map((i) => rows[i]!), train.map((i) => labels[i]!));
     for (const i of held) logits[i] = modelLogit(model, rows[i]!);
   }
-  const line = fitLogistic(Array.from(logits, (z) => [z]), labels, { l2: 0 });
-  const slope = line.weights[0]! / line.scale[0]!;
-  if (!(slope > 0)) throw new InputError(`the model's out-of-fold logits do not rank concepts it never saw (slope ${slope}): no map to fit`, 'BAD_CALIBRATION_DATA');
-  return { slope, intercept: line.bias - slope * line.mean[0]! };
+  return logits;
 }
 
 /** The same kind of model whose logit is the map applied to `model`'s: no new file format, no cost per link. */

@@ -12,11 +12,14 @@ import { holdOutConcepts } from './held-out-concepts.ts';
 import { nonEntityExamples } from './non-entity-spans.ts';
 import { fitLogistic } from './logistic-fit.ts';
 import { fitBoostedTrees, type TreeFitOptions } from './tree-fit.ts';
-import { CONCEPT_FOLD_SEED, CONCEPT_FOLDS, conceptFoldPlatt, withPlatt } from './concept-fold-platt.ts';
+import { CONCEPT_FOLD_SEED, CONCEPT_FOLDS, pooledFoldPlatt, withPlatt } from './concept-fold-platt.ts';
 import type { CalibrationModel } from '../../link/calibration-model.ts';
 
 /** Share of mentions stranded in each held-out-concept run the NIL part learns from. */
 export const NIL_RUN_FRACTION = 0.1;
+
+export const RECALIBRATIONS = ['none', 'concept-folds', 'mixed-folds'] as const;
+export type Recalibration = (typeof RECALIBRATIONS)[number];
 
 export type CalibrationModelChoice = { kind: 'logistic'; l2: number } | ({ kind: 'trees' } & TreeFitOptions);
 
@@ -37,9 +40,10 @@ export interface FitCalibrationRequest {
   /**
    * `concept-folds`: the right part's logit goes through a map fit on concept-fold logits
    * (src/eval/confidence/concept-fold-platt.ts), so that links to concepts the fit never saw are
-   * not read with the fitted concepts' accuracy.
+   * not read with the fitted concepts' accuracy; `mixed-folds`: on concept-fold and note-fold
+   * logits pooled.
    */
-  recalibrate?: 'none' | 'concept-folds';
+  recalibrate?: Recalibration;
   /** Held-out-concept runs (seeds 1..n) the NIL part is fitted on; 0 fits none. */
   nilRuns: number;
   /** Share of mentions without a KB concept a deployment is assumed to see. */
@@ -71,6 +75,7 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
   const facts = new ConceptFacts(linker.index.concepts);
   const { rows, labels, indices } = calibrationExamples(corpus, result, facts);
   const groups = indices.map((i) => conceptGroup(result.scored[i]!));
+  const notes = indices.map((i) => result.scored[i]!.noteId);
   let memoryPass: Record<string, unknown> | undefined;
   if (request.openWithMemory) {
     const withMemory = await request.openWithMemory();
@@ -86,12 +91,14 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     rows.push(...more.rows);
     labels.push(...more.labels);
     groups.push(...more.indices.map((i) => conceptGroup(linked.scored[i]!)));
+    notes.push(...more.indices.map((i) => linked.scored[i]!.noteId));
   }
   const right = fitModel(request.model, rows, labels);
-  if (request.recalibrate === 'concept-folds') {
-    const map = conceptFoldPlatt(rows, labels, groups, (x, y) => fitModel(request.model, x, y).model);
+  const recalibrate = request.recalibrate ?? 'none';
+  if (recalibrate !== 'none') {
+    const map = pooledFoldPlatt(rows, labels, recalibrate === 'concept-folds' ? [groups] : [groups, notes], (x, y) => fitModel(request.model, x, y).model);
     right.model = withPlatt(right.model, map);
-    right.report = { ...right.report, conceptFoldSlope: map.slope, conceptFoldIntercept: map.intercept };
+    right.report = { ...right.report, mapSlope: map.slope, mapIntercept: map.intercept };
   }
   const file: CalibrationFile = {
     format: CALIBRATION_FORMAT,
@@ -99,7 +106,7 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     features: [...CONFIDENCE_FEATURES],
     right: right.model,
     models: linker.modelChecksums!,
-    fit: { ...request.fit, mentions: rows.length, right: labels.filter(Boolean).length, model: request.model, ...(request.recalibrate === 'concept-folds' ? { recalibrate: { kind: 'concept-folds', folds: CONCEPT_FOLDS, seed: CONCEPT_FOLD_SEED } } : {}), ...right.report, versions: linker.versions, ...(memoryPass ? { memoryPass } : {}) },
+    fit: { ...request.fit, mentions: rows.length, right: labels.filter(Boolean).length, model: request.model, ...(recalibrate !== 'none' ? { recalibrate: { kind: recalibrate, folds: CONCEPT_FOLDS, seed: CONCEPT_FOLD_SEED } } : {}), ...right.report, versions: linker.versions, ...(memoryPass ? { memoryPass } : {}) },
   };
   if (request.nilRuns > 0) {
     const nilRows: Float64Array[] = [];

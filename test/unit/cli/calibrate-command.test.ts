@@ -31,7 +31,7 @@ test('calibrate: bad input is one line naming the flag or the split, exit 2, not
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--non-entities', '2.5'], /--non-entities/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--non-entities', '0', '--non-entity-seed', '3'], /--non-entity-seed \/ --non-entity-prevalence: only with --non-entities N/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--non-entity-prevalence', '0.9'], /--non-entity-prevalence/],
-    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--recalibrate', 'isotonic'], /--recalibrate: none or concept-folds, not 'isotonic'/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--recalibrate', 'isotonic'], /--recalibrate: none, concept-folds, mixed-folds, not 'isotonic'/],
     // A corpus too small for the tuning split: the split is empty, so there is nothing to fit on.
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json'], /tuning split of 100 documents needs more than \d+ documents/],
   ];
@@ -105,6 +105,58 @@ test('calibrate --with-memory: a memory holding labels of the fitted part is ref
     const without = run('--index', index, '--corpus', bare, '--provider', 'cpu', '--threads', '1', '--nil-runs', '0', '--non-entities', '0', '--out', join(dir, 'bare.json'));
     assert.equal(without.status, 0, without.stderr);
     assert.equal((JSON.parse(readFileSync(join(dir, 'bare.json'), 'utf8')) as Written).nonEntity, undefined, '--non-entities 0: no such part');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('calibrate --recalibrate concept-folds: the right part is the unmapped fit through the recorded map; too few concepts is a clear error', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-calibrate-concept-folds-'));
+  try {
+    const index = join(dir, 'index');
+    const built = spawnSync(process.execPath, ['bin/cuilink.js', 'index', 'build', '--kb', 'test/fixtures/eval/mini-kb.jsonl', '--out', index, '--provider', 'cpu', '--threads', '1'], { cwd: REPO, encoding: 'utf8', timeout: 120_000 });
+    assert.equal(built.status, 0, built.stderr);
+    // Five exact names (right) and four made-up mentions annotated with four of those concepts (wrong
+    // whatever they link to): each concept has right and wrong mentions, and stage and similarity
+    // tell them apart for concepts a fit has not seen.
+    const title = 'Colonic neoplasms and breast neoplasms.';
+    const abstract = 'Asthma, ochronosis and anemia were seen with blood disorder, bone pain, skin rash and fever.';
+    const mentions: [string, string, string][] = [
+      ['Colonic neoplasms', 'D003110', 't'], ['breast neoplasms', 'D001943', 't'], ['Asthma', 'D001249', 'a'], ['ochronosis', 'D009794', 'a'], ['anemia', 'D000740', 'a'],
+      ['blood disorder', 'D009794', 'a'], ['bone pain', 'D001943', 'a'], ['skin rash', 'D003110', 'a'], ['fever', 'D001249', 'a'],
+    ];
+    const note = (id: number, annotated = mentions) => [`${id}|t|${title}`, `${id}|a|${abstract}`, ...annotated.map(([text, gold, part]) => {
+      const start = part === 't' ? title.indexOf(text) : title.length + 1 + abstract.indexOf(text);
+      return `${id}\t${start}\t${start + text.length}\t${text}\tSpecificDisease\t${gold}`;
+    })].join('\n');
+    const corpus = join(dir, 'corpus.PubTator');
+    writeFileSync(corpus, `${Array.from({ length: 110 }, (_, i) => note(7000 + i)).join('\n\n')}\n`);
+    const base = ['--index', index, '--corpus', corpus, '--provider', 'cpu', '--threads', '1', '--nil-runs', '0', '--non-entities', '0', '--nil-confidence', '0'];
+    type Written = { right: { kind: string; base: number; rate: number; trees: unknown[] }; fit: { recalibrate?: { kind: string; folds: number; seed: number }; mapSlope?: number; mapIntercept?: number } };
+    const read = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as Written;
+    const mapped = run(...base, '--out', join(dir, 'mapped.json'), '--recalibrate', 'concept-folds');
+    assert.equal(mapped.status, 0, mapped.stderr);
+    const plain = run(...base, '--out', join(dir, 'plain.json'));
+    assert.equal(plain.status, 0, plain.stderr);
+    const [m, p] = [read(join(dir, 'mapped.json')), read(join(dir, 'plain.json'))];
+    assert.deepEqual(m.fit.recalibrate, { kind: 'concept-folds', folds: 5, seed: 7 });
+    assert.equal(p.fit.recalibrate, undefined, 'no map by default');
+    const { mapSlope: slope, mapIntercept: intercept } = m.fit;
+    assert.ok(slope !== undefined && slope > 0 && intercept !== undefined, `a map was fit: ${slope}, ${intercept}`);
+    assert.deepEqual(m.right.trees, p.right.trees, 'the same trees');
+    assert.ok(Math.abs(m.right.rate - slope * p.right.rate) < 1e-12 && Math.abs(m.right.base - (slope * p.right.base + intercept)) < 1e-9, 'their logit mapped');
+    const mixed = run(...base, '--out', join(dir, 'mixed.json'), '--recalibrate', 'mixed-folds');
+    assert.equal(mixed.status, 0, mixed.stderr);
+    const x = read(join(dir, 'mixed.json'));
+    assert.deepEqual(x.fit.recalibrate, { kind: 'mixed-folds', folds: 5, seed: 7 });
+    assert.deepEqual(x.right.trees, p.right.trees, 'the same trees, another map');
+    assert.ok(Math.abs(x.right.rate - x.fit.mapSlope! * p.right.rate) < 1e-12 && x.fit.mapSlope !== slope);
+    // Only one concept with wrong links: the fold without it leaves right links alone to fit on.
+    const oneWrong = join(dir, 'one-wrong.PubTator');
+    writeFileSync(oneWrong, `${Array.from({ length: 110 }, (_, i) => note(7000 + i, [...mentions.slice(0, 5), ['blood disorder', 'D007592', 'a']])).join('\n\n')}\n`);
+    const refused = run(...base.map((a) => (a === corpus ? oneWrong : a)), '--out', join(dir, 'x.json'), '--recalibrate', 'concept-folds');
+    assert.equal(refused.status, 2, refused.stderr);
+    assert.match(refused.stderr, /^cuilink calibrate: without fold \d of 5 every example left is right: the map needs more concepts \(6 groups given; --recalibrate none fits without it\)$/m);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
