@@ -28,7 +28,7 @@ import { holdOutConcepts, pooledHoldOutRow, type HeldOutConcepts } from '../src/
 import { NIL_RUN_FRACTION } from '../src/eval/confidence/fit-calibration.ts';
 import { fitBoostedTrees } from '../src/eval/confidence/tree-fit.ts';
 import { fitLogistic } from '../src/eval/confidence/logistic-fit.ts';
-import { pooledFoldPlatt, withPlatt } from '../src/eval/confidence/concept-fold-platt.ts';
+import { conceptGroup, pooledFoldPlatt, withPlatt } from '../src/eval/confidence/concept-fold-platt.ts';
 import type { CalibrationModel } from '../src/link/calibration-model.ts';
 import { summarizeConfidence } from '../src/eval/confidence/selective-metrics.ts';
 import { noteDraw } from '../src/eval/gold-sampling.ts';
@@ -129,7 +129,7 @@ function examples(result: OfflineEvalResult, facts: ConceptFacts, label?: Parame
   const { rows, labels, indices } = calibrationExamples(corpus, result, facts, label, keep);
   return rows.map((x, i) => {
     const scored = result.scored[indices[i]!]!;
-    return { note: scored.noteId, index: indices[i]!, x, label: labels[i]!, concept: [...scored.goldIds].sort()[0] ?? scored.noteId };
+    return { note: scored.noteId, index: indices[i]!, x, label: labels[i]!, concept: conceptGroup(scored) };
   });
 }
 

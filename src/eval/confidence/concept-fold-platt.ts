@@ -12,6 +12,11 @@ export interface PlattMap {
 export const CONCEPT_FOLDS = 5;
 export const CONCEPT_FOLD_SEED = 7;
 
+/** The concept fold of a scored mention: its smallest gold id (its note for a mention without gold). */
+export function conceptGroup(scored: { goldIds: readonly string[]; noteId: string }): string {
+  return [...scored.goldIds].sort()[0] ?? scored.noteId;
+}
+
 /**
  * Why: fit on the learn part, the calibrator learns that part's concepts (which ones the linker
  * gets right) through many features at once; scored out of fold with folds grouped by gold concept

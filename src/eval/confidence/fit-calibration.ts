@@ -12,7 +12,7 @@ import { holdOutConcepts } from './held-out-concepts.ts';
 import { nonEntityExamples } from './non-entity-spans.ts';
 import { fitLogistic } from './logistic-fit.ts';
 import { fitBoostedTrees, type TreeFitOptions } from './tree-fit.ts';
-import { CONCEPT_FOLD_SEED, CONCEPT_FOLDS, pooledFoldPlatt, withPlatt } from './concept-fold-platt.ts';
+import { CONCEPT_FOLD_SEED, CONCEPT_FOLDS, conceptGroup, pooledFoldPlatt, withPlatt } from './concept-fold-platt.ts';
 import type { CalibrationModel } from '../../link/calibration-model.ts';
 
 /** Share of mentions stranded in each held-out-concept run the NIL part learns from. */
@@ -146,11 +146,6 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     file.fit = { ...file.fit, nonEntity: { perNote, seed, spans: examples.sample.spans, mentions: examples.labels.length, positives, ...part.report } };
   }
   return { file, rows, labels };
-}
-
-/** The concept fold of an example: its mention's smallest gold id. */
-function conceptGroup(scored: { goldIds: readonly string[]; noteId: string }): string {
-  return [...scored.goldIds].sort()[0] ?? scored.noteId;
 }
 
 function fitModel(choice: CalibrationModelChoice, rows: Float64Array[], labels: boolean[]): { model: CalibrationModel; report: Record<string, number> } {
