@@ -7,7 +7,7 @@
 # With --dev, also reads NCBI-disease dev once (report only: nothing is chosen on it).
 # With --context, also refits the opt-in context reranker's calibration (logistic, on the tune part: that model
 # was trained on the learn part) -> models/default/crossencoder-context/calibration.json, and its tune reports.
-# (With the flags that reproduce that file since calibrate's defaults moved on: NIL on confidence, no non-entity part, no concept-fold map.)
+# (With the flags that reproduce that file since calibrate's defaults moved on: NIL on confidence, no non-entity part.)
 # --context-only: that refit and its tune reports alone (the default's calibration and reports untouched).
 # Uses the bench index (npm run bench:link builds it). Run from the repository root.
 set -euo pipefail
@@ -59,8 +59,8 @@ if [ $CONTEXT = yes ]; then
   cuilink memory add --memory "$MEMORY/learn" --corpus "$TRAIN" --split learn --index "$INDEX" --outside-kb > /dev/null 2> "$MEMORY/log" || { cat "$MEMORY/log" >&2; exit 1; }
   {
     echo "\$ cuilink memory add --memory LEARN_MEMORY --corpus $TRAIN --split learn --index BENCH_INDEX --outside-kb"
-    echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --split tune --calibrator logistic --recalibrate none --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory LEARN_MEMORY --out $CONTEXT_MODEL/calibration.json --version $CONTEXT_VERSION"
-    cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --split tune --calibrator logistic --recalibrate none --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory "$MEMORY/learn" --out $CONTEXT_MODEL/calibration.json --version "$CONTEXT_VERSION" 2>&1 | quiet
+    echo "\$ cuilink calibrate --index BENCH_INDEX --corpus $TRAIN --split tune --calibrator logistic --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory LEARN_MEMORY --out $CONTEXT_MODEL/calibration.json --version $CONTEXT_VERSION"
+    cuilink calibrate --index "$INDEX" --corpus "$TRAIN" --split tune --calibrator logistic --nil-rule confidence --non-entities 0 --reranker $CONTEXT_MODEL --with-memory "$MEMORY/learn" --out $CONTEXT_MODEL/calibration.json --version "$CONTEXT_VERSION" 2>&1 | quiet
   } | sed "s#$MEMORY/learn#LEARN_MEMORY#g" > $OUT/calibrate-context-tune.txt
   { echo "\$ cuilink eval --index BENCH_INDEX --corpus $TRAIN --split tune --reranker $CONTEXT_MODEL --out $OUT/confidence-context-tune.json"
     cuilink eval --index "$INDEX" --corpus "$TRAIN" --split tune --reranker $CONTEXT_MODEL --out $OUT/confidence-context-tune.json 2>&1 | quiet; } > $OUT/confidence-context-tune.txt

@@ -21,24 +21,11 @@ export function conceptGroup(scored: { goldIds: readonly string[]; noteId: strin
  * Why: fit on the learn part, the calibrator learns that part's concepts (which ones the linker
  * gets right) through many features at once; scored out of fold with folds grouped by gold concept
  * its ECE is 0.041 against 0.018 with note folds (bench/results/concept-folds-calibration-record.txt),
- * and text about other diseases sees the former. This fits `fit`'s model k times, each time without
- * the examples of one fold of concepts, reads the logits it gives that fold's examples, and fits the
- * map from those logits to the labels: how sure the model should be about concepts it never saw.
- * `groups[i]` is example i's concept (its smallest gold id).
- */
-export function conceptFoldPlatt(
-  rows: readonly Float64Array[],
-  labels: readonly boolean[],
-  groups: readonly string[],
-  fit: (rows: Float64Array[], labels: boolean[]) => CalibrationModel,
-  options: { folds?: number; seed?: number } = {},
-): PlattMap {
-  return pooledFoldPlatt(rows, labels, [groups], fit, options);
-}
-
-/**
- * The map fit on the held-out logits of several groupings pooled (each example once per grouping):
- * by concept and by note, it is half "other diseases", half "the same diseases" (rule 3 of the record).
+ * and text about other diseases sees the former. For each grouping (`groups[i]`: example i's concept,
+ * conceptGroup, or its note) this fits `fit`'s model once per fold without that fold's examples and
+ * reads the logits it gives them; the map from those held-out logits, pooled over the groupings, to
+ * the labels says how sure the model should be about what it never saw. By concept alone it is
+ * calibrated for other diseases; by concept and note pooled, half for them and half for the same ones.
  */
 export function pooledFoldPlatt(
   rows: readonly Float64Array[],

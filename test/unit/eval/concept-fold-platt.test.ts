@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { conceptFoldPlatt, pooledFoldPlatt, withPlatt } from '../../../src/eval/confidence/concept-fold-platt.ts';
+import { pooledFoldPlatt, withPlatt } from '../../../src/eval/confidence/concept-fold-platt.ts';
 import { fitBoostedTrees, type TreeFitOptions } from '../../../src/eval/confidence/tree-fit.ts';
 import { fitLogistic } from '../../../src/eval/confidence/logistic-fit.ts';
 import { modelLogit, type CalibrationModel } from '../../../src/link/calibration-model.ts';
@@ -45,7 +45,7 @@ test('a map fit on concept folds makes a fit that learned its concepts honest ab
   const fit = sample(15, 1);
   const fresh = sample(40, 2);
   const model = fitTrees(fit.rows, fit.labels);
-  const map = conceptFoldPlatt(fit.rows, fit.labels, fit.groups, fitTrees);
+  const map = pooledFoldPlatt(fit.rows, fit.labels, [fit.groups], fitTrees);
   assert.ok(map.slope > 0 && map.slope < 0.8, `the map shrinks the fit's logits (slope ${map.slope})`);
   const mapped = withPlatt(model, map);
   const raw = logLoss((x) => sigmoid(modelLogit(model, x)), fresh.rows, fresh.labels);
@@ -70,22 +70,22 @@ test('the mapped model is the same kind, and its logit is slope · logit + inter
 
 test('one concept, or groups that do not match the examples, is a clear error', () => {
   const { rows, labels } = sample(1, 4);
-  assert.throws(() => conceptFoldPlatt(rows, labels, rows.map(() => 'C1'), fitTrees), (e: unknown) => e instanceof InputError && /one fold/.test(e.message));
-  assert.throws(() => conceptFoldPlatt(rows, labels, ['C1'], fitTrees), (e: unknown) => e instanceof InputError && /fold groups/.test(e.message));
+  assert.throws(() => pooledFoldPlatt(rows, labels, [rows.map(() => 'C1')], fitTrees), (e: unknown) => e instanceof InputError && /one fold/.test(e.message));
+  assert.throws(() => pooledFoldPlatt(rows, labels, [['C1']], fitTrees), (e: unknown) => e instanceof InputError && /fold groups/.test(e.message));
 });
 
 test('concept folds that leave one class only are refused, naming the fold', () => {
   const rows = [0, 1, 2, 3].map((v) => Float64Array.from([v]));
   // Concept A is the only wrong one; seed 2 puts B in fold 1, A in fold 2: without fold 1 only A's wrong example is left.
   const groups = ['A', 'B', 'B', 'B'];
-  assert.throws(() => conceptFoldPlatt(rows, [false, true, true, true], groups, fitTrees, { folds: 2, seed: 2 }), (e: unknown) => e instanceof InputError && /without fold 1 of 2 every example left is wrong/.test(e.message));
+  assert.throws(() => pooledFoldPlatt(rows, [false, true, true, true], [groups], fitTrees, { folds: 2, seed: 2 }), (e: unknown) => e instanceof InputError && /without fold 1 of 2 every example left is wrong/.test(e.message));
 });
 
 test('pooled with folds that keep the concepts (by note), the map shrinks less: between the two readings', () => {
   const fit = sample(15, 1);
   // Notes of 10 mentions, cut across concepts: a note fold's held-out concepts are all in its fit.
   const notes = fit.rows.map((_, i) => `note-${i % 90}`);
-  const byConcept = conceptFoldPlatt(fit.rows, fit.labels, fit.groups, fitTrees);
+  const byConcept = pooledFoldPlatt(fit.rows, fit.labels, [fit.groups], fitTrees);
   const byNote = pooledFoldPlatt(fit.rows, fit.labels, [notes], fitTrees);
   const pooled = pooledFoldPlatt(fit.rows, fit.labels, [fit.groups, notes], fitTrees);
   assert.ok(byConcept.slope < pooled.slope && pooled.slope < byNote.slope, `slopes: concept ${byConcept.slope}, pooled ${pooled.slope}, note ${byNote.slope}`);
