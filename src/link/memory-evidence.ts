@@ -21,6 +21,16 @@ export interface MemoryWork {
   memoryConcept?: Candidate;
 }
 
+/**
+ * The concepts a short form the note defines may mean: those retrieved for the definition's long
+ * form (its exact name, its dense neighbours), not one reached only through the short form's own KB
+ * name or put on the list by the memory alone. Undefined when the mention is no defined short form.
+ */
+function sensesOfDefinition(w: MemoryWork): Set<number> | undefined {
+  if (w.expandedFrom === null) return undefined;
+  return new Set(w.hits.filter((h) => h.via !== 'exact' && h.via !== 'memory').map((h) => h.conceptIndex));
+}
+
 /** A prototype match ranks a little below a KB name of the same similarity: names are curated, labels may be wrong. */
 const PROTOTYPE_DISCOUNT = 0.98;
 
@@ -72,6 +82,14 @@ export class MemoryEvidence {
     const prototypeSim = new Map<number, number>();
     const foreign = new Map<string, number>();
     let total = 0;
+    // A short form the note defines has the definition's sense ("DM" after "diabetes mellitus (DM)"):
+    // its labels may pick among the concepts retrieved for the long form, never a sense reached only
+    // through the short form's own KB name ("AS" is also Angelman Syndrome) or proposed by the memory alone.
+    const definedSenses = sensesOfDefinition(w);
+    const consistent = (id: string): boolean => {
+      const ci = index.indexOf(id);
+      return ci !== undefined && definedSenses!.has(ci);
+    };
     const vote = (id: string, n: number): void => {
       total += n;
       const ci = index.indexOf(id);
@@ -86,14 +104,20 @@ export class MemoryEvidence {
     // on one concept: it has none yet, or it is a short form labelled with several senses, which
     // the note's own definition may settle.
     const written = w.expandedFrom ?? w.exactTexts[0]!;
-    const settled = store.surfaceCounts(written).size === 1;
+    const writtenKey = store.surfaceKey(written);
+    const labelsOf = (text: string): ReadonlyMap<string, number> => {
+      const counts = store.surfaceCounts(text);
+      if (!definedSenses || store.surfaceKey(text) !== writtenKey) return counts;
+      return new Map([...counts].filter(([id]) => consistent(id)));
+    };
+    const settled = labelsOf(written).size === 1;
     const keys = new Set<string>();
     for (const text of w.exactTexts) {
       // An expansion that normalizes like the short form is one surface, counted once.
       const key = store.surfaceKey(text);
-      const counts = store.surfaceCounts(text);
+      const counts = labelsOf(text);
       if (counts.size === 0 || keys.has(key)) continue;
-      if (settled && key !== store.surfaceKey(written)) continue;
+      if (settled && key !== writtenKey) continue;
       keys.add(key);
       for (const [id, n] of counts) vote(id, n);
     }
@@ -123,7 +147,8 @@ export class MemoryEvidence {
     if (total === 0) return;
     const kb = new Set<number>();
     // Only a true exact KB name testifies for the ontology: a looser rule's match is a guess, not the KB's word.
-    for (const hit of w.hits) if (hit.exact) kb.add(hit.conceptIndex);
+    // For a defined short form the written form's own name match is a sense the note did not choose.
+    for (const hit of w.hits) if (hit.exact && !definedSenses) kb.add(hit.conceptIndex);
     total += kb.size * config.kbVotes;
     w.votes = { byConcept, kb, total };
     this.addMemoryCandidates(w, byConcept, prototypeSim);
@@ -167,8 +192,10 @@ export class MemoryEvidence {
     const { config } = this;
     if (w.memoryDecided || w.hits.length < 2 || (config.bonus === 0 && config.prior === 0)) return;
     const votes = w.votes;
+    const definedSenses = sensesOfDefinition(w);
     const scored = w.hits.map((hit, i) => {
       let score = w.scores[i]!;
+      if (definedSenses && !definedSenses.has(hit.conceptIndex)) return { hit, score, i };
       if (votes) score += (config.bonus * ((votes.byConcept.get(hit.conceptIndex) ?? 0) + (votes.kb.has(hit.conceptIndex) ? config.kbVotes : 0))) / votes.total;
       if (this.maxLog > 0) score += (config.prior * Math.log1p(this.store.conceptCount(this.index.concepts[hit.conceptIndex]!.id))) / this.maxLog;
       return { hit, score, i };

@@ -13,11 +13,12 @@ import { Linker, type AbbreviationFinder } from '../../../src/link/linker.ts';
 import { MemoryEvidence } from '../../../src/link/memory-evidence.ts';
 import { parseLinkConfig, type LinkConfigInput } from '../../../src/link/link-config.ts';
 import type { LinkedMention, MentionInput } from '../../../src/link/types.ts';
-import { AAPC_USE, LONG_FORM, POLYPOSIS_CONCEPTS, POLYPOSIS_NOTE_TEXT } from '../../fixtures/link/polyposis-memory.ts';
+import { AAPC_USE, DM_CONCEPTS, DM_NOTE_TEXT, DM_UNDEFINED_NOTE_TEXT, DM_UNDEFINED_USE, DM_USE, LONG_FORM, POLYPOSIS_CONCEPTS, POLYPOSIS_NOTE_TEXT } from '../../fixtures/link/polyposis-memory.ts';
 import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
 
 // How the memory's votes are counted when a mention is an abbreviation with an in-note expansion,
-// or has many prototypes of one other surface nearby (issue 25, the "AAPC" fault).
+// or has many prototypes of one other surface nearby (issue 25, the "AAPC" fault), and when the
+// note defines a short form whose labels name another sense ("DM", "AS").
 
 const encoder = new TrigramEncoder();
 const MODEL = { id: 'test-trigram-encoder', sha256: 'd'.repeat(64), dims: encoder.dims };
@@ -29,7 +30,7 @@ let index: LinkIndex;
 before(async () => {
   root = mkdtempSync(join(tmpdir(), 'cuilink-memory-votes-'));
   await buildIndex({
-    concepts: POLYPOSIS_CONCEPTS, kbSources: ['fixture'], kbChecksum: 'c'.repeat(64), encoder,
+    concepts: [...POLYPOSIS_CONCEPTS, ...DM_CONCEPTS], kbSources: ['fixture'], kbChecksum: 'c'.repeat(64), encoder,
     model: { path: 'm', sha256: MODEL.sha256, precision: 'fp32' }, normalize: lowerNormalize, outDir: join(root, 'idx'), progress: false,
   });
   index = await LinkIndex.open(join(root, 'idx'), lowerNormalize);
@@ -41,7 +42,7 @@ const labels = (n: number, text: string, id: string): NewMemoryRecord[] => Array
 /** The in-note definitions, found as the linker finds them (open-linker.ts). */
 const findAbbreviations: AbbreviationFinder = (text) => new Map(findAbbreviationDefinitions(text, { initials: true }).map((d) => [d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd }]));
 
-async function link(records: NewMemoryRecord[], mention: MentionInput, config: LinkConfigInput = {}): Promise<LinkedMention> {
+async function link(records: NewMemoryRecord[], mention: MentionInput, config: LinkConfigInput = {}, text = POLYPOSIS_NOTE_TEXT): Promise<LinkedMention> {
   const store = MemoryStore.empty(MODEL, lowerNormalize);
   store.add(records, records.map((r) => encoder.vector(r.text)));
   const parsed = parseLinkConfig({ rerank: { policy: 'never' }, ...config });
@@ -56,7 +57,7 @@ async function link(records: NewMemoryRecord[], mention: MentionInput, config: L
     memory: { current: () => evidence },
     release: async () => {},
   });
-  const [note] = await linker.linkNotes([{ noteId: 'n', text: POLYPOSIS_NOTE_TEXT, mentions: [mention] }]);
+  const [note] = await linker.linkNotes([{ noteId: 'n', text, mentions: [mention] }]);
   return note!.mentions.find((m) => m.mentionId === mention.id)!;
 }
 
@@ -104,4 +105,42 @@ test('many prototypes of one other surface count as one dense vote, not one each
   assert.equal(two.conceptId, PLAIN);
   const support = two.memorySupport ?? 0;
   assert.ok(support > 1 && support <= 2, String(support));
+});
+
+const DIABETES = 'MESH:D003920';
+const MYOTONIC = 'MESH:D009223';
+
+test('a short form the note defines keeps its sense against labels of another sense', async () => {
+  const without = await link([], DM_USE, {}, DM_NOTE_TEXT);
+  assert.equal(without.conceptId, DIABETES);
+  assert.equal(without.via, 'abbreviation');
+  // Six labels of "DM" as myotonic dystrophy (another corpus's sense), which also owns the KB name "DM":
+  // they decided myotonic dystrophy, the short form's own name match testifying with them.
+  const m = await link(labels(6, 'DM', MYOTONIC), DM_USE, {}, DM_NOTE_TEXT);
+  assert.equal(m.conceptId, DIABETES);
+  assert.equal(m.memoryDecided, false);
+  // Labels of the defined sense still decide, and the long form's own labels count again.
+  const agreeing = await link([...labels(6, 'DM', MYOTONIC), ...labels(2, 'DM', DIABETES)], DM_USE, {}, DM_NOTE_TEXT);
+  assert.equal(agreeing.conceptId, DIABETES);
+  assert.equal(agreeing.memoryDecided, true);
+  assert.equal(agreeing.memorySupport, 2);
+  const longForm = await link([...labels(6, 'DM', MYOTONIC), ...labels(3, 'diabetes mellitus', DIABETES)], DM_USE, {}, DM_NOTE_TEXT);
+  assert.equal(longForm.conceptId, DIABETES);
+  assert.equal(longForm.memorySupport, 3);
+});
+
+test('a sense only the memory proposes is no choice for a defined short form', async () => {
+  // With two candidates the long form's neighbours leave myotonic dystrophy out: without a KB
+  // name "DM" only the memory would put it on the list.
+  const config: LinkConfigInput = { retrieveK: 2 };
+  const m = await link(labels(6, 'DM', 'MESH:D009136'), DM_USE, config, DM_NOTE_TEXT);
+  assert.notEqual(m.conceptId, 'MESH:D009136');
+  assert.equal(m.memoryDecided, false);
+});
+
+test('a short form the note does not define still goes by its labels', async () => {
+  const m = await link(labels(6, 'DM', MYOTONIC), DM_UNDEFINED_USE, {}, DM_UNDEFINED_NOTE_TEXT);
+  assert.equal(m.conceptId, MYOTONIC);
+  assert.equal(m.memoryDecided, true);
+  assert.equal(m.memorySupport, 6);
 });
