@@ -1,6 +1,7 @@
 import type { ConceptHit } from '../retrieve/candidate-retriever.ts';
 import type { LinkIndex } from '../retrieve/link-index.ts';
 import type { MemoryStore } from '../retrieve/memory-store.ts';
+import { initialsSpell } from '../text/abbreviations.ts';
 import type { MemoryConfig } from './link-config.ts';
 import type { Candidate } from './types.ts';
 
@@ -148,7 +149,15 @@ export class MemoryEvidence {
     const kb = new Set<number>();
     // Only a true exact KB name testifies for the ontology: a looser rule's match is a guess, not the KB's word.
     // For a defined short form the written form's own name match is a sense the note did not choose.
-    for (const hit of w.hits) if (hit.exact && !definedSenses) kb.add(hit.conceptIndex);
+    // The definition's name testifies instead when its initials spell the short form (it was not cut
+    // short) and no label speaks for the short form or its long form: labels learn a corpus's
+    // convention ("BMD" as Becker and Duchenne dystrophies, though "Becker muscular dystrophy" is a
+    // KB name of Duchenne's); only near strings' labels are weighed against the definition.
+    const definitionTestifies =
+      w.expandedFrom !== null && initialsSpell(w.expandedFrom, w.exactTexts[0]!) && labelsOf(written).size === 0 && labelsOf(w.exactTexts[0]!).size === 0;
+    for (const hit of w.hits) {
+      if (definedSenses ? definitionTestifies && hit.via === 'abbreviation' : hit.exact) kb.add(hit.conceptIndex);
+    }
     total += kb.size * config.kbVotes;
     w.votes = { byConcept, kb, total };
     this.addMemoryCandidates(w, byConcept, prototypeSim);

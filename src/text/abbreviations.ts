@@ -77,6 +77,18 @@ export function isLongFormOf(shortForm: string, candidate: string): boolean {
 }
 
 /**
+ * True when the initials of the long form's words spell the short form's letters ("AFAP" ~
+ * "attenuated familial adenomatous polyposis", "DM" ~ "diabetes mellitus"): a long form that was
+ * not cut short, unlike "adenomatous polyposis coli" for "AAPC", whose second A Schwartz & Hearst
+ * matched inside a word.
+ */
+export function initialsSpell(shortForm: string, longForm: string): boolean {
+  const letters = shortForm.toLowerCase().replace(/[^a-z]/g, '');
+  const initials = longForm.toLowerCase().split(/[\s\-/]+/).map((word) => word.replace(/[^a-z]/g, '')[0] ?? '').join('');
+  return letters.length > 1 && initials === letters;
+}
+
+/**
  * Every `long form (SF)` definition in the text, in order of appearance. `initials` also accepts
  * long forms whose word initials, not all letters, follow the short form (see above).
  */

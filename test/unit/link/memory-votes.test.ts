@@ -13,7 +13,7 @@ import { Linker, type AbbreviationFinder } from '../../../src/link/linker.ts';
 import { MemoryEvidence } from '../../../src/link/memory-evidence.ts';
 import { parseLinkConfig, type LinkConfigInput } from '../../../src/link/link-config.ts';
 import type { LinkedMention, MentionInput } from '../../../src/link/types.ts';
-import { AAPC_USE, DM_CONCEPTS, DM_NOTE_TEXT, DM_UNDEFINED_NOTE_TEXT, DM_UNDEFINED_USE, DM_USE, LONG_FORM, POLYPOSIS_CONCEPTS, POLYPOSIS_NOTE_TEXT } from '../../fixtures/link/polyposis-memory.ts';
+import { AAPC_USE, AFAP_NOTE_TEXT, AFAP_USE, DM_CONCEPTS, DM_NOTE_TEXT, DM_UNDEFINED_NOTE_TEXT, DM_UNDEFINED_USE, DM_USE, LONG_FORM, POLYPOSIS_CONCEPTS, POLYPOSIS_NOTE_TEXT } from '../../fixtures/link/polyposis-memory.ts';
 import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
 
 // How the memory's votes are counted when a mention is an abbreviation with an in-note expansion,
@@ -143,4 +143,23 @@ test('a short form the note does not define still goes by its labels', async () 
   assert.equal(m.conceptId, MYOTONIC);
   assert.equal(m.memoryDecided, true);
   assert.equal(m.memorySupport, 6);
+});
+
+test('a long form whose initials spell its short form testifies with its exact KB name', async () => {
+  // Near-string labels ("familial adenomatous polyposis" as the plain polyposis) against the
+  // definition's exact name; a large tie-break bonus stands in for a close rerank.
+  const config: LinkConfigInput = { memory: { bonus: 0.5, denseThreshold: 0.5 } };
+  const nearLabels = labels(5, 'familial adenomatous polyposis', PLAIN);
+  const without = await link([], AFAP_USE, config, AFAP_NOTE_TEXT);
+  assert.equal(without.conceptId, ATTENUATED);
+  const m = await link(nearLabels, AFAP_USE, config, AFAP_NOTE_TEXT);
+  assert.equal(m.conceptId, ATTENUATED);
+  assert.equal(m.memoryDecided, false);
+  // Labels of the short form itself learned a convention the KB's names lack: they still decide.
+  const own = await link([...nearLabels, ...labels(3, 'AFAP', PLAIN)], AFAP_USE, config, AFAP_NOTE_TEXT);
+  assert.equal(own.conceptId, PLAIN);
+  assert.equal(own.memoryDecided, true);
+  // Its three labels and one near string's dense vote.
+  assert.ok((own.memorySupport ?? 0) > 3 && (own.memorySupport ?? 0) < 4, String(own.memorySupport));
+  // A long form cut short ("adenomatous polyposis coli" for AAPC) never testifies: the tests above.
 });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findAbbreviationDefinitions } from '../../../src/text/abbreviations.ts';
+import { findAbbreviationDefinitions, initialsSpell } from '../../../src/text/abbreviations.ts';
 
 test('finds long form (SF) definitions with their offsets', () => {
   const text = 'Patients with chronic obstructive pulmonary disease (COPD) were enrolled. COPD worsened.';
@@ -24,4 +24,15 @@ test('parentheses that are not definitions are ignored', () => {
   assert.deepEqual(findAbbreviationDefinitions('The dose was raised (see table 2) and (p < 0.05).'), []);
   assert.deepEqual(findAbbreviationDefinitions('Blood pressure (BX) was normal.'), []);
   assert.deepEqual(findAbbreviationDefinitions('no parentheses at all'), []);
+});
+
+test('initialsSpell: a long form whose word initials spell the short form, not one cut short', () => {
+  assert.equal(initialsSpell('AFAP', 'attenuated familial adenomatous polyposis'), true);
+  assert.equal(initialsSpell('DM', 'diabetes mellitus'), true);
+  assert.equal(initialsSpell('A-T', 'ataxia-telangiectasia'), true);
+  assert.equal(initialsSpell('HNPCC', 'hereditary non-polyposis colorectal cancer'), true);
+  // Schwartz–Hearst's shortest long form for AAPC: the second A sits inside "adenomatous".
+  assert.equal(initialsSpell('AAPC', 'adenomatous polyposis coli'), false);
+  assert.equal(initialsSpell('DMD', 'diabetes mellitus'), false);
+  assert.equal(initialsSpell('D', 'disease'), false);
 });
