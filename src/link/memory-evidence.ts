@@ -41,7 +41,10 @@ const PROTOTYPE_DISCOUNT = 0.98;
  * vote; an in-note expansion's labels only while the written text's labels do not agree on one
  * concept), plus `denseWeight · similarity` per other surface (and concept) among the prototypes
  * of the mention's `neighbors` nearest with similarity ≥ `denseThreshold`. A concept whose KB name matches the
- * mention exactly gets `kbVotes` pseudo-votes: the ontology's own testimony.
+ * mention exactly gets `kbVotes` pseudo-votes: the ontology's own testimony. A short form the note
+ * defines keeps the definition's sense: its labels and the tie-break count only for concepts
+ * retrieved for the long form (`sensesOfDefinition`), and the long form's exact name testifies
+ * instead of the short form's when its initials spell the short form and no label speaks for either.
  *
  * The rule (majority with minimum support): memory decides a link when the concept with the most
  * votes (KB pseudo-votes included) has at least `minSupport` memory votes and more than
