@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { basename, join } from 'node:path';
 import { modelChecksum, readModelManifest } from '../src/encode/manifest.ts';
+import { PACKAGE_ROOT } from '../src/kb/package-root.ts';
 
 export interface BenchIndexRequest {
   kb: string;
@@ -51,4 +52,13 @@ export function cli(args: string[]): string {
     throw new Error(`cuilink ${args.slice(0, 2).join(' ')} exited ${run.status}`);
   }
   return run.stdout;
+}
+
+/**
+ * Text for a committed result file without this machine's paths: the repository root is dropped
+ * (paths read relative to it) and a benchmark's scratch directory reads `<tmp>`.
+ */
+export function portablePaths(text: string, scratch?: string): string {
+  const withoutScratch = scratch === undefined ? text : text.split(scratch).join('<tmp>');
+  return withoutScratch.split(PACKAGE_ROOT).join('');
 }

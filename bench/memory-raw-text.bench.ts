@@ -14,7 +14,7 @@ import { selectSplit } from '../src/eval/tuning-split.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
 import { resolveMemoryDir } from '../src/retrieve/memory-root.ts';
-import { cli, ensureBenchIndex } from './bench-index.ts';
+import { cli, ensureBenchIndex, portablePaths } from './bench-index.ts';
 import { MEDIC_KB_FLAGS, medicKb, requireBenchFiles } from './medic-kb.ts';
 
 const { values } = parseArgs({
@@ -71,9 +71,9 @@ try {
   mkdirSync(join(values.out, '..'), { recursive: true });
   writeFileSync(values.out, `${JSON.stringify({
     benchmark: 'memory-raw-text', date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
-    train: values['corpus-train'], index: indexDir, reranker: rerankerPresent ? values.reranker : null,
+    train: values['corpus-train'], index: indexDir, reranker: rerankerPresent ? portablePaths(values.reranker) : null,
     protocol: 'memory from the learn part of the NCBI-disease train tuning split (seed 20261123), scored on its 100 tune documents with the shipped link config; raw-text memory vs --no-raw-text memory; nothing tuned, dev not used',
-    memoryAdd: addOut, leak: { learnedSurfacesAtLeast4Chars: surfaces.size, inRawRecords: foundInRaw, inNoRawTextFiles: found.length }, rows,
+    memoryAdd: { raw: portablePaths(addOut.raw, work), hashed: portablePaths(addOut.hashed, work) }, leak: { learnedSurfacesAtLeast4Chars: surfaces.size, inRawRecords: foundInRaw, inNoRawTextFiles: found.length }, rows,
   }, null, 2)}\n`);
   console.log(`wrote ${values.out}`);
 } finally {

@@ -15,7 +15,7 @@ import { selectSplit } from '../src/eval/tuning-split.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
 import { DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
 import { parseLinkConfig } from '../src/link/link-config.ts';
-import { cli, ensureBenchIndex } from './bench-index.ts';
+import { cli, ensureBenchIndex, portablePaths } from './bench-index.ts';
 import { MEDIC_KB_FLAGS, medicKb, requireBenchFiles } from './medic-kb.ts';
 import { tuneMemory } from './memory-tuning.ts';
 
@@ -85,10 +85,10 @@ try {
   mkdirSync(join(values.out, '..'), { recursive: true });
   writeFileSync(values.out, `${JSON.stringify({
     benchmark: 'bench:memory', date: new Date().toISOString(), machine: { cpus: cpus().length, model: cpus()[0]?.model },
-    kb: values.kb, kbSupplements: medic.supplements, kbXrefNames: medic.xrefNames, train: values['corpus-train'], dev: values['corpus-dev'], index: indexDir, reranker: rerankerPresent ? values.reranker : null,
+    kb: values.kb, kbSupplements: medic.supplements, kbXrefNames: medic.xrefNames, train: values['corpus-train'], dev: values['corpus-dev'], index: indexDir, reranker: rerankerPresent ? portablePaths(values.reranker) : null,
     settingsChosenOn: 'NCBI-disease train tuning split (src/eval/tuning-split.ts, seed 20261123): memory from the learn part, scored on the 100 tune documents, reranker off; dev reported once with the memory from all of train',
     memoryParams: chosen, memoryParamsAreDefaults: JSON.stringify(chosen) === JSON.stringify(defaults), tuning: { acc1: tuning.acc1, steps: tuning.steps, searched: values.tune },
-    memoryAdd: addOut, rows, bar,
+    memoryAdd: portablePaths(addOut, work), rows, bar,
   }, null, 2)}\n`);
   console.log(`wrote ${values.out}`);
 } finally {
