@@ -1,6 +1,6 @@
 import { trace, type Span } from '@opentelemetry/api';
 import type { Concept } from '../kb/concept.ts';
-import type { CandidateRetriever, ConceptHit, NameLookup } from '../retrieve/candidate-retriever.ts';
+import type { CandidateRetriever, NameLookup } from '../retrieve/candidate-retriever.ts';
 import type { ExactNameVectors } from '../retrieve/exact-name-vectors.ts';
 import type { LinkIndex } from '../retrieve/link-index.ts';
 import type { NameEncoder } from '../retrieve/name-encoder.ts';
@@ -8,7 +8,8 @@ import type { Reranker } from '../rerank/reranker.ts';
 import type { LinkConfig } from './link-config.ts';
 import type { LinkCacheStats } from './link-cache.ts';
 import { mentionViewKey, type LinkMemo } from './link-memo.ts';
-import { nextContender } from './rerank-pruning.ts';
+import { rerankMentions } from './rerank-phase.ts';
+import { batchGroups, type BatchScope, type MentionWork } from './mention-work.ts';
 import { nameLookups, phraseLookups } from './linking-stages.ts';
 import { confidenceFeatures, noteNeighbours } from './confidence-features.ts';
 import { ConceptFacts } from './concept-facts.ts';
@@ -77,34 +78,6 @@ export interface LinkerParts {
   memory?: { current(): MemoryEvidence | undefined };
   /** Releases encoder workers; called once by close(). */
   release: () => Promise<void>;
-}
-
-export type BatchScope = 'note' | 'mention' | 'all';
-
-interface MentionWork {
-  noteIndex: number;
-  mention: MentionInput;
-  expandedFrom: string | null;
-  exactTexts: string[];
-  /** Distributed readings of a composite mention (extra name lookups). */
-  readings: string[];
-  /** Inventory senses of an undefined short form. */
-  senses: readonly string[];
-  query: string;
-  /** What the cross-encoder reads for the mention ('' without one). */
-  rerankQuery: string;
-  /** The rerank query when the cross-encoder reads context, else '': the link cache's key part. */
-  contextKey: string;
-  /** Hits and scores before reranking, kept for the link cache's two stages (link-memo.ts). */
-  beforeRerank?: { hits: ConceptHit[]; scores: number[] };
-  hits: ConceptHit[];
-  scores: number[];
-  reranked: boolean;
-  vector?: Float32Array;
-  votes?: { byConcept: Map<number, number>; kb: Set<number>; total: number };
-  memoryDecided: boolean;
-  memorySupport: number;
-  memoryConcept?: Candidate;
 }
 
 const tracer = trace.getTracer('cuilink.link');
@@ -318,9 +291,8 @@ export class Linker implements LinkingCore {
   }
 
   /** Model batch groups of the given mentions (see LinkerParts.batchScope); undefined: one group. */
-  private groups(work: readonly MentionWork[], scope: BatchScope = this.parts.batchScope ?? 'note'): number[] | undefined {
-    if (scope === 'all') return undefined;
-    return work.map((w, i) => (scope === 'mention' ? i : w.noteIndex));
+  private groups(work: readonly MentionWork[]): number[] | undefined {
+    return batchGroups(work, this.parts.batchScope ?? 'note');
   }
 
   /** Index vectors of mentions that are exactly one concept's name, when that cannot change a top-1. */
@@ -331,72 +303,10 @@ export class Linker implements LinkingCore {
     return work.map((w) => exactVectors.vectorFor(w.exactTexts, this.allowFor(w.mention.label)));
   }
 
-  private needsRerank(w: MentionWork): boolean {
-    const { policy, margin } = this.parts.config.rerank;
-    if (policy === 'never' || w.hits.length < 2 || w.memoryDecided) return false;
-    if (policy === 'always') return true;
-    const [first, second] = w.hits as [ConceptHit, ConceptHit];
-    // Only a unique true exact name match goes unscored: fuzzy lookups and abbreviations are weighed too.
-    if (policy === 'inexact') return !(first.exact && !second.exact);
-    if (first.lexical && !second.lexical) return false;
-    return first.score - second.score < margin || (first.lexical && second.lexical);
-  }
-
   private async rerank(work: MentionWork[]): Promise<void> {
     const { reranker, config, index } = this.parts;
     if (!reranker) return;
-    const chosen = work.filter((w) => this.needsRerank(w));
-    if (chosen.length === 0) return;
-    const weight = config.rerank.weight;
-    const heads = chosen.map((w) => w.hits.slice(0, config.rerank.candidates));
-    const queries = chosen.map((w) => w.rerankQuery);
-    // Pure pair scores (each pair alone, or rows that do not interact) let the candidates that cannot win go unscored.
-    const scope = this.parts.batchScope ?? 'note';
-    const prune = scope !== 'note' && config.rerank.prune;
-    // With int8, each pair alone when pruning (so the top-1 equals scoring all), else per mention.
-    const groups = prune && scope === 'mention' ? 'pair' : this.groups(chosen, scope);
-    const score = (picks: number[][]) =>
-      reranker.rerank(chosen.map((_, i) => ({ query: queries[i]!, candidates: picks[i]!.map((j) => index.concepts[heads[i]![j]!.conceptIndex]!) })), groups);
-    let scoredOf: number[][];
-    let probabilities: Float32Array[];
-    if (prune) {
-      // Rounds, best-retrieved first: the best final score so far bounds which others can still win.
-      const retrieval = chosen.map((w, i) => w.scores.slice(0, heads[i]!.length));
-      scoredOf = chosen.map(() => []);
-      const found: number[][] = chosen.map(() => []);
-      const best = chosen.map(() => -Infinity);
-      for (;;) {
-        const next = retrieval.map((r, i) => nextContender(r, weight, best[i]!, scoredOf[i]!));
-        if (next.every((j) => j === undefined)) break;
-        const round = await score(next.map((j) => (j === undefined ? [] : [j])));
-        next.forEach((j, i) => {
-          if (j === undefined) return;
-          const p = round[i]![0]!;
-          scoredOf[i]!.push(j);
-          found[i]!.push(p);
-          best[i] = Math.max(best[i]!, weight * p + (1 - weight) * retrieval[i]![j]!);
-        });
-      }
-      probabilities = found.map((p) => Float32Array.from(p));
-    } else {
-      scoredOf = heads.map((h) => h.map((_, j) => j));
-      probabilities = await score(scoredOf);
-    }
-    const keepBefore = this.parts.memo !== undefined && this.parts.rerankReadsContext === true;
-    chosen.forEach((w, i) => {
-      if (keepBefore) w.beforeRerank = { hits: w.hits.slice(), scores: w.scores.slice() };
-      const p = probabilities[i]!;
-      // w.scores, not hit.score: the retrieval score after sparse fusion and the hierarchy preference.
-      const scored = scoredOf[i]!.map((j, k) => ({ hit: { ...heads[i]![j]!, rerankProbability: p[k]! }, score: weight * p[k]! + (1 - weight) * w.scores[j]! }));
-      scored.sort((a, b) => b.score - a.score || a.hit.conceptIndex - b.hit.conceptIndex);
-      const kept = new Set(scoredOf[i]);
-      const rest = w.hits.flatMap((hit, j) => (kept.has(j) ? [] : [{ hit, score: w.scores[j]! }]));
-      const floor = scored.length > 0 ? scored[scored.length - 1]!.score : 0;
-      w.hits = [...scored.map((h) => h.hit), ...rest.map((h) => h.hit)];
-      // Unscored candidates keep their retrieval order below the reranked ones.
-      w.scores = [...scored.map((h) => h.score), ...rest.map((h) => Math.min(floor, h.score))];
-      w.reranked = true;
-    });
+    await rerankMentions(work, { reranker, config, index, batchScope: this.parts.batchScope ?? 'note', keepBefore: this.parts.memo !== undefined && this.parts.rerankReadsContext === true });
   }
 
   private assemble(notes: NoteInput[], work: MentionWork[], memoryVersion: string | null): LinkedNote[] {
