@@ -25,7 +25,9 @@ export interface MemoryWork {
 /**
  * The concepts a short form the note defines may mean: those retrieved for the definition's long
  * form (its exact name, its dense neighbours), not one reached only through the short form's own KB
- * name or put on the list by the memory alone. Undefined when the mention is no defined short form.
+ * name or put on the list by the memory alone. Undefined when nothing in the mention was written
+ * out: it applies to every expanded mention, a whole short form, one inside a longer mention, or
+ * one whose long form is another mention of the note (text/abbreviation-expansion.ts).
  */
 function sensesOfDefinition(w: MemoryWork): Set<number> | undefined {
   if (w.expandedFrom === null) return undefined;
