@@ -15,6 +15,7 @@
 // Two more questions it can ask (bench/results/concept-folds-calibration-record.txt):
 //   --folds note,concept   folds by note (default) and/or by the mention's gold concept (smallest gold id),
 //                          so a held-out fold's concepts were never fitted: text with other diseases;
+//   --sweep                also print the test runs' NIL curve over thresholds of the score the file decides on;
 //   --variant NAME=SPEC    (repeatable) a right part fit differently beside the recipe, SPEC being
 //                          `hold:f1+f2` (features held at 0 in the fit), `minLeaf:N`, `model:logistic` (L2 50)
 //                          and/or `platt:concept|mixed` (src/eval/confidence/concept-fold-platt.ts), comma-separated.
@@ -24,7 +25,7 @@ import { nonEntityExamples } from '../src/eval/confidence/non-entity-spans.ts';
 import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
 import { evaluateCorpus, keepSplitPart, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
 import { calibrationExamples } from '../src/eval/confidence/calibration-examples.ts';
-import { holdOutConcepts, pooledHoldOutRow, type HeldOutConcepts } from '../src/eval/confidence/held-out-concepts.ts';
+import { holdOutConcepts, nilScoreOf, pooledHoldOutRow, pooledHoldOutSweep, type HeldOutConcepts } from '../src/eval/confidence/held-out-concepts.ts';
 import { NIL_RUN_FRACTION } from '../src/eval/confidence/fit-calibration.ts';
 import { fitBoostedTrees } from '../src/eval/confidence/tree-fit.ts';
 import { fitLogistic } from '../src/eval/confidence/logistic-fit.ts';
@@ -40,7 +41,7 @@ import { DEFAULT_CALIBRATION, openLinker } from '../src/link/open-linker.ts';
 import { DEFAULT_NIL_CONFIDENCE } from '../src/link/link-config.ts';
 
 const { values } = parseArgs({
-  options: { index: { type: 'string' }, corpus: { type: 'string' }, 'with-memory': { type: 'string' }, calibration: { type: 'string' }, 'test-runs': { type: 'string' }, folds: { type: 'string' }, variant: { type: 'string', multiple: true } },
+  options: { index: { type: 'string' }, corpus: { type: 'string' }, 'with-memory': { type: 'string' }, calibration: { type: 'string' }, 'test-runs': { type: 'string' }, folds: { type: 'string' }, sweep: { type: 'boolean' }, variant: { type: 'string', multiple: true } },
 });
 if (!values.index || !values.corpus) throw new Error('--index DIR --corpus FILE [--with-memory TUNE_MEMORY] [--calibration FILE]');
 const indexDir = values.index;
@@ -244,16 +245,23 @@ for (const kind of foldKinds) {
     const label = variants.length > 1 || foldKinds.length > 1 ? `${kind} folds, ${variant.name}: ` : '';
     console.log(`${label}out of fold, mean of fold seeds 1-3: AUROC ${f(mean(p.map((q) => q.auroc)))}, precision at 80% ${f(mean(p.map((q) => q.p80)))}, ECE ${f(mean(p.map((q) => q.ece)))}${memoryRows.length ? `, memory-moved links' ECE ${f(mean(p.map((q) => q.memoryEce)))}` : ''} (${naturalRows.length} links${memoryRows.length ? `, ${memoryRows.length} memory-moved` : ''})`);
   });
-  const read = pooledHoldOutRow(
-    testRuns.map((t, j) => {
-      const linked = t.result.linked.slice();
-      t.rows.forEach((r, i) => (linked[r.index] = { ...linked[r.index]!, ...testConfidence[j]![i]! }));
-      return { result: { scored: t.result.scored, linked }, heldOut: t.heldOut };
-    }),
-    thresholds,
-  );
+  const outOfFoldRuns = testRuns.map((t, j) => {
+    const linked = t.result.linked.slice();
+    t.rows.forEach((r, i) => (linked[r.index] = { ...linked[r.index]!, ...testConfidence[j]![i]! }));
+    return { result: { scored: t.result.scored, linked }, heldOut: t.heldOut };
+  });
+  const read = pooledHoldOutRow(outOfFoldRuns, thresholds);
   const prefix = foldKinds.length > 1 ? `${kind} folds, recipe: ` : '';
-  console.log(`${prefix}held-out-concept runs ${TEST_RUNS[0]}-${TEST_RUNS.at(-1)} (fold seed 1, the file's NIL thresholds: ${thresholds.inKb > 0 ? `P(in KB) < ${thresholds.inKb}` : ''}${thresholds.inKb > 0 && thresholds.confidence > 0 ? ' or ' : ''}${thresholds.confidence > 0 ? `confidence < ${thresholds.confidence}` : ''}): NIL precision ${g(read.nilPrecision)}, recall ${g(read.nilRecall)}, F1 ${g(read.nilF1)}; the others lose ${(read.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`);
+  console.log(`${prefix}held-out-concept runs ${TEST_RUNS[0]}-${TEST_RUNS.at(-1)} (fold seed 1, the file's NIL thresholds: ${thresholds.inKb > 0 ? `P(in KB) < ${thresholds.inKb}` : ''}${thresholds.inKb > 0 && thresholds.confidence > 0 ? ' or ' : ''}${thresholds.confidence > 0 ? `confidence < ${thresholds.confidence}` : ''}): NIL precision ${g(read.nilPrecision)}, recall ${g(read.nilRecall)}, F1 ${g(read.nilF1)}; the others lose ${(read.othersLoss * 100).toFixed(2)} point(s) of linked acc@1 (${read.othersLost} right links, ${read.othersLostMentions} distinct mentions)`);
+  if (values.sweep) {
+    // The whole curve of the score the file decides on (the other threshold held), for where the file's threshold sits on it.
+    const by = nilScoreOf(thresholds);
+    console.log(`${prefix}the same runs, NIL when ${by === 'inKb' ? 'P(in KB)' : 'confidence'} < threshold:\n  threshold  NIL-P  NIL-R  NIL-F1  others lose (points; right links; distinct mentions)`);
+    for (const row of pooledHoldOutSweep(outOfFoldRuns, by, thresholds)) {
+      if (row.threshold < 0.2 || row.threshold > 0.8) continue;
+      console.log(`  ${row.threshold.toFixed(3).padEnd(9)}  ${g(row.nilPrecision)}  ${g(row.nilRecall)}  ${g(row.nilF1).padEnd(6)}  ${(row.othersLoss * 100).toFixed(2).padEnd(5)}  ${String(row.othersLost).padStart(4)}  ${String(row.othersLostMentions).padStart(3)}`);
+    }
+  }
   if (nonEntityFit) {
     const spans = spanInKb.filter((v) => v !== undefined);
     console.log(`${prefix}non-entity spans of the fit (${nonEntityFit.perNote} per note, seed ${nonEntityFit.seed}), out of fold (fold seed 1): ${spans.length}, NIL at P(in KB) < ${thresholds.inKb}: ${spans.filter((v) => v < thresholds.inKb).length} (${((spans.filter((v) => v < thresholds.inKb).length / spans.length) * 100).toFixed(1)}%)`);

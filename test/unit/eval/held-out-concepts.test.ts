@@ -198,6 +198,8 @@ test('holdOutReport: NIL precision, recall, F1 and the others loss at a threshol
   // Others linked right: 0.9, 0.5, null-confidence = 3 of 6; at 0 also 0.2 → loss 1/6.
   close(at.othersLinkedAcc1, 0.5, 'othersLinkedAcc1');
   close(at.othersLoss, 1 / 6, 'othersLoss');
+  assert.equal(at.othersLost, 1, 'the right other at 0.2');
+  assert.equal(at.othersLostMentions, 1);
   assert.equal(holdOutReport(RESULT, heldA, onConfidence(0.3)).seed, HOLD_OUT_SEED);
 });
 
@@ -227,6 +229,7 @@ test('holdOutReport at threshold 0: only mentions without candidates are NIL; no
   close(at.nilRecall, 0.25, 'recall');
   close(at.nilF1, 1 / 3, 'F1');
   assert.equal(at.othersLoss, 0);
+  assert.equal(at.othersLost, 0, 'a mention without candidates is NIL at every threshold: not counted as lost');
   close(at.othersLinkedAcc1, 4 / 6, 'linked');
 });
 
@@ -269,6 +272,9 @@ test('pooledHoldOutSweep: one run is that run\'s sweep; two runs count every men
   close(at.nilRecall, 3 / 4, 'pooled recall');
   // Others: 6 + 10, right and linked at 0: 4 + 4; at 0.3: 3 + 3 → loss 2/16.
   close(at.othersLoss, 2 / 16, 'pooled loss');
+  // The right link lost in each run is the same mention (confidence 0.2): two links, one mention.
+  assert.equal(at.othersLost, 2);
+  assert.equal(at.othersLostMentions, 1);
 });
 
 test('nilThresholdByRule: the largest threshold within the loss budget; none when the smallest exceeds it', () => {
