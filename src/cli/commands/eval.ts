@@ -19,9 +19,31 @@ import { formatConfidence } from '../../eval/confidence/confidence-format.ts';
 import { reliabilitySvg } from '../../eval/confidence/reliability-svg.ts';
 import { formatStageTable, stageBreakdown } from '../../eval/confidence/stage-breakdown.ts';
 import { NON_ENTITY_EVAL_SEED, formatNonEntity, nonEntityReport, withNonEntitySpans, type NonEntityReport } from '../../eval/confidence/non-entity-spans.ts';
-import { HOLD_OUT_SEED, formatHoldOut, holdOutConcepts, holdOutReport, type HoldOutReport } from '../../eval/confidence/held-out-concepts.ts';
+import { HOLD_OUT_SEED, formatHoldOut, holdOutConcepts, holdOutReport, pooledHoldOutReport, type HoldOutReport } from '../../eval/confidence/held-out-concepts.ts';
 import type { OpenLinkerOptions } from '../../link/open-linker.ts';
 import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest } from '../linker-flags.ts';
+
+/** Draws one `eval --hold-out-seed` links the corpus for (each is a full linking pass). */
+const MAX_HOLD_OUT_SEEDS = 32;
+
+/** `N`, `A-B` or `N,M,…`: distinct integer seeds, in the order given, at most MAX_HOLD_OUT_SEEDS. */
+export function parseSeeds(text: string | undefined, flag: string, fallback: number): number[] {
+  if (text === undefined) return [fallback];
+  const bad = () => new InputError(`--${flag}: an integer, A-B or N,M,… (at most ${MAX_HOLD_OUT_SEEDS} seeds), not '${text}'`, 'BAD_FLAGS');
+  const range = /^(-?\d+)-(-?\d+)$/.exec(text.trim());
+  let seeds: number[];
+  if (range) {
+    const [from, to] = [Number(range[1]), Number(range[2])];
+    if (to < from || to - from + 1 > MAX_HOLD_OUT_SEEDS) throw bad();
+    seeds = Array.from({ length: to - from + 1 }, (_, i) => from + i);
+  } else {
+    const parts = text.split(',').map((p) => p.trim());
+    if (parts.some((p) => !/^-?\d+$/.test(p))) throw bad();
+    seeds = parts.map(Number);
+  }
+  if (seeds.length === 0 || seeds.length > MAX_HOLD_OUT_SEEDS || new Set(seeds).size !== seeds.length || seeds.some((n) => !Number.isSafeInteger(n))) throw bad();
+  return seeds;
+}
 
 const usage = `Usage: cuilink eval --index DIR --corpus FILE.PubTator [options]
 
@@ -56,7 +78,10 @@ Options:
                          must come out NIL. Prints NIL precision/recall/F1 at the link config's
                          NIL thresholds (nil.inKb, nil.confidence) and at other thresholds of the
                          one it decides on (inKb when set), and what the rest lose
-  --hold-out-seed N      seed of that draw (default ${HOLD_OUT_SEED})
+  --hold-out-seed S      seed of that draw (default ${HOLD_OUT_SEED}); several (A-B or N,M,…, at most
+                         ${MAX_HOLD_OUT_SEEDS}) link the corpus once per draw and report the draws pooled, each
+                         draw's row beside it (the other tables are of the first draw's run): NIL F1
+                         moves with which concepts a draw takes out
   --non-entities N       also link the corpus with N spans per note that its annotators did not
                          mark (a proxy for NER false positives: docs/confidence.md) and print how
                          many came out NIL; the other figures are of the corpus as given
@@ -121,11 +146,12 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       const types = parseTypes(values.types);
       const split = parseSplitPart(values.split);
       const splitSeed = parseNumberFlag(values['split-seed'], 'split-seed', TUNING_SPLIT_SEED, { integer: true });
-      // Cheap checks first: a bad corpus or index fails before the model loads.
+      // Flags first, then files: a bad corpus or index fails before the model loads.
+      const holdOutFraction = values['hold-out'] === undefined ? undefined : parseNumberFlag(values['hold-out'], 'hold-out', 0.1, { min: 0, max: 1 });
+      const holdOutSeeds = parseSeeds(values['hold-out-seed'], 'hold-out-seed', HOLD_OUT_SEED);
+      if (holdOutFraction === undefined && values['hold-out-seed'] !== undefined) throw new InputError('--hold-out-seed: only with --hold-out F', 'BAD_FLAGS');
       const corpus = await loadPubTatorCorpus(corpusFile, { types });
       if (split !== undefined) keepSplitPart(corpus, split, splitSeed);
-      const holdOutFraction = values['hold-out'] === undefined ? undefined : parseNumberFlag(values['hold-out'], 'hold-out', 0.1, { min: 0, max: 1 });
-      const holdOutSeed = parseNumberFlag(values['hold-out-seed'], 'hold-out-seed', HOLD_OUT_SEED, { integer: true });
       const nonEntities = values['non-entities'] === undefined ? undefined : parseNumberFlag(values['non-entities'], 'non-entities', 0, { min: 1, max: 20, integer: true });
       if (nonEntities === undefined && values['non-entity-seed'] !== undefined) throw new InputError('--non-entity-seed: only with --non-entities N', 'BAD_FLAGS');
       const nonEntitySeed = parseNumberFlag(values['non-entity-seed'], 'non-entity-seed', NON_ENTITY_EVAL_SEED, { integer: true });
@@ -137,7 +163,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       // A KB that knows none of the gold ids would score 0.000 everywhere: say so instead of measuring.
       if (unknown.length === corpus.gold.size) throw new InputError(`--index ${indexDir}: its KB holds none of the ${corpus.gold.size} gold mentions' concepts (e.g. ${unknown[0]!.ids[0]}): the corpus and the index use different vocabularies`, 'BAD_CORPUS');
       if (unknown.length > 0) process.stderr.write(`eval: ${unknown.length} of ${corpus.gold.size} gold mentions name no concept of the index's KB (e.g. ${unknown[0]!.ids[0]}): they cannot be linked right\n`);
-      const heldOut = holdOutFraction === undefined ? undefined : holdOutConcepts(corpus, store, holdOutFraction, holdOutSeed);
+      const heldOut = holdOutFraction === undefined ? undefined : holdOutConcepts(corpus, store, holdOutFraction, holdOutSeeds[0]!);
       const core = await openCore({ ...linkerRequest(values), indexDir, excludeConcepts: heldOut?.concepts });
       let result;
       let nonEntity: NonEntityReport | undefined;
@@ -180,8 +206,22 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       if (confidence) console.log(formatConfidence(confidence, 'all linked mentions'));
       else console.log('confidence: none (the linker ran without a calibration)');
       let holdOut: HoldOutReport | undefined;
-      if (heldOut) {
-        holdOut = holdOutReport(result, heldOut, core.config?.nil ?? { confidence: 0, inKb: 0 });
+      if (heldOut && holdOutFraction !== undefined) {
+        const nil = core.config?.nil ?? { confidence: 0, inKb: 0 };
+        if (holdOutSeeds.length === 1) holdOut = holdOutReport(result, heldOut, nil, holdOutSeeds[0]);
+        else {
+          const runs = [{ result, heldOut, seed: holdOutSeeds[0]! }];
+          for (const seed of holdOutSeeds.slice(1)) {
+            const drawn = holdOutConcepts(corpus, store, holdOutFraction, seed);
+            const again = await openCore({ ...linkerRequest(values), indexDir, excludeConcepts: drawn.concepts, log: () => {} });
+            try {
+              runs.push({ result: await evaluateCorpus(again, corpus, view, { batchSize }), heldOut: drawn, seed });
+            } finally {
+              await again.close();
+            }
+          }
+          holdOut = pooledHoldOutReport(runs, nil);
+        }
         console.log(formatHoldOut(holdOut));
       }
       if (nonEntity) console.log(formatNonEntity(nonEntity));

@@ -82,7 +82,10 @@ export interface HoldOutRow {
 }
 
 export interface HoldOutReport {
+  /** The draw's seed (the first, when several draws are pooled). */
   seed: number;
+  /** Several draws pooled (`cuilink eval --hold-out-seed A-B`): their seeds and each one's row at the configured thresholds. */
+  pooled?: { seeds: number[]; perSeed: { seed: number; row: HoldOutRow; removedConcepts: number; heldOutMentions: number }[] };
   /** The score the sweep's thresholds are on (the configured row applies both of the config's). */
   by: NilScore;
   removedConcepts: number;
@@ -163,6 +166,36 @@ export function holdOutReport(result: HoldOutRun, heldOut: HeldOutConcepts, conf
 
 type HoldOutRuns = readonly { result: HoldOutRun; heldOut: HeldOutConcepts }[];
 
+/**
+ * The report over several draws pooled (each run's mentions counted as their own, as the NIL rule
+ * reads its runs), with each draw's row beside it: NIL F1 moves with which concepts a draw takes
+ * out (0.54–0.65 across sets of eight learn runs, docs/confidence.md), so one draw is one sample.
+ */
+export function pooledHoldOutReport(runs: readonly { result: HoldOutRun; heldOut: HeldOutConcepts; seed: number }[], configured: NilThresholds): HoldOutReport {
+  if (runs.length === 0) throw new Error('pooledHoldOutReport: no runs');
+  const mentions = runs.flatMap((run) => holdOutMentions(run.result, run.heldOut));
+  const others = mentions.filter((m) => !m.positive);
+  const by = nilScoreOf(configured);
+  return {
+    seed: runs[0]!.seed,
+    pooled: {
+      seeds: runs.map((run) => run.seed),
+      perSeed: runs.map((run) => {
+        const own = holdOutMentions(run.result, run.heldOut);
+        return { seed: run.seed, row: holdOutRow(own, configured, by), removedConcepts: run.heldOut.concepts.size, heldOutMentions: own.filter((m) => m.positive).length };
+      }),
+    },
+    by,
+    removedConcepts: runs.reduce((n, run) => n + run.heldOut.concepts.size, 0),
+    drawnMentions: runs.reduce((n, run) => n + run.heldOut.drawn, 0),
+    heldOutMentions: mentions.length - others.length,
+    otherMentions: others.length,
+    othersAcc1: others.length ? others.filter((m) => m.hit1).length / others.length : 0,
+    atConfigured: holdOutRow(mentions, configured, by),
+    sweep: sweepOf(mentions, by, configured),
+  };
+}
+
 /** The sweep of one score over several held-out runs pooled (each run's mentions counted as their own), the other threshold held at `fixed`'s. */
 export function pooledHoldOutSweep(runs: HoldOutRuns, by: NilScore, fixed: NilThresholds = NO_NIL): HoldOutRow[] {
   return sweepOf(runs.flatMap((run) => holdOutMentions(run.result, run.heldOut)), by, fixed);
@@ -203,13 +236,20 @@ export function nilThresholdByRule(report: { sweep: readonly HoldOutRow[] }, max
 const f = (v: number | null) => (v === null ? '—' : v.toFixed(3));
 
 export function formatHoldOut(r: HoldOutReport): string {
+  const draws = r.pooled ? `seeds ${r.pooled.seeds.join(', ')}, pooled` : `seed ${r.seed}`;
   const lines = [
-    `held-out concepts (seed ${r.seed}): ${r.removedConcepts} concepts removed, stranding ${r.drawnMentions} mentions; ${r.heldOutMentions} mentions must be NIL, ${r.otherMentions} others (ranking acc@1 ${r.othersAcc1.toFixed(3)})`,
+    `held-out concepts (${draws}): ${r.removedConcepts} concepts removed, stranding ${r.drawnMentions} mentions; ${r.heldOutMentions} mentions must be NIL, ${r.otherMentions} others (ranking acc@1 ${r.othersAcc1.toFixed(3)})`,
     `NIL when ${r.by === 'inKb' ? 'P(in KB)' : 'confidence'} is under the threshold (cfg: the link config's thresholds; lost: the others' right links it takes)`,
     `${'threshold'.padEnd(11)}${'NIL-P'.padStart(7)}${'NIL-R'.padStart(7)}${'NIL-F1'.padStart(8)}${'others linked acc@1'.padStart(21)}${'loss'.padStart(8)}${'lost'.padStart(6)}`,
   ];
   for (const row of [r.atConfigured, ...r.sweep]) {
     lines.push(`${(row === r.atConfigured ? `${row.threshold} (cfg)` : String(row.threshold)).padEnd(11)}${f(row.nilPrecision).padStart(7)}${f(row.nilRecall).padStart(7)}${f(row.nilF1).padStart(8)}${row.othersLinkedAcc1.toFixed(3).padStart(21)}${row.othersLoss.toFixed(3).padStart(8)}${String(row.othersLost).padStart(6)}`);
+  }
+  if (r.pooled) {
+    lines.push(`each draw at the configured thresholds (lost mentions pooled: ${r.atConfigured.othersLostMentions} distinct)`);
+    for (const d of r.pooled.perSeed) {
+      lines.push(`  seed ${d.seed}: ${d.removedConcepts} concepts removed, ${d.heldOutMentions} must be NIL; NIL-P ${f(d.row.nilPrecision)}, NIL-R ${f(d.row.nilRecall)}, NIL-F1 ${f(d.row.nilF1)}; the others lose ${d.row.othersLoss.toFixed(3)} (${d.row.othersLost})`);
+    }
   }
   return lines.join('\n');
 }

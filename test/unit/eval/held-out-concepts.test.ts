@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HOLD_OUT_SEED, NIL_RULE_MAX_LOSS, NIL_RULE_MIN_PRECISION_IN_KB, NIL_RULE_SEEDS, holdOutConcepts, holdOutReport, nilThresholdByRule, pooledHoldOutRow, pooledHoldOutSweep, type HeldOutConcepts } from '../../../src/eval/confidence/held-out-concepts.ts';
+import { HOLD_OUT_SEED, NIL_RULE_MAX_LOSS, NIL_RULE_MIN_PRECISION_IN_KB, NIL_RULE_SEEDS, formatHoldOut, holdOutConcepts, holdOutReport, nilThresholdByRule, pooledHoldOutReport, pooledHoldOutRow, pooledHoldOutSweep, type HeldOutConcepts } from '../../../src/eval/confidence/held-out-concepts.ts';
 import { mentionKey, type GoldCorpus, type GoldMention } from '../../../src/eval/gold.ts';
 import { emptyPubTatorStats } from '../../../src/eval/pubtator.ts';
 import type { ScoredMention } from '../../../src/eval/metrics/mention-record.ts';
@@ -324,4 +324,25 @@ test('pooledHoldOutSweep on inKb holds the other threshold at the given value', 
   assert.deepEqual(pooledHoldOutSweep(runs, 'inKb')[19], holdOutReport(WITH_IN_KB, heldA, { confidence: 0, inKb: 0.5 }).atConfigured);
   assert.deepEqual(pooledHoldOutSweep(runs, 'inKb', { confidence: 0.3, inKb: 0 })[19], holdOutReport(WITH_IN_KB, heldA, { confidence: 0.3, inKb: 0.5 }).atConfigured);
   assert.deepEqual(pooledHoldOutRow(runs, { confidence: 0, inKb: 0.5 }), pooledHoldOutSweep(runs, 'inKb')[19]);
+});
+
+test('pooledHoldOutReport: the pooled rows, each draw\'s own row beside them, and a report that names its seeds', () => {
+  const nothingHeld: HeldOutConcepts = { concepts: new Set(), drawn: 0, removed: () => false };
+  const runs = [{ result: RESULT, heldOut: heldA, seed: 7 }, { result: RESULT, heldOut: nothingHeld, seed: 8 }];
+  const pooled = pooledHoldOutReport(runs, onConfidence(0.3));
+  assert.equal(pooled.seed, 7);
+  assert.deepEqual(pooled.pooled?.seeds, [7, 8]);
+  assert.deepEqual(pooled.atConfigured, pooledHoldOutRow(runs, onConfidence(0.3)));
+  assert.deepEqual(pooled.sweep, pooledHoldOutSweep(runs, 'confidence', onConfidence(0.3)));
+  assert.deepEqual(pooled.pooled?.perSeed[0]?.row, holdOutReport(RESULT, heldA, onConfidence(0.3), 7).atConfigured);
+  assert.deepEqual(pooled.pooled?.perSeed[1]?.row, holdOutReport(RESULT, nothingHeld, onConfidence(0.3), 8).atConfigured);
+  assert.equal(pooled.heldOutMentions, 4);
+  assert.equal(pooled.otherMentions, 16);
+  assert.equal(pooled.removedConcepts, 1);
+  const text = formatHoldOut(pooled);
+  assert.match(text, /^held-out concepts \(seeds 7, 8, pooled\): 1 concepts removed/);
+  assert.match(text, /^ {2}seed 7: 1 concepts removed, 4 must be NIL; NIL-P 0\.500, NIL-R 0\.750, NIL-F1 0\.600; the others lose 0\.167 \(1\)$/m);
+  assert.match(text, /^ {2}seed 8: 0 concepts removed, 0 must be NIL; NIL-P 0\.000, NIL-R —, NIL-F1 —; the others lose 0\.100 \(1\)$/m);
+  assert.match(formatHoldOut(holdOutReport(RESULT, heldA, onConfidence(0.3), 7)), /^held-out concepts \(seed 7\):/);
+  assert.throws(() => pooledHoldOutReport([], onConfidence(0.3)), /no runs/);
 });
