@@ -219,7 +219,7 @@ export const calibrate: Command = {
         else file.nilConfidence = chosen?.threshold ?? 0;
         const score = by === 'inKb' ? 'P(in KB)' : 'confidence';
         return chosen
-          ? `NIL threshold on ${score} ${chosen.threshold} by the rule (tune part${split === 'tune' ? ', the fitted part itself' : ', held out from the fit'}, ${NIL_RULE_SEEDS.length} runs pooled, each holding out the concepts of ${NIL_RULE_FRACTION * 100}% of its mentions, seeds ${NIL_RULE_SEEDS.join(', ')}): NIL precision ${threeDecimals(chosen.nilPrecision)}, recall ${threeDecimals(chosen.nilRecall)}, F1 ${threeDecimals(chosen.nilF1)}; the others lose ${(chosen.othersLoss * 100).toFixed(2)} point(s) of linked acc@1`
+          ? `NIL threshold on ${score} ${chosen.threshold} by the rule (tune part${split === 'tune' ? ', the fitted part itself' : ', held out from the fit'}, ${NIL_RULE_SEEDS.length} runs pooled, each holding out the concepts of ${NIL_RULE_FRACTION * 100}% of its mentions, seeds ${NIL_RULE_SEEDS.join(', ')}): NIL precision ${threeDecimals(chosen.nilPrecision)}, recall ${threeDecimals(chosen.nilRecall)}, F1 ${threeDecimals(chosen.nilF1)}; the others lose ${(chosen.othersLoss * 100).toFixed(2)} point(s) of linked acc@1 (${chosen.othersLost} right links, ${chosen.othersLostMentions} distinct mentions)`
           : `NIL threshold on ${score} 0: at no threshold of the sweep do the tune part's other mentions lose at most ${NIL_RULE_MAX_LOSS * 100} point of linked acc@1${by === 'inKb' ? ` with NIL precision at least ${NIL_RULE_MIN_PRECISION_IN_KB}` : ''}`;
       });
       nilLine = lines.join('\n');
