@@ -125,15 +125,16 @@ function holdOutRow(mentions: readonly HoldOutMention[], t: NilThresholds, by: N
   const precision = nil.length ? tp / nil.length : null;
   const recall = positives ? tp / positives : null;
   const f1 = precision !== null && recall !== null && precision + recall > 0 ? (2 * precision * recall) / (precision + recall) : null;
-  const linkedRight = (u: NilThresholds) => (others.length ? others.filter((m) => m.hit1 && !isNil(m, u)).length / others.length : 0);
+  const share = (n: number) => (others.length ? n / others.length : 0);
+  // A mention without candidates is NIL at every threshold, so only these are the threshold's doing.
   const lost = others.filter((m) => m.hit1 && !isNil(m, NO_NIL) && isNil(m, t));
   return {
     threshold: t[by],
     nilPrecision: precision,
     nilRecall: recall,
     nilF1: f1,
-    othersLinkedAcc1: linkedRight(t),
-    othersLoss: linkedRight(NO_NIL) - linkedRight(t),
+    othersLinkedAcc1: share(others.filter((m) => m.hit1 && !isNil(m, t)).length),
+    othersLoss: share(lost.length),
     othersLost: lost.length,
     othersLostMentions: new Set(lost.map((m) => m.key)).size,
   };
