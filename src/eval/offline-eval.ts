@@ -50,11 +50,17 @@ export function keepSplitPart(corpus: GoldCorpus, part: SplitPart, seed: number)
   for (const [key, g] of corpus.gold) if (!kept.has(g.noteId)) corpus.gold.delete(key);
 }
 
-/** (confidence, top-1 right) of every linked mention that has a confidence: what selective metrics read. */
+/** A note's mentions linked to the same concept stand or fall together (ConfidencePoint.group). */
+export function confidenceGroup(noteId: string, linked: Pick<LinkedMention, 'candidates'>): string {
+  return `${noteId}\u0000${linked.candidates[0]?.conceptId ?? ''}`;
+}
+
+/** (confidence, top-1 right, group) of every linked mention that has a confidence: what selective metrics read. */
 export function confidencePoints(result: Pick<OfflineEvalResult, 'scored' | 'linked'>): ConfidencePoint[] {
   return result.scored.flatMap((s, i) => {
-    const confidence = result.linked[i]!.confidence;
-    return confidence === null || result.linked[i]!.candidates.length === 0 ? [] : [{ confidence, correct: s.scores.hit1 }];
+    const linked = result.linked[i]!;
+    const confidence = linked.confidence;
+    return confidence === null || linked.candidates.length === 0 ? [] : [{ confidence, correct: s.scores.hit1, group: confidenceGroup(s.noteId, linked) }];
   });
 }
 

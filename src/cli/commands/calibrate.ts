@@ -172,7 +172,7 @@ export const calibrate: Command = {
     const withMemory = values['with-memory'];
     if (withMemory !== undefined) refuseMemoryOverlap(withMemory, corpus, split);
     const store = await loadIndexKb(indexDir);
-    const { file, rows, labels } = await fitCalibration({
+    const { file, rows, labels, pointGroups } = await fitCalibration({
       corpus,
       store,
       view: kbOntologyView(store),
@@ -229,7 +229,7 @@ export const calibrate: Command = {
     nilLine += ` (recorded: nilInKb ${file.nilInKb}, nilConfidence ${file.nilConfidence})`;
     write();
     const fitted = ConfidenceCalibrator.load(out);
-    const points = rows.map((x, i) => ({ confidence: fitted.probability(x), correct: labels[i]! }));
+    const points = rows.map((x, i) => ({ confidence: fitted.probability(x), correct: labels[i]!, group: pointGroups[i] }));
     const memoryPass = file.fit.memoryPass as { mentions: number; memoryDecided: number; memoryVersion: string } | undefined;
     console.log(`calibrate: ${rows.length} linked mentions of the ${split} part (seed ${seed})${memoryPass ? `, ${memoryPass.mentions} of them linked with memory ${memoryPass.memoryVersion} (${memoryPass.memoryDecided} memory-decided)` : ''}, ${labels.filter(Boolean).length} right at top-1; written to ${out}`);
     console.log(formatConfidence(summarizeConfidence(points), 'in-sample'));

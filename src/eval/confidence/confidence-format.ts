@@ -4,5 +4,8 @@ const f = (v: number | null, digits = 3) => (v === null ? '—' : v.toFixed(digi
 
 /** One line on how well confidence ranks and matches correctness (eval and calibrate print it). */
 export function formatConfidence(s: ConfidenceSummary, label: string): string {
-  return `confidence (${label}, ${s.n} links, acc@1 ${f(s.accuracy)}): AUROC ${f(s.auroc)}, precision at 80% coverage ${f(s.precisionAt80)}, at 90% ${f(s.precisionAt90)}, ECE ${f(s.ece)}`;
+  const c = s.calibratedEce;
+  // Beside the ECE, what a calibrated confidence would read on these links: the noise floor of a corpus this size.
+  const floor = c ? ` (a calibrated confidence would read ${f(c.median)}, 95% of draws under ${f(c.p95)}; p ${c.pValue.toFixed(2)})` : '';
+  return `confidence (${label}, ${s.n} links, acc@1 ${f(s.accuracy)}): AUROC ${f(s.auroc)}, precision at 80% coverage ${f(s.precisionAt80)}, at 90% ${f(s.precisionAt90)}, ECE ${f(s.ece)}${floor}`;
 }

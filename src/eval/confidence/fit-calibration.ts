@@ -6,7 +6,7 @@ import { CONFIDENCE_FEATURES } from '../../link/confidence-features.ts';
 import type { Linker } from '../../link/linker.ts';
 import type { GoldCorpus } from '../gold.ts';
 import type { OntologyView } from '../metrics/ontology-view.ts';
-import { evaluateCorpus } from '../offline-eval.ts';
+import { confidenceGroup, evaluateCorpus } from '../offline-eval.ts';
 import { calibrationExamples } from './calibration-examples.ts';
 import { holdOutConcepts } from './held-out-concepts.ts';
 import { nonEntityExamples } from './non-entity-spans.ts';
@@ -63,7 +63,8 @@ export interface FitCalibrationRequest {
  * output, and "the concept is not in the KB" on held-out-concept runs (seeds 1..nilRuns, never
  * the evaluation seed of `eval --hold-out`), whose stranded mentions are the positives.
  */
-export async function fitCalibration(request: FitCalibrationRequest): Promise<{ file: CalibrationFile; rows: Float64Array[]; labels: boolean[] }> {
+/** The fit file, and the right part's examples: features, top-1 right, and each one's ConfidencePoint group. */
+export async function fitCalibration(request: FitCalibrationRequest): Promise<{ file: CalibrationFile; rows: Float64Array[]; labels: boolean[]; pointGroups: string[] }> {
   const { corpus, view } = request;
   const linker = await request.open();
   let result;
@@ -76,6 +77,7 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
   const { rows, labels, indices } = calibrationExamples(corpus, result, facts);
   const groups = indices.map((i) => conceptGroup(result.scored[i]!));
   const notes = indices.map((i) => result.scored[i]!.noteId);
+  const pointGroups = indices.map((i) => confidenceGroup(result.scored[i]!.noteId, result.linked[i]!));
   let memoryPass: Record<string, unknown> | undefined;
   if (request.openWithMemory) {
     const withMemory = await request.openWithMemory();
@@ -92,6 +94,7 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     labels.push(...more.labels);
     groups.push(...more.indices.map((i) => conceptGroup(linked.scored[i]!)));
     notes.push(...more.indices.map((i) => linked.scored[i]!.noteId));
+    pointGroups.push(...more.indices.map((i) => confidenceGroup(linked.scored[i]!.noteId, linked.linked[i]!)));
   }
   const right = fitModel(request.model, rows, labels);
   const recalibrate = request.recalibrate ?? 'none';
@@ -145,7 +148,7 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     file.nonEntity = { model: part.model, trainedPrevalence: positives / examples.labels.length, assumedPrevalence: prevalence };
     file.fit = { ...file.fit, nonEntity: { perNote, seed, spans: examples.sample.spans, mentions: examples.labels.length, positives, ...part.report } };
   }
-  return { file, rows, labels };
+  return { file, rows, labels, pointGroups };
 }
 
 function fitModel(choice: CalibrationModelChoice, rows: Float64Array[], labels: boolean[]): { model: CalibrationModel; report: Record<string, number> } {

@@ -1,3 +1,5 @@
+import { seededRandom } from '../seeded-random.ts';
+
 /**
  * How well a confidence separates right links from wrong ones, for a job that keeps only the
  * links it trusts: AUROC (the chance that a random right link outranks a random wrong one),
@@ -7,6 +9,11 @@
 export interface ConfidencePoint {
   confidence: number;
   correct: boolean;
+  /**
+   * Links that stand or fall together (`cuilink eval`: a note's mentions linked to the same
+   * concept, mostly one name repeated); calibratedEce draws them together. Absent: independent.
+   */
+  group?: string;
 }
 
 /** Mann–Whitney AUROC with ties counted half; null when one class is empty. */
@@ -61,6 +68,55 @@ export function reliability(points: readonly ConfidencePoint[], bins = 10): { ro
   return { rows, ece: points.length ? gap / points.length : null };
 }
 
+/**
+ * The ECE a perfectly calibrated confidence would read on these very confidences: each link's
+ * right/wrong drawn as Bernoulli(confidence), `samples` times from a fixed seed. Binned ECE on a
+ * few hundred links is biased up by its own noise, so an ECE means something only beside this.
+ * Links of one `group` share one uniform draw (right when it falls under their confidence): each
+ * stays Bernoulli(confidence), but a name repeated in a note is right or wrong every time, as in
+ * real text, which widens the spread (independent draws would understate it).
+ * `pValue`: the share of calibrated draws that read at least the observed ECE (one-sided, +1
+ * smoothed): small means the gap is more than sampling.
+ */
+export interface CalibratedEce {
+  median: number;
+  p95: number;
+  pValue: number;
+  samples: number;
+}
+
+export const CALIBRATED_ECE_SAMPLES = 1000;
+export const CALIBRATED_ECE_SEED = 1;
+
+export function calibratedEce(points: readonly ConfidencePoint[], samples = CALIBRATED_ECE_SAMPLES, seed = CALIBRATED_ECE_SEED): CalibratedEce | null {
+  const observed = reliability(points).ece;
+  if (observed === null || samples < 1) return null;
+  const random = seededRandom(seed);
+  const drawn = points.map((p) => ({ confidence: p.confidence, correct: false }));
+  const groups = new Map<string, number>();
+  const groupOf = points.map((p, i) => {
+    if (p.group === undefined) return -1 - i;
+    let g = groups.get(p.group);
+    if (g === undefined) groups.set(p.group, (g = groups.size));
+    return g;
+  });
+  const shared = new Float64Array(groups.size);
+  const eces: number[] = [];
+  for (let s = 0; s < samples; s++) {
+    for (let g = 0; g < shared.length; g++) shared[g] = random();
+    drawn.forEach((d, i) => {
+      const g = groupOf[i]!;
+      d.correct = (g >= 0 ? shared[g]! : random()) < d.confidence;
+    });
+    eces.push(reliability(drawn).ece!);
+  }
+  eces.sort((a, b) => a - b);
+  const quantile = (q: number) => eces[Math.min(samples - 1, Math.floor(q * samples))]!;
+  // A draw that ties the observed ECE to float rounding counts as reaching it.
+  const reaching = eces.filter((e) => e >= observed - 1e-12).length;
+  return { median: quantile(0.5), p95: quantile(0.95), pValue: (reaching + 1) / (samples + 1), samples };
+}
+
 export interface ConfidenceSummary {
   n: number;
   accuracy: number | null;
@@ -68,6 +124,8 @@ export interface ConfidenceSummary {
   precisionAt80: number | null;
   precisionAt90: number | null;
   ece: number | null;
+  /** What a calibrated confidence would read as ECE here (null without links). */
+  calibratedEce: CalibratedEce | null;
   reliability: ReliabilityRow[];
 }
 
@@ -80,6 +138,7 @@ export function summarizeConfidence(points: readonly ConfidencePoint[]): Confide
     precisionAt80: precisionAtCoverage(points, 0.8),
     precisionAt90: precisionAtCoverage(points, 0.9),
     ece,
+    calibratedEce: calibratedEce(points),
     reliability: rows,
   };
 }

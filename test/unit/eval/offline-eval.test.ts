@@ -30,3 +30,19 @@ test('offline eval links the corpus in batches and scores every gold mention', a
   assert.deepEqual(Object.keys(result.metrics.byLabel), ['CompositeMention', 'Disease', 'DiseaseClass', 'Modifier', 'SpecificDisease']);
   assert.deepEqual(Object.keys(result.metrics.bySemanticType), ['T047', 'T191']);
 });
+
+test('confidencePoints: one point per linked mention with a confidence, grouped by note and top-1 concept', async () => {
+  const { confidencePoints } = await import('../../../src/eval/offline-eval.ts');
+  const scored = (noteId: string, hit1: boolean) => ({ noteId, scores: { hit1 } }) as never;
+  const linked = (conceptId: string | undefined, confidence: number | null) => ({ confidence, candidates: conceptId ? [{ conceptId }] : [] }) as never;
+  const points = confidencePoints({
+    scored: [scored('n1', true), scored('n1', true), scored('n1', false), scored('n2', true), scored('n2', false), scored('n2', false)],
+    linked: [linked('A', 0.9), linked('A', 0.8), linked('B', 0.4), linked('A', 0.9), linked(undefined, 0.1), linked('C', null)],
+  });
+  // The mention without candidates and the one without a confidence are not points.
+  assert.deepEqual(points.map((p) => [p.confidence, p.correct]), [[0.9, true], [0.8, true], [0.4, false], [0.9, true]]);
+  const groups = points.map((p) => p.group);
+  assert.equal(groups[0], groups[1], 'one note, one concept: one group');
+  assert.notEqual(groups[0], groups[2], 'another concept');
+  assert.notEqual(groups[0], groups[3], 'another note');
+});

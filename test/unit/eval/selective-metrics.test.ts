@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { auroc, precisionAtCoverage, reliability, summarizeConfidence, type ConfidencePoint } from '../../../src/eval/confidence/selective-metrics.ts';
+import { auroc, calibratedEce, precisionAtCoverage, reliability, summarizeConfidence, type ConfidencePoint } from '../../../src/eval/confidence/selective-metrics.ts';
 
 const p = (confidence: number, correct: boolean): ConfidencePoint => ({ confidence, correct });
 const close = (actual: number | null, expected: number, message?: string) => {
@@ -120,4 +120,51 @@ test('summarizeConfidence reports n, accuracy, AUROC, precision at 80/90% covera
     { n: empty.n, accuracy: empty.accuracy, auroc: empty.auroc, p80: empty.precisionAt80, p90: empty.precisionAt90, ece: empty.ece },
     { n: 0, accuracy: null, auroc: null, p80: null, p90: null, ece: null },
   );
+  assert.equal(empty.calibratedEce, null);
+  assert.equal(s.calibratedEce?.samples, 1000);
+});
+
+test('calibratedEce: certain confidences leave nothing to chance', () => {
+  // Confidence 1 and 0 draw right and wrong every time: a calibrated model reads ECE 0 here.
+  const sure = [p(1, true), p(0, false), p(1, true)];
+  const c = calibratedEce(sure, 200)!;
+  assert.equal(c.median, 0);
+  assert.equal(c.p95, 0);
+  // Every draw reaches the observed 0: p = (200 + 1) / 201.
+  assert.equal(c.pValue, 1);
+  // The same confidences, all wrong: observed ECE 2/3, which no calibrated draw reaches.
+  const wrong = calibratedEce([p(1, false), p(0, true), p(1, false)], 200)!;
+  close(wrong.pValue, 1 / 201);
+  assert.equal(calibratedEce([], 200), null);
+});
+
+test('calibratedEce: a calibrated sample reads its floor; a shifted one falls outside it', () => {
+  const random = (() => {
+    let state = 11;
+    return () => ((state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 4294967296);
+  })();
+  const confidences = Array.from({ length: 800 }, () => 0.3 + 0.65 * random());
+  const calibrated = confidences.map((c) => p(c, random() < c));
+  const shifted = confidences.map((c) => p(c, random() < c - 0.1));
+  const floor = calibratedEce(calibrated)!;
+  // Binned ECE of 800 calibrated links sits well above 0 (the noise floor), far under 0.1.
+  assert.ok(floor.median > 0.01 && floor.median < 0.05, `median ${floor.median}`);
+  assert.ok(floor.p95 > floor.median);
+  assert.ok(floor.pValue > 0.05, `a calibrated sample is not flagged (p ${floor.pValue})`);
+  const off = calibratedEce(shifted)!;
+  assert.ok(off.pValue < 0.01, `10 points of overconfidence are flagged (p ${off.pValue})`);
+  // Same confidences, same seed: the same floor, whatever the labels.
+  assert.deepEqual([off.median, off.p95], [floor.median, floor.p95]);
+});
+
+test('calibratedEce: links of one group are drawn together, which widens the floor', () => {
+  // 60 notes, each repeating one name 8 times at confidence 0.7 (or 0.9): right or wrong together.
+  const points = Array.from({ length: 480 }, (_, i) => ({ ...p(i % 2 ? 0.7 : 0.9, true), group: `note${Math.floor(i / 16)}-${i % 2}` }));
+  const grouped = calibratedEce(points, 400)!;
+  const independent = calibratedEce(points.map(({ confidence, correct }) => ({ confidence, correct })), 400)!;
+  assert.ok(grouped.median > 2 * independent.median, `grouped ${grouped.median} vs independent ${independent.median}`);
+  // A right and a wrong link in one group never happens in the grouped draws (both right: ECE 0.3, both wrong: 0.7),
+  // so its observed 0.2 is under every draw.
+  const split = [{ ...p(0.7, true), group: 'g' }, { ...p(0.7, false), group: 'g' }];
+  assert.equal(calibratedEce(split, 400)!.pValue, 1);
 });
