@@ -62,8 +62,9 @@ export interface FitCalibrationRequest {
  * Fits both parts of a calibration on one corpus part: "top-1 right" on the linker's natural
  * output, and "the concept is not in the KB" on held-out-concept runs (seeds 1..nilRuns, never
  * the evaluation seed of `eval --hold-out`), whose stranded mentions are the positives.
+ * Returns the file and the right part's examples: features, top-1 right, and each one's
+ * ConfidencePoint group (for the in-sample report).
  */
-/** The fit file, and the right part's examples: features, top-1 right, and each one's ConfidencePoint group. */
 export async function fitCalibration(request: FitCalibrationRequest): Promise<{ file: CalibrationFile; rows: Float64Array[]; labels: boolean[]; pointGroups: string[] }> {
   const { corpus, view } = request;
   const linker = await request.open();

@@ -68,16 +68,7 @@ export function reliability(points: readonly ConfidencePoint[], bins = 10): { ro
   return { rows, ece: points.length ? gap / points.length : null };
 }
 
-/**
- * The ECE a perfectly calibrated confidence would read on these very confidences: each link's
- * right/wrong drawn as Bernoulli(confidence), `samples` times from a fixed seed. Binned ECE on a
- * few hundred links is biased up by its own noise, so an ECE means something only beside this.
- * Links of one `group` share one uniform draw (right when it falls under their confidence): each
- * stays Bernoulli(confidence), but a name repeated in a note is right or wrong every time, as in
- * real text, which widens the spread (independent draws would understate it).
- * `pValue`: the share of calibrated draws that read at least the observed ECE (one-sided, +1
- * smoothed): small means the gap is more than sampling.
- */
+/** What a perfectly calibrated confidence would read as ECE on some links (calibratedEce). */
 export interface CalibratedEce {
   median: number;
   p95: number;
@@ -88,6 +79,16 @@ export interface CalibratedEce {
 export const CALIBRATED_ECE_SAMPLES = 1000;
 export const CALIBRATED_ECE_SEED = 1;
 
+/**
+ * The ECE a perfectly calibrated confidence would read on these very confidences: each link's
+ * right/wrong drawn as Bernoulli(confidence), `samples` times from a fixed seed. Binned ECE on a
+ * few hundred links is biased up by its own noise, so an ECE means something only beside this.
+ * Links of one `group` share one uniform draw (right when it falls under their confidence): each
+ * stays Bernoulli(confidence), but a name repeated in a note is right or wrong every time, as in
+ * real text, which widens the spread (independent draws would understate it).
+ * `pValue`: the share of calibrated draws that read at least the observed ECE (one-sided, +1
+ * smoothed): small means the gap is more than sampling.
+ */
 export function calibratedEce(points: readonly ConfidencePoint[], samples = CALIBRATED_ECE_SAMPLES, seed = CALIBRATED_ECE_SEED): CalibratedEce | null {
   const observed = reliability(points).ece;
   if (observed === null || samples < 1) return null;
