@@ -228,7 +228,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       if (values.reliability !== undefined) {
         if (!confidence) throw new InputError('--reliability: the links have no confidence (no calibration)', 'BAD_FLAGS');
         try {
-          writeFileSync(values.reliability, reliabilitySvg(confidence.reliability, `${corpusFile.split('/').at(-1)}${split ? ` (${split})` : ''}: ECE ${confidence.ece?.toFixed(3)}, AUROC ${confidence.auroc?.toFixed(3)}`));
+          writeFileSync(values.reliability, reliabilitySvg(confidence.reliability, `${corpusFile.split('/').at(-1)}${split ? ` (${split})` : ''}: ECE ${confidence.ece?.toFixed(3)}, AUROC ${confidence.auroc?.toFixed(3)}`, confidence.calibratedEce));
         } catch (error) {
           throw new InputError(`cannot write ${values.reliability}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
         }

@@ -74,6 +74,8 @@ export interface CalibratedEce {
   p95: number;
   pValue: number;
   samples: number;
+  /** Per reliability bin, the share right that 95% of calibrated draws fall within (null for an empty bin). */
+  bins: ({ low: number; high: number } | null)[];
 }
 
 export const CALIBRATED_ECE_SAMPLES = 1000;
@@ -103,19 +105,27 @@ export function calibratedEce(points: readonly ConfidencePoint[], samples = CALI
   });
   const shared = new Float64Array(groups.size);
   const eces: number[] = [];
+  const binShares: number[][] = [];
   for (let s = 0; s < samples; s++) {
     for (let g = 0; g < shared.length; g++) shared[g] = random();
     drawn.forEach((d, i) => {
       const g = groupOf[i]!;
       d.correct = (g >= 0 ? shared[g]! : random()) < d.confidence;
     });
-    eces.push(reliability(drawn).ece!);
+    const { rows, ece } = reliability(drawn);
+    eces.push(ece!);
+    rows.forEach((r, b) => (binShares[b] ??= []).push(r.accuracy ?? NaN));
   }
+  const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
   eces.sort((a, b) => a - b);
-  const quantile = (q: number) => eces[Math.min(samples - 1, Math.floor(q * samples))]!;
   // A draw that ties the observed ECE to float rounding counts as reaching it.
   const reaching = eces.filter((e) => e >= observed - 1e-12).length;
-  return { median: quantile(0.5), p95: quantile(0.95), pValue: (reaching + 1) / (samples + 1), samples };
+  const bins = binShares.map((shares) => {
+    if (shares.some(Number.isNaN)) return null;
+    shares.sort((a, b) => a - b);
+    return { low: quantile(shares, 0.025), high: quantile(shares, 0.975) };
+  });
+  return { median: quantile(eces, 0.5), p95: quantile(eces, 0.95), pValue: (reaching + 1) / (samples + 1), samples, bins };
 }
 
 export interface ConfidenceSummary {
