@@ -11,9 +11,9 @@ import { parseArgs } from 'node:util';
 import { cpus } from 'node:os';
 import { loadPubTatorCorpus, type GoldCorpus } from '../src/eval/gold.ts';
 import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
-import { evaluateCorpus, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
+import { evaluateCorpus, keepSplitPart, type OfflineEvalResult } from '../src/eval/offline-eval.ts';
 import { approximateRandomization, pairPredictions } from '../src/eval/randomization-test.ts';
-import { TUNING_SPLIT_SEED, selectSplit } from '../src/eval/tuning-split.ts';
+import { TUNING_SPLIT_SEED } from '../src/eval/tuning-split.ts';
 import type { ScoredMention } from '../src/eval/metrics/mention-record.ts';
 import { openLinker, DEFAULT_RERANKER_DIR } from '../src/link/open-linker.ts';
 import { DEFAULT_MODEL_DIR } from '../src/link/default-index.ts';
@@ -93,9 +93,8 @@ const SWEEP: { system: string; config: Record<string, unknown> }[] = [
 const { indexDir } = ensureBenchIndex({ ...medic, modelDir: DEFAULT_MODEL_DIR, indexDir: values.index, rebuild: false, provider: 'cpu', log: console.log });
 const view = kbOntologyView(await loadIndexKb(indexDir));
 const train = await loadPubTatorCorpus(values.train);
-const tune: GoldCorpus = { ...train, notes: selectSplit(train.notes, (n) => n.noteId, 'tune'), gold: new Map() };
-const kept = new Set(tune.notes.map((n) => n.noteId));
-for (const [key, g] of train.gold) if (kept.has(g.noteId)) tune.gold.set(key, g);
+const tune: GoldCorpus = { ...train, notes: [...train.notes], gold: new Map(train.gold) };
+keepSplitPart(tune, 'tune', TUNING_SPLIT_SEED);
 const dev = await loadPubTatorCorpus(values.dev);
 
 /** CPU seconds (all threads of the process) of the last run's linking: steadier than wall time on a shared machine. */

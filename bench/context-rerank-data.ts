@@ -97,7 +97,7 @@ parts.reranker = {
 
 const t0 = performance.now();
 const corpus = await loadPubTatorCorpus(values.corpus);
-const tune = tuneDocumentIds(corpus.notes.map((n) => n.noteId), { seed: TUNING_SPLIT_SEED });
+const tune = tuneDocumentIds(corpus.documentIds ?? corpus.notes.map((n) => n.noteId), { seed: TUNING_SPLIT_SEED });
 for (const note of corpus.notes) {
   current = { part: tune.has(note.noteId) ? 'tune' : 'learn', noteId: note.noteId, gold: (mentionId) => corpus.gold.get(mentionKey(note.noteId, mentionId))?.ids ?? [] };
   await linker.linkNotes([note]);

@@ -40,6 +40,12 @@ export function documentToNote(doc: PubTatorDocument): { note: NoteInput; gold: 
 export interface GoldCorpus {
   /** Notes with at least one mention, in file order. */
   notes: NoteInput[];
+  /**
+   * Every document id the file holds, with or without a usable annotation (the tuning split is
+   * drawn over these, so `--types` or skipped `-1` gold never moves a document between parts);
+   * a corpus built otherwise draws over its notes.
+   */
+  documentIds?: readonly string[];
   /** By mentionKey(noteId, mentionId). */
   gold: Map<string, GoldMention>;
   stats: PubTatorStats;
@@ -50,11 +56,13 @@ export async function loadPubTatorCorpus(file: string, options: Omit<ReadPubTato
   const stats = emptyPubTatorStats();
   const notes: NoteInput[] = [];
   const gold = new Map<string, GoldMention>();
+  const documentIds: string[] = [];
   for await (const doc of readPubTator(file, { ...options, stats })) {
+    documentIds.push(doc.pmid);
     if (doc.annotations.length === 0) continue;
     const converted = documentToNote(doc);
     notes.push(converted.note);
     for (const g of converted.gold) gold.set(mentionKey(g.noteId, g.mentionId), g);
   }
-  return { notes, gold, stats };
+  return { notes, gold, stats, documentIds };
 }

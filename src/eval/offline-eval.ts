@@ -6,7 +6,7 @@ import type { ScoredMention } from './metrics/mention-record.ts';
 import { computeMetrics, type MetricsReport } from './metrics/metrics-accumulator.ts';
 import type { OntologyView } from './metrics/ontology-view.ts';
 import { scoreRecord } from './metrics/score-mention.ts';
-import { selectSplit, type SplitPart } from './tuning-split.ts';
+import { tuneDocumentIds, type SplitPart } from './tuning-split.ts';
 import type { ConfidencePoint } from './confidence/selective-metrics.ts';
 
 export interface OfflineEvalOptions {
@@ -43,9 +43,15 @@ const NO_PREDICTION: Omit<LinkedMention, 'mentionId' | 'start' | 'end' | 'label'
   candidates: [],
 };
 
-/** Keeps one part of the fixed tuning split of a corpus (notes and their gold), in place. */
+/**
+ * Keeps one part of the fixed tuning split of a corpus (notes and their gold), in place. The split
+ * is drawn over every document of the file (`documentIds`), so a type filter or a document whose
+ * gold is all `-1` never moves another document between tune and learn, and `memory add --split`
+ * (which draws over the same documents) learns nothing that `eval --split tune` scores.
+ */
 export function keepSplitPart(corpus: GoldCorpus, part: SplitPart, seed: number): void {
-  corpus.notes = selectSplit(corpus.notes, (n) => n.noteId, part, { seed });
+  const tune = tuneDocumentIds(corpus.documentIds ?? corpus.notes.map((n) => n.noteId), { seed });
+  corpus.notes = corpus.notes.filter((n) => tune.has(n.noteId) === (part === 'tune'));
   const kept = new Set(corpus.notes.map((n) => n.noteId));
   for (const [key, g] of corpus.gold) if (!kept.has(g.noteId)) corpus.gold.delete(key);
 }

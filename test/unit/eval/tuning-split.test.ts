@@ -44,3 +44,33 @@ function existsShared(): boolean {
     return false;
   }
 }
+
+test('the split is drawn over every document of the file: a type filter or -1 gold moves no document between parts', async () => {
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { loadPubTatorCorpus } = await import('../../../src/eval/gold.ts');
+  const { keepSplitPart } = await import('../../../src/eval/offline-eval.ts');
+  const { labelledMentionsFromPubTator } = await import('../../../src/eval/memory-sources.ts');
+  // 240 documents: a third annotate only a Modifier, a third only gold -1, the rest a SpecificDisease.
+  const lines: string[] = [];
+  for (let i = 0; i < 240; i++) {
+    const pmid = String(7_000_000 + i * 13);
+    const [type, id] = i % 3 === 0 ? ['Modifier', 'D001'] : i % 3 === 1 ? ['SpecificDisease', '-1'] : ['SpecificDisease', 'D002'];
+    lines.push(`${pmid}|t|Gout in a patient.`, `${pmid}|a|Nothing else.`, `${pmid}\t0\t4\tGout\t${type}\t${id}`, '');
+  }
+  const file = join(mkdtempSync(join(tmpdir(), 'cuilink-split-')), 'corpus.txt');
+  writeFileSync(file, lines.join('\n'));
+  const everyId = lines.filter((l) => l.includes('|t|')).map((l) => l.split('|')[0]!);
+  const tune = tuneDocumentIds(everyId);
+
+  const specific = await loadPubTatorCorpus(file, { types: /^SpecificDisease$/ });
+  keepSplitPart(specific, 'tune', 20261123);
+  assert.ok(specific.notes.length > 0);
+  for (const note of specific.notes) assert.ok(tune.has(note.noteId), `${note.noteId} is not in the file's tune part`);
+  assert.equal(specific.notes.length, [...tune].filter((id) => ((Number(id) - 7_000_000) / 13) % 3 === 2).length);
+
+  const learned = await labelledMentionsFromPubTator(file, { split: 'learn', types: /^SpecificDisease$/ });
+  assert.ok(learned.length > 0);
+  for (const m of learned) assert.ok(!tune.has(m.record.noteId!), `memory add --split learn took tune document ${m.record.noteId}`);
+});
