@@ -33,8 +33,8 @@ export type DeadLetterBreakerListener = (open: boolean, state: DeadLetterBreaker
  * going on would drain the stream into the dead-letter topic. The breaker then opens: the stage
  * pauses, reports itself unready, raises `cuilink_stream_dead_letter_breaker_open` and commits
  * nothing. It closes again only when the share in the window falls under `maxShare` (records
- * keep being counted while it is open, e.g. those consumed again after a pause), or when an
- * operator calls `reset()`, which also empties the window.
+ * keep being counted while it is open: those of other partitions already in flight), and the
+ * stage then resumes its input; `reset()` empties the window (a restarted stage starts empty).
  *
  * Pure bookkeeping: no timers, no I/O. O(1) per record.
  */
@@ -83,7 +83,7 @@ export class DeadLetterBreaker {
     return { open: this.isOpen, records: this.count, dead: this.deadCount, share: this.share };
   }
 
-  /** Operator action: empties the window and closes the breaker. */
+  /** Empties the window and closes the breaker. */
   reset(): void {
     this.ring.fill(0);
     this.next = 0;

@@ -110,9 +110,17 @@ export class LinkingStage {
     this.breaker = deadLetterBreakerOf(config.deadLetterBreaker);
     this.breaker?.onChange((open, state) => {
       this.metrics.recordDeadLetterBreaker(open);
-      if (!open) return;
-      this.consumer.pause();
-      logger.error('dead-letter breaker open: input paused, nothing more is produced or committed until the stage is restarted', { share: state.share, window: state.records, dead: state.dead });
+      if (open) {
+        this.consumer.pause();
+        logger.error('dead-letter breaker open: input paused, nothing more is produced or committed until the dead-letter share falls under maxShare or the stage is restarted', { share: state.share, window: state.records, dead: state.dead });
+        return;
+      }
+      // Other partitions' records still count while the input is paused and can bring the share
+      // back under maxShare; the input must then be read again, or the stage would report itself
+      // ready while consuming nothing. A drain keeps it paused; high pressure resumes it later.
+      const action = inputOnPressure(this.batcher.underPressure, { stopping: this.stopping, breakerOpen: false });
+      if (action === 'resume') this.consumer.resume();
+      logger.warn(action === 'resume' ? 'dead-letter breaker closed: input resumed' : 'dead-letter breaker closed: input stays paused (draining, or in-flight mentions at the limit)', { share: state.share, window: state.records, dead: state.dead });
     });
     this.probe = new LinkerHealthProbe({ check: linkerCheck(options.linker), logger, intervalMs: config.health.probeIntervalMs });
     this.probe.onChange((healthy, error) => {

@@ -84,6 +84,11 @@ export class MentionBatcher<T, R> {
     return { ...this.counters, queuedMentions: this.queuedMentions, processingMentions: this.processingMentions };
   }
 
+  /** In-flight mentions reached the limit and have not yet fallen to half (what the last `onPressure` call said). */
+  get underPressure(): boolean {
+    return this.high;
+  }
+
   /** Called with `true` when in-flight mentions reach the limit, `false` when they fall to half. */
   onPressure(listener: (high: boolean) => void): void {
     this.pressureListeners.push(listener);

@@ -216,7 +216,8 @@ export class PartitionBatchHandler {
 
   /**
    * Counts the group's outcomes in the dead-letter-rate breaker; once it is open nothing more is
-   * produced or committed (the records are read again after an operator restarts the stage):
+   * produced or committed (the group is handed back and read again when the breaker closes or
+   * the stage restarts):
    * a systemic fault (an upstream schema change, a broken codec) must not drain the stream.
    */
   private guardDeadLetterRate(records: number, dead: number): void {

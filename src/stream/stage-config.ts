@@ -93,7 +93,7 @@ export const stageConfigSchema = z
     /**
      * The dead-letter-rate breaker (src/stream/dead-letter-breaker.ts): when more than `maxShare`
      * of the last `windowRecords` input records were dead-lettered, the stage pauses, goes unready
-     * and commits nothing until the share falls under `maxShare` or an operator resets it.
+     * and commits nothing until the share falls under `maxShare` (the input is then resumed) or the stage restarts.
      */
     deadLetterBreaker: z
       .object({

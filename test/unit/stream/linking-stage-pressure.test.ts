@@ -88,3 +88,37 @@ test('pressure falling while the dead-letter breaker is open does not resume the
   assert.equal(batcher.inFlightMentions, 0, 'pressure fell');
   assert.ok(!calls.includes('resume'), `the open breaker keeps the input paused, got ${calls.join(', ')}`);
 });
+
+test('the dead-letter breaker closing (other partitions\' records bring the share down) resumes the input, unless pressure is high or the stage is draining', async () => {
+  const breakerOverrides = { 'deadLetterBreaker.windowRecords': 4, 'deadLetterBreaker.maxShare': 0.5 };
+  const trip = (breaker: DeadLetterBreaker) => {
+    for (let i = 0; i < 4; i++) breaker.record('dead');
+    assert.equal(breaker.open, true);
+  };
+  const close = (breaker: DeadLetterBreaker) => {
+    for (let i = 0; i < 3; i++) breaker.record('ok'); // 1 of 4 dead
+    assert.equal(breaker.open, false);
+  };
+
+  const idle = stageOf(breakerOverrides);
+  trip(idle.internals.breaker!);
+  assert.deepEqual(idle.calls, ['pause']);
+  close(idle.internals.breaker!);
+  assert.deepEqual(idle.calls, ['pause', 'resume'], 'closed with nothing in flight: the input is read again');
+
+  const busy = stageOf(breakerOverrides);
+  const linked = busy.batcher.submit(heavyNote('a'));
+  assert.deepEqual(busy.calls, ['pause'], 'in-flight mentions at the limit');
+  trip(busy.internals.breaker!);
+  close(busy.internals.breaker!);
+  assert.ok(!busy.calls.includes('resume'), `high pressure keeps the input paused, got ${busy.calls.join(', ')}`);
+  busy.linker.release();
+  await linked;
+  assert.equal(busy.calls.at(-1), 'resume', 'pressure falling resumes it once the breaker is closed');
+
+  const draining = stageOf(breakerOverrides);
+  trip(draining.internals.breaker!);
+  await draining.stage.stop();
+  close(draining.internals.breaker!);
+  assert.ok(!draining.calls.includes('resume'), `a drain keeps the input paused, got ${draining.calls.join(', ')}`);
+});
