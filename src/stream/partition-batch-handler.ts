@@ -95,10 +95,20 @@ export class PartitionBatchHandler {
         .catch((error: unknown) => void (deliveryError ??= error));
     };
     const limits = { maxNoteChars: this.deps.config.limits.maxNoteChars, maxMentions: this.deps.config.limits.maxMentionsPerNote, maxMentionChars: this.deps.config.limits.maxMentionChars };
+    // A record that cannot be decoded for an internal reason (a registry that stays down) ends the
+    // loop, but the batch is handed back only after the records before it are delivered or failed:
+    // thrown at once, their deliveries would produce and commit behind the consumer's restart.
+    let decodeFault: unknown;
     for (const message of batch.messages) {
       if (batch.isStale() || this.deps.isStopping() || deliveryError !== undefined) break;
       const started = performance.now();
-      const decoded = await this.retrying(`decode ${batch.topic}/${batch.partition}`, () => decodeInputRecord(this.deps.codec, message, limits));
+      let decoded: Awaited<ReturnType<typeof decodeInputRecord>>;
+      try {
+        decoded = await this.retrying(`decode ${batch.topic}/${batch.partition}`, () => decodeInputRecord(this.deps.codec, message, limits));
+      } catch (error) {
+        decodeFault = error;
+        break;
+      }
       metrics.recordPhase('decode', (performance.now() - started) / 1000);
       metrics.recordConsumed();
       const entry: Entry = { message };
@@ -127,6 +137,7 @@ export class PartitionBatchHandler {
     }
     await delivering;
     if (deliveryError !== undefined) throw deliveryError;
+    if (decodeFault !== undefined) throw decodeFault;
   }
 
   /** Submits a note; a full batcher queue (BATCHER_FULL, retriable) is waited out, not turned into a handed-back batch. */

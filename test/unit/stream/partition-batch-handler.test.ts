@@ -196,3 +196,31 @@ test('BATCHER_FULL on submit is waited out: a batch larger than the batcher’s 
   assert.equal(consumer.committed.at(-1)?.offset, String(notes.length), 'the whole batch committed');
   assert.equal(progress.progressing, true);
 });
+
+test('a record that cannot be decoded for an internal reason hands the batch back only after the records before it are delivered: nothing is produced or committed afterwards', async () => {
+  const registryDown: StageCodec = {
+    ...codec,
+    decodeNote: async (value) => {
+      if (String(value) === 'REGISTRY') throw new CuilinkError('SCHEMA_REGISTRY_UNAVAILABLE', 'registry down', { retriable: true });
+      return codec.decodeNote(value, {});
+    },
+  };
+  const producer = fakeProducer();
+  const consumer = fakeConsumer();
+  const batcher = batcherOf({}, 50); // linking outlasts the decode retries
+  const sizes = new TopicSizeLimits();
+  const logger = createLogger({ level: 'error' });
+  await sizes.load(undefined as never, [OUTPUT, DEAD], 1_000_000, logger);
+  const handler = new PartitionBatchHandler({
+    config, codec: registryDown, batcher, delivery: new OutputDelivery(() => producer, consumer, config, sizes, retry), sizes, fitter: new OutputFitter(registryDown, sizes),
+    metrics: new StageMetrics(() => batcher.inFlightMentions), tracer: trace.getTracer('test'), logger, retry, progress: new StageProgress(), isStopping: () => false,
+  });
+  const batch = batchOf([note(1), note(2), note(3)]);
+  batch.messages[2]!.value = Buffer.from('REGISTRY');
+  await assert.rejects(handler.handle(batch), (error: unknown) => (error as CuilinkError).code === 'SCHEMA_REGISTRY_UNAVAILABLE');
+  const atRejection = { sent: notesOut(producer), committed: consumer.committed.map((c) => c.offset) };
+  assert.deepEqual(atRejection, { sent: ['n-1', 'n-2'], committed: ['2'] }, 'the records before the fault are delivered and committed before the batch is handed back');
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  assert.deepEqual({ sent: notesOut(producer), committed: consumer.committed.map((c) => c.offset) }, atRejection, 'nothing produced or committed once handle() has rejected');
+  assert.equal(deadOut(producer).length, 0, 'an internal fault is never dead-lettered');
+});
