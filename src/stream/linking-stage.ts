@@ -21,6 +21,9 @@ import { deadLetterBreakerOf, type DeadLetterBreaker } from './dead-letter-break
 import { LinkerHealthProbe, linkerCheck } from './linker-health-probe.ts';
 import { requireTopics } from './topics.ts';
 
+/** @platformatic/kafka's default rebalance timeout; the stage raises it to the session timeout when that is longer. */
+const CLIENT_REBALANCE_TIMEOUT_MS = 102_000;
+
 export interface LinkingStageOptions {
   config: StageConfig;
   linker: LinkingCore;
@@ -90,6 +93,8 @@ export class LinkingStage {
       groupId: config.groupId,
       sessionTimeoutMs: config.consumer.sessionTimeoutMs,
       heartbeatIntervalMs: config.consumer.heartbeatIntervalMs,
+      // The client's rebalance timeout (102 s) must not be under the session timeout, which the broker allows up to 30 minutes.
+      rebalanceTimeoutMs: Math.max(CLIENT_REBALANCE_TIMEOUT_MS, config.consumer.sessionTimeoutMs),
       maxBytesPerPartition: config.consumer.maxBytesPerPartition,
       readCommitted: true,
     });

@@ -223,6 +223,9 @@ export const stageConfigSchema = z
     if (new Set(named).size !== named.length) ctx.addIssue({ code: 'custom', path: ['topics'], message: 'input, output, deadLetter, review, labelRequests and measureRequests must be different topics' });
     const breaker = config.deadLetterBreaker;
     if (breaker.minRecords !== undefined && breaker.minRecords > breaker.windowRecords) ctx.addIssue({ code: 'custom', path: ['deadLetterBreaker', 'minRecords'], message: 'must not exceed windowRecords' });
+    // Checked here, not by the Kafka client when the consumer is created: its refusal would name neither the field nor where it was set.
+    const { heartbeatIntervalMs, sessionTimeoutMs } = config.consumer;
+    if (heartbeatIntervalMs >= sessionTimeoutMs) ctx.addIssue({ code: 'custom', path: ['consumer', 'heartbeatIntervalMs'], message: `must be under consumer.sessionTimeoutMs (${sessionTimeoutMs}): a member that heartbeats less often than its session lasts is evicted` });
   });
 
 export type StageConfig = z.output<typeof stageConfigSchema>;

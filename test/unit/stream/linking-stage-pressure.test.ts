@@ -122,3 +122,12 @@ test('the dead-letter breaker closing (other partitions\' records bring the shar
   close(draining.internals.breaker!);
   assert.ok(!draining.calls.includes('resume'), `a drain keeps the input paused, got ${draining.calls.join(', ')}`);
 });
+
+test('a session timeout longer than the Kafka client\'s default rebalance timeout (102 s) still makes a consumer', async () => {
+  const config = loadStageConfig({ env: {}, overrides: { brokers: ['127.0.0.1:1'], 'consumer.sessionTimeoutMs': 300_000 } });
+  const stage = new LinkingStage({ config, linker: gatedLinker(), codec, logger: createLogger({ level: 'error', sink: () => {} }) });
+  // The library consumer is made when the stage runs; made here, it checks its options without a broker.
+  const { create } = (stage as unknown as { consumer: { create: () => { close(force: boolean): Promise<void> } } }).consumer;
+  const library = create();
+  await library.close(true);
+});

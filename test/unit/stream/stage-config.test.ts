@@ -61,4 +61,6 @@ test('bad values are InputErrors naming the field and where it came from', () =>
   withFile('{"avro": {"wireFormat": "confluent"}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /registryUrl/));
   withFile('{"link": {"topK": 0}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /topK/));
   assert.throws(() => loadStageConfig({ env: { CUILINK_BROKERS: 'no-port' } }), /host:port/);
+  withFile('{"consumer": {"sessionTimeoutMs": 6000, "heartbeatIntervalMs": 10000}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /consumer\.heartbeatIntervalMs.*must be under consumer\.sessionTimeoutMs \(6000\)/));
+  assert.equal(loadStageConfig({ env: {}, overrides: { 'consumer.sessionTimeoutMs': 120_000 } }).consumer.sessionTimeoutMs, 120_000, 'a session longer than the client\'s default rebalance timeout is allowed (the stage raises the rebalance timeout)');
 });
