@@ -87,6 +87,7 @@ export class MemoryEvidence {
     const byConcept = new Map<number, number>();
     const prototypeSim = new Map<number, number>();
     const foreign = new Map<string, number>();
+    const foreignSim = new Map<string, number>();
     let total = 0;
     // A short form the note defines has the definition's sense ("DM" after "diabetes mellitus (DM)"):
     // its labels may pick among the concepts retrieved for the long form, never a sense reached only
@@ -139,6 +140,7 @@ export class MemoryEvidence {
         for (const id of record.ids) {
           const ci = index.indexOf(id);
           if (ci !== undefined && similarity > (prototypeSim.get(ci) ?? -Infinity)) prototypeSim.set(ci, similarity);
+          if (ci === undefined && similarity > (foreignSim.get(id) ?? -Infinity)) foreignSim.set(id, similarity);
         }
         if (similarity < config.denseThreshold || config.denseWeight === 0) continue;
         const surface = store.recordSurfaceKey(record);
@@ -186,8 +188,12 @@ export class MemoryEvidence {
     w.memorySupport = support;
     if (foreignBest !== undefined) {
       if (support < config.minSupport || bestVotes / total <= config.majority) return;
-      // Named by its id: a label's mention text is note text and never goes into the output.
-      w.memoryConcept = { conceptId: foreignBest, name: foreignBest, semanticTypes: [], score: bestVotes / total, retrievalScore: 0, exact: false, via: 'memory' };
+      // Named by its id: a label's mention text is note text and never goes into the output. Its
+      // score is its best prototype's discounted similarity, as for a KB concept only the memory
+      // proposes: a vote share is no similarity, and a unanimous one read 1, which only an exact
+      // KB name may.
+      const score = (foreignSim.get(foreignBest) ?? config.denseThreshold) * PROTOTYPE_DISCOUNT;
+      w.memoryConcept = { conceptId: foreignBest, name: foreignBest, semanticTypes: [], score, retrievalScore: 0, exact: false, via: 'memory' };
       w.memoryDecided = true;
       return;
     }

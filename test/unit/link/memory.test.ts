@@ -162,6 +162,10 @@ test('labels naming an id outside the KB link to it (outsideKb), unless turned o
   assert.equal(m.memoryDecided, true);
   assert.equal(m.memorySupport, 2);
   assert.ok(m.candidates.length <= 5);
+  // Unanimous votes are no exact KB name: the score is under 1 (its prototype's discounted similarity), and not exact.
+  assert.ok(m.score > 0 && m.score < 1, `score ${m.score}`);
+  assert.equal(m.candidates[0]!.exact, false);
+  assert.equal(m.candidates[0]!.score, m.score);
   const off = await linkOne(store, 'zorbitis xq', { memory: { outsideKb: false } });
   assert.notEqual(off.conceptId, 'OMIM:999999');
   assert.equal(off.memoryDecided, false);
