@@ -207,7 +207,7 @@ export class MemoryEvidence {
     w.memoryDecided = true;
   }
 
-  /** After reranking (or instead of it): votes and the frequency prior break near ties. */
+  /** After reranking (or instead of it): votes and the frequency prior break near ties (they reorder, scores stay). */
   tieBreak(w: MemoryWork): void {
     const { config } = this;
     if (w.memoryDecided || w.hits.length < 2 || (config.bonus === 0 && config.prior === 0)) return;
@@ -221,8 +221,11 @@ export class MemoryEvidence {
       return { hit, score, i };
     });
     scored.sort((a, b) => b.score - a.score || a.i - b.i);
+    // The votes only reorder: each candidate keeps its own score (with them added, an exact name
+    // read over 1 and a dense hit could reach 1, which only an exact KB name may).
+    const own = w.scores;
     w.hits = scored.map((s) => s.hit);
-    w.scores = scored.map((s) => s.score);
+    w.scores = scored.map((s) => own[s.i]!);
   }
 
   /** Concepts only the memory proposes join the list at their best prototype's (discounted) similarity. */

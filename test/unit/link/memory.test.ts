@@ -170,3 +170,15 @@ test('labels naming an id outside the KB link to it (outsideKb), unless turned o
   assert.notEqual(off.conceptId, 'OMIM:999999');
   assert.equal(off.memoryDecided, false);
 });
+
+test('votes break ties without moving a score: an exact name keeps 1 and nothing rises over it', async () => {
+  // minSupport 100: the labels never decide, so only the tie-break reads them.
+  const store = memoryOf([label('diabetes', 'MESH:D003920'), label('diabetes', 'MESH:D003920'), label('type 2 diabetes', 'MESH:D003924')]);
+  const m = await linkOne(store, 'diabetes', { memory: { minSupport: 100, bonus: 0.5, prior: 0.5 } });
+  assert.equal(m.memoryDecided, false);
+  assert.ok(m.candidates.length >= 2, 'the tie-break had candidates to order');
+  assert.equal(m.conceptId, 'MESH:D003920');
+  assert.equal(m.score, 1);
+  assert.equal(m.candidates[0]!.exact, true);
+  for (const c of m.candidates.slice(1)) assert.ok(c.score < 1, `${c.conceptId} scores ${c.score}`);
+});
