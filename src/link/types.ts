@@ -33,7 +33,8 @@ export interface Candidate {
   semanticTypes: string[];
   /**
    * The candidate's final score: w·cross-encoder + (1 − w)·retrievalScore when reranked, else its
-   * retrieval score (plus the hierarchy and memory adjustments). 1 only for an exact name match.
+   * retrieval score (plus the hierarchy and memory adjustments). 1 only for an exact name match:
+   * the mention's own text (`exact`), or the in-note long form of a short form (`via` abbreviation).
    * Candidates are ordered by stage tier first (name lookups before dense hits), then score.
    */
   score: number;
