@@ -34,7 +34,11 @@ function bestLongFormStart(shortForm: string, longForm: string): number {
     if (l < 0) return -1;
     l--;
   }
-  return lf.lastIndexOf(' ', l) + 1;
+  // The long form starts after the last whitespace before its first letter: a newline or a tab
+  // ends a clinical note's field as a space ends a word ("History:\nchronic kidney disease (CKD)").
+  let start = l;
+  while (start >= 0 && !/\s/u.test(lf[start]!)) start--;
+  return start + 1;
 }
 
 /**

@@ -36,3 +36,16 @@ test('initialsSpell: a long form whose word initials spell the short form, not o
   assert.equal(initialsSpell('DMD', 'diabetes mellitus'), false);
   assert.equal(initialsSpell('D', 'disease'), false);
 });
+
+test('a newline or a tab ends the long form as a space does (a clinical note\'s fields)', () => {
+  for (const [text, longForm] of [
+    ['History:\nchronic kidney disease (CKD) noted.', 'chronic kidney disease'],
+    ['Seen today\tDiabetes mellitus (DM) stable.', 'Diabetes mellitus'],
+    ['Plan:\r\nheart failure (HF) follow-up.', 'heart failure'],
+  ] as const) {
+    const [d] = findAbbreviationDefinitions(text);
+    assert.ok(d, JSON.stringify(text));
+    assert.equal(d.longForm, longForm);
+    assert.equal(text.slice(d.longFormStart, d.longFormEnd), longForm);
+  }
+});
