@@ -29,12 +29,24 @@ export function requireString(value: string | boolean | undefined, flag: string)
   return value;
 }
 
-export function parseNumberFlag(value: string | boolean | undefined, flag: string, fallback: number, opts: { min?: number; max?: number; integer?: boolean } = {}): number {
+/** `above`: the value must be strictly greater (a duration of 0 is no window). */
+export function parseNumberFlag(value: string | boolean | undefined, flag: string, fallback: number, opts: { min?: number; above?: number; max?: number; integer?: boolean } = {}): number {
   if (value === undefined) return fallback;
   const n = Number(value);
   if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n)) throw new InputError(`--${flag} must be a number, got '${String(value)}'`, 'BAD_FLAGS');
   if (opts.integer && !Number.isInteger(n)) throw new InputError(`--${flag} must be an integer, got '${value}'`, 'BAD_FLAGS');
   if (opts.min !== undefined && n < opts.min) throw new InputError(`--${flag} must be ≥ ${opts.min}, got ${n}`, 'BAD_FLAGS');
+  if (opts.above !== undefined && n <= opts.above) throw new InputError(`--${flag} must be > ${opts.above}, got ${n}`, 'BAD_FLAGS');
   if (opts.max !== undefined && n > opts.max) throw new InputError(`--${flag} must be ≤ ${opts.max}, got ${n}`, 'BAD_FLAGS');
   return n;
+}
+
+/** A `--types` regular expression (NER types to keep), or undefined when not given. */
+export function parseTypesFlag(value: string | undefined): RegExp | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return new RegExp(value);
+  } catch (error) {
+    throw new InputError(`--types is not a valid regular expression: ${(error as Error).message}`, 'BAD_FLAGS');
+  }
 }

@@ -65,8 +65,9 @@ export async function* readObo(path: string, options: OboOptions = {}): AsyncGen
       case 'synonym': {
         const quoted = readQuoted(value);
         if (quoted === undefined) throw new ParseError(path, line.number, 'synonym value must be a closed quoted string');
-        // A missing scope means RELATED (OBO 1.4 §synonym).
-        const scope = (firstToken(quoted.rest) || 'RELATED') as SynonymScope;
+        // A missing scope means RELATED (OBO 1.4 §synonym), also when the dbxref list follows the text directly.
+        const token = firstToken(quoted.rest);
+        const scope = (token === '' || token.startsWith('[') ? 'RELATED' : token) as SynonymScope;
         if (scopes.has(scope)) addSynonym(c, quoted.text);
         break;
       }

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from '../command.ts';
-import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
+import { parseFlags, parseNumberFlag, parseTypesFlag, requireString } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
 import type { LinkingCore } from '../../link/types.ts';
 import { buildEvalReport } from '../../eval/eval-report.ts';
@@ -99,15 +99,6 @@ function writeJson(file: string, value: unknown): void {
   }
 }
 
-function parseTypes(value: string | undefined): RegExp | undefined {
-  if (value === undefined) return undefined;
-  try {
-    return new RegExp(value);
-  } catch (error) {
-    throw new InputError(`--types is not a valid regular expression: ${(error as Error).message}`, 'BAD_FLAGS');
-  }
-}
-
 /** The corpus's NER types with their mention counts, for a --types that matched none of them. */
 async function typesOf(corpusFile: string): Promise<string> {
   const counts = new Map<string, number>();
@@ -143,13 +134,14 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       const indexDir = requireString(values.index, 'index');
       const corpusFile = requireString(values.corpus, 'corpus');
       const batchSize = parseNumberFlag(values.batch, 'batch', 32, { min: 1, integer: true });
-      const types = parseTypes(values.types);
+      const types = parseTypesFlag(values.types);
       const split = parseSplitPart(values.split);
       const splitSeed = parseNumberFlag(values['split-seed'], 'split-seed', TUNING_SPLIT_SEED, { integer: true });
       // Flags first, then files: a bad corpus or index fails before the model loads.
       const holdOutFraction = values['hold-out'] === undefined ? undefined : parseNumberFlag(values['hold-out'], 'hold-out', 0.1, { min: 0, max: 1 });
       const holdOutSeeds = parseSeeds(values['hold-out-seed'], 'hold-out-seed', HOLD_OUT_SEED);
       if (holdOutFraction === undefined && values['hold-out-seed'] !== undefined) throw new InputError('--hold-out-seed: only with --hold-out F', 'BAD_FLAGS');
+      if (values.split === undefined && values['split-seed'] !== undefined) throw new InputError('--split-seed: only with --split tune|learn', 'BAD_FLAGS');
       const corpus = await loadPubTatorCorpus(corpusFile, { types });
       if (split !== undefined) keepSplitPart(corpus, split, splitSeed);
       const nonEntities = values['non-entities'] === undefined ? undefined : parseNumberFlag(values['non-entities'], 'non-entities', 0, { min: 1, max: 20, integer: true });

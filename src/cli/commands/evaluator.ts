@@ -75,14 +75,16 @@ export const evaluator: Command = {
       'split-seed': { type: 'string' },
       'memory-versions': { type: 'string' },
     });
+    if (values['split-seed'] !== undefined && values['learn-fraction'] === undefined) throw new InputError('--split-seed: only with --learn-fraction F', 'BAD_FLAGS');
+    if (values.margin !== undefined && values.baseline === undefined) throw new InputError('--margin: only with --baseline A', 'BAD_FLAGS');
     const measure = values['learn-fraction'] === undefined ? undefined : { learnFraction: parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0.5, { min: 0, max: 1 }), seed: parseNumberFlag(values['split-seed'], 'split-seed', MEMORY_SPLIT_SEED, { integer: true }) };
     if ((values.index === undefined) === ((values.kb ?? []).length === 0)) throw new InputError('give the KB with exactly one of --index DIR or --kb FILE', 'BAD_FLAGS');
     for (const flag of ['kb-supplement', 'xref-names'] as const) {
       if (values.index !== undefined && (values[flag] ?? []).length > 0) throw new InputError(`--${flag} goes with --kb: an index already holds its KB`, 'BAD_FLAGS');
     }
     const lastN = parseNumberFlag(values['window-count'], 'window-count', 1000, { min: 1, integer: true });
-    const lastMs = parseNumberFlag(values['window-minutes'], 'window-minutes', 60, { min: 0 }) * 60_000;
-    const ttlMs = parseNumberFlag(values['ttl-minutes'], 'ttl-minutes', 30, { min: 0 }) * 60_000;
+    const lastMs = parseNumberFlag(values['window-minutes'], 'window-minutes', 60, { above: 0 }) * 60_000;
+    const ttlMs = parseNumberFlag(values['ttl-minutes'], 'ttl-minutes', 30, { above: 0 }) * 60_000;
     const maxPending = parseNumberFlag(values['max-pending'], 'max-pending', 100_000, { min: 1, integer: true });
     const floor = values.floor === undefined ? undefined : parseNumberFlag(values.floor, 'floor', 0, { min: 0, max: 1 });
     const baseline = values.baseline === undefined ? undefined : parseNumberFlag(values.baseline, 'baseline', 0, { min: 0, max: 1 });

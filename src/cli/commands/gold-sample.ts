@@ -1,5 +1,5 @@
 import type { Command } from '../command.ts';
-import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
+import { parseFlags, parseNumberFlag, parseTypesFlag, requireString } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
@@ -64,12 +64,7 @@ export const goldSample: Command = {
     const goldTopic = values['gold-topic'] ?? 'cuilink.gold';
     const notesTopic = values['notes-topic'];
     if (notesTopic === goldTopic) throw new InputError('--notes-topic and --gold-topic must differ', 'BAD_FLAGS');
-    let types: RegExp | undefined;
-    try {
-      types = values.types === undefined ? undefined : new RegExp(values.types);
-    } catch (error) {
-      throw new InputError(`--types is not a valid regular expression: ${(error as Error).message}`, 'BAD_FLAGS');
-    }
+    const types = parseTypesFlag(values.types);
     const { connection, schemaRegistry } = kafkaRequest(values, 'cuilink-gold-sample');
     const kafka = createKafkaClient(connection);
     if (asked !== undefined && (asked.topic === goldTopic || asked.topic === notesTopic)) throw new InputError(`--${asked.kind === 'ReviewMention' ? 'review' : 'request'}-topic must differ from the gold and notes topics`, 'BAD_FLAGS');

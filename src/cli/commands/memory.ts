@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from '../command.ts';
-import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
+import { parseFlags, parseNumberFlag, parseTypesFlag, requireString } from '../args.ts';
 import { ENCODER_FLAG_OPTIONS, ENCODER_FLAGS_HELP, encoderRequest } from '../encoder-flags.ts';
 import { InputError } from '../../kb/errors.ts';
 import { BiEncoder } from '../../encode/bi-encoder.ts';
@@ -66,8 +66,9 @@ export const memoryAdd: Command = {
     const root = requireString(values.memory, 'memory');
     if ((values.corpus === undefined) === (values.jsonl === undefined)) throw new InputError('give exactly one of --corpus or --jsonl', 'BAD_FLAGS');
     const split = parseSplitPart(values.split);
+    if (split === undefined && values['split-seed'] !== undefined) throw new InputError('--split-seed: only with --split tune|learn', 'BAD_FLAGS');
     const splitSeed = parseNumberFlag(values['split-seed'], 'split-seed', TUNING_SPLIT_SEED, { integer: true });
-    const mentions = values.corpus !== undefined ? await labelledMentionsFromPubTator(values.corpus, { split, splitSeed, types: values.types === undefined ? undefined : new RegExp(values.types) }) : labelledMentionsFromJsonl(values.jsonl!);
+    const mentions = values.corpus !== undefined ? await labelledMentionsFromPubTator(values.corpus, { split, splitSeed, types: parseTypesFlag(values.types) }) : labelledMentionsFromJsonl(values.jsonl!);
     if (values.index !== undefined && !values['outside-kb']) await refuseUnknownIds(mentions, values.index);
     if (values.index === undefined) process.stderr.write('memory add: concept ids not checked against a KB (give --index, the linker\'s index)\n');
     const encoder = await openEncoder(values);

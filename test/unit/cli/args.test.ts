@@ -16,3 +16,23 @@ test('memory add --corpus A --corpus B is refused in one line instead of keeping
   assert.equal(result.status, 2);
   assert.match(result.stderr.trim(), /^cuilink memory add: --corpus given more than once \(it takes one value\)$/);
 });
+
+test('flags that would be ignored or would crash later are one line and exit 2 before anything loads', () => {
+  const cases: [string[], RegExp][] = [
+    [['eval', '--index', 'no-index', '--corpus', 'no-corpus', '--split-seed', '7'], /--split-seed: only with --split tune\|learn/],
+    [['eval', '--index', 'no-index', '--corpus', 'no-corpus', '--types', '('], /--types is not a valid regular expression/],
+    [['memory', 'add', '--memory', '/nonexistent/m', '--corpus', 'no-corpus', '--types', '('], /--types is not a valid regular expression/],
+    [['memory', 'add', '--memory', '/nonexistent/m', '--corpus', 'no-corpus', '--split-seed', '7'], /--split-seed: only with --split tune\|learn/],
+    [['evaluator', '--index', 'no-index', '--brokers', '127.0.0.1:1', '--window-minutes', '0'], /--window-minutes must be > 0/],
+    [['evaluator', '--index', 'no-index', '--brokers', '127.0.0.1:1', '--ttl-minutes', '0'], /--ttl-minutes must be > 0/],
+    [['evaluator', '--index', 'no-index', '--brokers', '127.0.0.1:1', '--margin', '0.1'], /--margin: only with --baseline A/],
+    [['evaluator', '--index', 'no-index', '--brokers', '127.0.0.1:1', '--split-seed', '7'], /--split-seed: only with --learn-fraction F/],
+  ];
+  for (const [args, message] of cases) {
+    const result = spawnSync(process.execPath, ['bin/cuilink.js', ...args], { encoding: 'utf8' });
+    const lines = result.stderr.trim().split('\n').filter((l) => !l.startsWith('npm warn'));
+    assert.equal(result.status, 2, `${args.join(' ')}: ${result.stderr}`);
+    assert.equal(lines.length, 1, `${args.join(' ')}: ${result.stderr}`);
+    assert.match(lines[0]!, message, args.join(' '));
+  }
+});

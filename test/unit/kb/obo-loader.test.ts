@@ -53,3 +53,14 @@ test('OBO: malformed lines are ParseErrors naming file and line', async () => {
     tmp.cleanup();
   }
 });
+
+test('OBO: a synonym without a scope is RELATED, also when its dbxref list follows the text directly', async () => {
+  const tmp = tempDir();
+  try {
+    const file = tmp.file('scopes.obo', ['format-version: 1.4', '', '[Term]', 'id: DOID:1', 'name: foo disease', 'synonym: "bar syndrome" []', 'synonym: "baz" EXACT []', 'synonym: "qux" NARROW []', 'synonym: "quux"', ''].join('\n'));
+    const [foo] = await collect(readObo(file));
+    assert.deepEqual(foo!.synonyms, ['bar syndrome', 'baz', 'quux']);
+  } finally {
+    tmp.cleanup();
+  }
+});
