@@ -34,6 +34,11 @@ const MAX_RECORDS_PER_BATCH = 1000;
 const DEFAULT_MAX_BUFFERED = 2000;
 const HIGH_WATERMARK_REFRESH_MS = 5000;
 
+/** The wait before reading again after the n-th hand-back in a row (n ≥ 2): 0.5 s doubling to 10 s, the cap of a failed restart's backoff. */
+export function handBackDelayMs(handBacks: number): number {
+  return Math.min(10_000, 250 * 2 ** Math.min(handBacks - 1, 6));
+}
+
 /**
  * Our KafkaConsumerClient on the library's record stream: records are queued per partition and
  * handed to `eachBatch` one partition batch at a time (never two at once for a partition, up to
@@ -51,6 +56,10 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
   private stopPromise: Promise<void> | undefined;
   private closePromise: Promise<void> | undefined;
   private restarting: Promise<void> | undefined;
+  /** Per partition, its batches handed back since one of its batches last completed: the next restart waits the longer. */
+  private readonly handBacks = new Map<string, number>();
+  /** Cuts a hand-back's wait short when the consumer stops. */
+  private readonly stopped = new AbortController();
   private lastContact = 0;
   private readonly highWatermarks = new Map<string, string>();
   private watermarkTimer: NodeJS.Timeout | undefined;
@@ -118,6 +127,7 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
   stop(): Promise<void> {
     this.stopPromise ??= (async () => {
       this.stopping = true;
+      this.stopped.abort();
       if (this.watermarkTimer) clearInterval(this.watermarkTimer);
       const epoch = this.epoch;
       if (epoch !== undefined) {
@@ -212,9 +222,10 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
         highWatermark: this.highWatermarks.get(`${queue.topic}:${queue.partition}`),
         isStale: () => epoch.stale || this.stopping,
       });
+      this.handBacks.delete(`${queue.topic}:${queue.partition}`);
     } catch (error) {
       // Handed back: read again from the committed offsets (this batch's uncommitted records included).
-      if (!epoch.stale) this.restart(epoch, error);
+      if (!epoch.stale) this.restart(epoch, error, `${queue.topic}:${queue.partition}`);
     } finally {
       queue.running = false;
       this.active--;
@@ -227,15 +238,23 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
     }
   }
 
-  /** Ends `epoch` (rebalance when `error` is undefined) and starts the next from the committed offsets. */
-  private restart(epoch: Epoch, error: unknown): void {
+  /**
+   * Ends `epoch` (rebalance when `error` is undefined) and starts the next from the committed
+   * offsets; `handedBack` names the partition whose batch failed.
+   */
+  private restart(epoch: Epoch, error: unknown, handedBack?: string): void {
     if (epoch !== this.epoch || epoch.stale || this.stopping) return;
     epoch.stale = true;
     epoch.queues.clear();
     if (error !== undefined) for (const listener of this.crashListeners) listener(error, true);
+    const handBacks = handedBack === undefined ? 0 : (this.handBacks.get(handedBack) ?? 0) + 1;
+    if (handedBack !== undefined) this.handBacks.set(handedBack, handBacks);
     this.restarting = (async () => {
       await Promise.allSettled([...epoch.running]);
       await epoch.stream.close().catch(() => {});
+      // A batch handed back again and again (a fault that outlives the retries: a refused output
+      // topic, a registry that says no) is read again after a growing wait, not in a tight loop.
+      if (handBacks > 1) await sleep(handBackDelayMs(handBacks), undefined, { signal: this.stopped.signal }).catch(() => {});
       for (let attempt = 1; !this.stopping; attempt++) {
         try {
           await this.startEpoch();
