@@ -42,6 +42,8 @@ export async function openModelDirectory(dir: string, kind: ModelManifest['kind'
   const manifest = readModelManifest(dir);
   if (manifest.kind !== kind) throw new InputError(`${dir} holds a ${manifest.kind}, not a ${kind}`, 'BAD_MODEL');
   const log = options.log ?? ((line: string) => process.stderr.write(`cuilink: ${line}\n`));
+  // The model's identity is its manifest's hash: a tokenizer swapped under it must not pass as the same model.
+  verifyModelFile(dir, manifest, manifest.tokenizer);
   const tokenizer = WordPieceTokenizer.load(join(dir, manifest.tokenizer));
   const wantsGpu = options.provider !== 'cpu';
   // The file depends on the provider, which is only known once a session has started.

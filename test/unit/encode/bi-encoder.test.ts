@@ -81,3 +81,26 @@ test('cuda without its provider is a clear error; cpu and auto load', async () =
 test('bad model directories fail with the reason', async () => {
   await assert.rejects(BiEncoder.open('models/default', { log: () => {} }), /cannot read model manifest/);
 });
+
+test('a tokenizer that is not the one the manifest records is refused (the model would keep its identity)', async () => {
+  const { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join, resolve } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-tokenizer-'));
+  try {
+    cpSync(join(MODEL, 'manifest.json'), join(dir, 'manifest.json'));
+    for (const file of ['model.int8.onnx', 'model.fp16.onnx']) symlinkSync(resolve(MODEL, file), join(dir, file));
+    const tokenizer = JSON.parse(readFileSync(join(MODEL, 'tokenizer.json'), 'utf8')) as { normalizer?: { lowercase?: boolean } };
+    if (tokenizer.normalizer) tokenizer.normalizer.lowercase = false;
+    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer));
+    const opened = await BiEncoder.open(dir, { provider: 'cpu', threads: 1, log: () => {} }).catch((error: unknown) => error as Error & { code?: string });
+    if (opened instanceof BiEncoder) {
+      await opened.close();
+      assert.fail('a model directory with another tokenizer opened');
+    }
+    assert.equal(opened.code, 'MODEL_CHECKSUM');
+    assert.match(opened.message, /tokenizer\.json/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
