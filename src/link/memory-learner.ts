@@ -52,7 +52,8 @@ export class MemoryLearner {
     for (let i = 0; i < mentions.length; i += this.batch) {
       const slice = mentions.slice(i, i + this.batch);
       const queries = slice.map((m) => (m.note ? buildQuery(m.note.text, { start: m.note.start, end: m.note.end, text: m.record.text }, spec) : buildQuery(m.record.text, { start: 0, end: m.record.text.length, text: m.record.text }, spec)));
-      const vectors = await this.encoder.encode(queries);
+      // Each alone, as the linker runs a mention, where the model's output depends on its batch (per-tensor int8).
+      const vectors = await this.encoder.encode(queries, this.encoder.batchIndependent ? undefined : queries.map((_, j) => j));
       seqs.push(...store.add(slice.map((m) => m.record), vectors));
     }
     return seqs;
