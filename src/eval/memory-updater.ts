@@ -4,8 +4,6 @@ import type { MemoryLearner, LabelledMention } from '../link/memory-learner.ts';
 import { publishMemory } from '../link/memory-learner.ts';
 import type { MemoryStore } from '../retrieve/memory-store.ts';
 import { currentMemoryVersion } from '../retrieve/memory-root.ts';
-import { readMemoryManifest } from '../retrieve/memory-manifest.ts';
-import { join } from 'node:path';
 import { noteEventToNoteInput } from '../stream/avro/avro-conversions.ts';
 import type { RecordCodec } from '../stream/avro/record-codec.ts';
 import { avroToGoldMention } from './gold-avro.ts';
@@ -67,7 +65,7 @@ export class MemoryUpdater {
    * already is not counted twice.
    */
   private readonly handled = new Map<string, bigint>();
-  private readonly store: MemoryStore;
+  private store: MemoryStore;
   private readonly known = new Set<string>();
   private readonly notes = new Map<string, NoteText>();
   private readonly waiting = new Map<string, GoldMention[]>();
@@ -89,7 +87,11 @@ export class MemoryUpdater {
     this.consumer = options.kafka.consumer({ groupId: options.groupId });
     this.store = options.learner.openOrCreate(options.root, { rawText: options.rawText });
     this.stats.version = this.store.version;
-    // By note key (a memory without raw text holds note ids only as keyed hashes; onGold keys the same way).
+    this.knowStoredLabels();
+  }
+
+  /** By note key (a memory without raw text holds note ids only as keyed hashes; onGold keys the same way). */
+  private knowStoredLabels(): void {
     for (const r of this.store.list()) {
       const note = this.store.recordNoteKey(r);
       if (note !== null && r.mentionId !== null) this.known.add(labelKey(note, r.mentionId, r.ids));
@@ -135,18 +137,27 @@ export class MemoryUpdater {
     this.flushing = this.flushing.then(async () => {
       // After a failure nothing more is learned: the store may hold half a batch; a restart rebuilds from disk.
       if (this.pending.length === 0) return;
-      // An erasure made beside us (cuilink memory erase) is kept: never published again.
+      // Another writer published beside us (cuilink memory add, remove or erase): learn on top of
+      // its version, which holds everything we published (it could only be made current over
+      // ours), so its labels, removals and erasures are kept and never published over.
       const current = currentMemoryVersion(this.options.root);
       if (current !== undefined && current !== this.store.version) {
-        const erased = readMemoryManifest(join(this.options.root, current)).erasedNotes;
-        const removed = this.store.adoptErasures(erased);
-        if (removed.length > 0) this.options.log(`memory-updater: ${removed.length} labels of erased notes dropped (erased in ${current})`);
+        this.store = this.options.learner.openOrCreate(this.options.root, { rawText: this.options.rawText });
+        this.knowStoredLabels();
+        this.options.log(`memory-updater: ${current} was published beside us; learning on top of it (${this.store.size} records)`);
       }
       const batch = this.pending.filter((p) => p.record.noteId == null || !this.store.isErased(p.record.noteId));
       this.pending = [];
       if (batch.length === 0) return;
       await this.options.learner.add(this.store, batch);
-      this.stats.version = publishMemory(this.store, this.options.root);
+      try {
+        this.stats.version = publishMemory(this.store, this.options.root);
+      } catch (error) {
+        if (!(error instanceof CuilinkError) || error.code !== 'MEMORY_CHANGED') throw error;
+        // Published beside us meanwhile: the batch is learned again on top of that version next time.
+        this.pending.unshift(...batch);
+        return;
+      }
       this.stats.learned += batch.length;
       this.stats.snapshots++;
       this.options.log(`memory-updater: +${batch.length} labels → ${this.stats.version} (${this.store.size} records)`);

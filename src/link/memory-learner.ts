@@ -60,9 +60,13 @@ export class MemoryLearner {
   }
 }
 
-/** Saves `store` as a new version of `root` and makes it current; returns the version. */
+/**
+ * Saves `store` as a new version of `root` and makes it current; returns the version. Refused
+ * (`MEMORY_CHANGED`) when another writer made a version current since `store` was loaded.
+ */
 export function publishMemory(store: MemoryStore, root: string): string {
+  const base = store.version ?? null;
   const manifest = store.save(root);
-  activateMemoryVersion(root, manifest.memoryVersion);
+  activateMemoryVersion(root, manifest.memoryVersion, base);
   return manifest.memoryVersion;
 }

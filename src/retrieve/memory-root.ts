@@ -1,6 +1,6 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { InputError } from '../kb/errors.ts';
+import { CuilinkError, InputError } from '../kb/errors.ts';
 import { CURRENT_VERSION_FILE, readCurrentVersion } from './index-versions.ts';
 import { MEMORY_MANIFEST_FILE, readMemoryManifest } from './memory-manifest.ts';
 
@@ -24,10 +24,52 @@ export function currentMemoryVersion(root: string): string | undefined {
   return readFileSync(file, 'utf8').trim() || undefined;
 }
 
-/** Points `CURRENT` at a complete version; the rename is the atomic switch readers see. */
-export function activateMemoryVersion(root: string, version: string): void {
+/**
+ * Points `CURRENT` at a complete version; the rename is the atomic switch readers see. With
+ * `expected` (the version the writer started from; null: none yet) it switches only while
+ * `CURRENT` still names that version, under a lock shared by every writer of the root: a writer
+ * that loaded the memory before another published must not publish its older copy over the other
+ * one's labels or removals (`MEMORY_CHANGED`, retriable: load the memory again and redo the change).
+ */
+export function activateMemoryVersion(root: string, version: string, expected?: string | null): void {
   readMemoryManifest(join(root, version));
-  const temporary = join(root, `.${CURRENT_VERSION_FILE}.${process.pid}`);
-  writeFileSync(temporary, `${version}\n`);
-  renameSync(temporary, join(root, CURRENT_VERSION_FILE));
+  const swap = () => {
+    const temporary = join(root, `.${CURRENT_VERSION_FILE}.${process.pid}`);
+    writeFileSync(temporary, `${version}\n`);
+    renameSync(temporary, join(root, CURRENT_VERSION_FILE));
+  };
+  if (expected === undefined) return swap();
+  withRootLock(root, () => {
+    const current = currentMemoryVersion(root) ?? null;
+    if (current !== expected) {
+      throw new CuilinkError('MEMORY_CHANGED', `${root}: CURRENT moved from ${expected ?? '(none)'} to ${current ?? '(none)'} while this writer worked; its version ${version} is written but not made current: run it again`, { retriable: true });
+    }
+    swap();
+  });
+}
+
+const LOCK_DIR = '.current.lock';
+/** A lock older than this was left by a writer that died between taking and releasing it. */
+const STALE_LOCK_MS = 30_000;
+
+/** Runs `fn` holding the root's writer lock (a directory: mkdir is atomic on every local and network filesystem). */
+function withRootLock<T>(root: string, fn: () => T): T {
+  const lock = join(root, LOCK_DIR);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+      if (age > STALE_LOCK_MS) rmSync(lock, { recursive: true, force: true });
+      else if (attempt >= 200) throw new CuilinkError('MEMORY_LOCKED', `${root}: another writer holds ${LOCK_DIR} (for ${Math.round(age / 1000)} s)`, { retriable: true });
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
 }
