@@ -125,6 +125,8 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     await encoder.close();
     throw new InputError(`${modelDir} is not the model index ${indexDir} was built with (checksum ${encoder.modelSha256.slice(0, 12)} ≠ ${index.manifest.model.sha256.slice(0, 12)}); rebuild the index or pass --model`, 'MODEL_MISMATCH');
   }
+  // Name vectors of another precision still match (cosine ≥ 0.977 int8 to fp32), but not exactly as the index was evaluated.
+  if (index.manifest.model.precision !== encoder.precision) log(`index ${indexDir} holds ${index.manifest.model.precision} name vectors; mentions are encoded ${encoder.precision} here (--precision ${index.manifest.model.precision} matches them, or rebuild the index on this provider)`);
   // Never drop the reranker without a word: say which of the three reasons applies.
   if (rerankerDir === false) log(options.rerankerDir === false ? 'reranker: none (turned off)' : `reranker: none (${DEFAULT_RERANKER_DIR} has no manifest.json)`);
   else if (config.rerank.policy === 'never') log('reranker: none (rerank.policy is never)');

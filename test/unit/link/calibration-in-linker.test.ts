@@ -133,3 +133,14 @@ test('NIL is P(in KB) under nil.inKb: the shipped file records its threshold (an
     await strict.close();
   }
 });
+
+test('mentions encoded at another precision than the index\'s name vectors are said so at start', async () => {
+  const logs: string[] = [];
+  const fp16 = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', precision: 'fp16', log: (l) => logs.push(l) });
+  await fp16.close();
+  assert.ok(logs.some((l) => /holds int8 name vectors; mentions are encoded fp16 here \(--precision int8 matches them/.test(l)), logs.join('\n'));
+  const same: string[] = [];
+  const int8 = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', log: (l) => same.push(l) });
+  await int8.close();
+  assert.ok(!same.some((l) => /name vectors; mentions are encoded/.test(l)), same.join('\n'));
+});
