@@ -5,7 +5,7 @@ import { normalizeName } from '../text/normalize.ts';
 import type { NewMemoryRecord } from '../retrieve/memory-record.ts';
 import { MemoryStore, mixedModes, type MemoryMode } from '../retrieve/memory-store.ts';
 import { activateMemoryVersion, resolveMemoryDir } from '../retrieve/memory-root.ts';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { CURRENT_VERSION_FILE } from '../retrieve/index-versions.ts';
 
@@ -66,7 +66,14 @@ export class MemoryLearner {
  */
 export function publishMemory(store: MemoryStore, root: string): string {
   const base = store.version ?? null;
+  const existing = new Set(existsSync(root) ? readdirSync(root) : []);
   const manifest = store.save(root);
-  activateMemoryVersion(root, manifest.memoryVersion, base);
+  try {
+    activateMemoryVersion(root, manifest.memoryVersion, base);
+  } catch (error) {
+    // Never current, never read: a refused version is removed, so no label outlives an erasure in it.
+    if (!existing.has(manifest.memoryVersion)) rmSync(join(root, manifest.memoryVersion), { recursive: true, force: true });
+    throw error;
+  }
   return manifest.memoryVersion;
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { memoryAdd, memoryExport, memoryInfo, memoryRemove } from '../../src/cli/commands/memory.ts';
@@ -70,7 +70,18 @@ test('memory erase: a note’s labels leave the memory and every older version h
     assert.equal((statSync(join(resolveMemoryDir(mem).dir, 'records.jsonl')).mode & 0o777), 0o600, 'records (mention text) readable by the owner only');
     assert.equal((statSync(resolveMemoryDir(mem).dir).mode & 0o777), 0o700);
 
+    // Staging directories of saves that died, their records included: an old one is deleted, a fresh one (a save under way) kept.
+    const abandoned = join(mem, `.building-${beforeVersion}-99999`);
+    const underWay = join(mem, '.building-000099-abcdef0123-99998');
+    for (const dir of [abandoned, underWay]) {
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'records.jsonl'), readFileSync(join(resolveMemoryDir(mem).dir, 'records.jsonl')));
+    }
+    utimesSync(abandoned, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
     assert.equal(await memoryErase.run(['--memory', mem, '--note-id', '1001']), 0);
+    assert.ok(!existsSync(abandoned), 'an abandoned staging directory holding the labels is deleted');
+    assert.ok(existsSync(underWay), 'a save under way is left to finish (it cannot be made current over the erasure)');
+    rmSync(underWay, { recursive: true });
     const after = MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName);
     assert.equal(after.size, before.size - labelsOf1001);
     assert.ok(after.list().every((r) => r.noteId !== '1001'));

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from '../command.ts';
 import { parseFlags, requireString } from '../args.ts';
@@ -8,6 +8,9 @@ import { readMemoryManifest } from '../../retrieve/memory-manifest.ts';
 import { MemoryStore, noteKeyFor } from '../../retrieve/memory-store.ts';
 import { resolveMemoryDir } from '../../retrieve/memory-root.ts';
 import { publishMemory } from '../../link/memory-learner.ts';
+
+/** A staging directory older than this belongs to a save that died (a save takes seconds). */
+const ABANDONED_STAGING_MS = 10 * 60_000;
 
 const usage = `Usage: cuilink memory erase --memory ROOT (--note-id ID[,ID…] | --note-ids FILE)
 
@@ -45,7 +48,11 @@ export const memoryErase: Command = {
     const version = publishMemory(store, root);
     for (const name of holding) if (name !== version) rmSync(join(root, name), { recursive: true, force: true });
     const purged = holding.filter((name) => name !== version).length;
-    console.log(`erased ${noteIds.size} note(s): ${removed.length} label(s) removed; ${purged} older version(s) holding them deleted; CURRENT = ${version}`);
+    // A save that crashed leaves its staging directory, records included (maybe without a manifest
+    // to say whose): any older than a save takes is removed.
+    const abandoned = readdirSync(root).filter((name) => name.startsWith('.building-') && Date.now() - statSync(join(root, name)).mtimeMs > ABANDONED_STAGING_MS);
+    for (const name of abandoned) rmSync(join(root, name), { recursive: true, force: true });
+    console.log(`erased ${noteIds.size} note(s): ${removed.length} label(s) removed; ${purged} older version(s) holding them deleted${abandoned.length > 0 ? `; ${abandoned.length} abandoned staging director${abandoned.length === 1 ? 'y' : 'ies'} deleted` : ''}; CURRENT = ${version}`);
     return 0;
   },
 };

@@ -41,6 +41,7 @@ test('a writer that loaded the memory before another published is refused, and C
     const removed = publishMemory(operator, root);
     await learner.add(late, [label('asthma', 'MESH:D001249')]);
     assert.throws(() => publishMemory(late, root), (e: Error & { code?: string; retriable?: boolean }) => e.code === 'MEMORY_CHANGED' && e.retriable === true && /run it again/.test(e.message));
+    assert.ok(!existsSync(join(root, late.version!)), 'the refused version is removed (never current, it held the retracted label)');
     assert.equal(currentMemoryVersion(root), removed);
     assert.deepEqual(served(root), ['gout']);
     assert.ok(!existsSync(join(root, '.current.lock')), 'the lock is released');
