@@ -81,8 +81,13 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
       files: { concepts: 'concepts.jsonl', names: 'names.json', hnsw: 'names.hnsw' },
     };
     writeFileSync(join(staging, INDEX_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
-    if (existsSync(input.outDir)) rmSync(input.outDir, { recursive: true, force: true });
+    // The old index is moved aside before the new one is moved in and deleted only after: two
+    // renames leave no moment with a half-deleted directory at outDir, and a crash between them
+    // leaves the old index whole beside it.
+    const replaced = `${input.outDir}.replaced-${process.pid}`;
+    if (existsSync(input.outDir)) renameSync(input.outDir, replaced);
     renameSync(staging, input.outDir);
+    rmSync(replaced, { recursive: true, force: true });
     return manifest;
   } catch (error) {
     rmSync(staging, { recursive: true, force: true });

@@ -77,3 +77,19 @@ test('index build with xref names: the manifest names the source, the names are 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('index build --force replaces an index in place: the new one is whole at the path, nothing of the old one is left beside it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-force-'));
+  try {
+    const build = (kb: string, force: boolean) => buildIndexFromKb({ kbPaths: [join('test', 'fixtures', 'kb', kb)], modelDir: DEFAULT_MODEL_DIR, provider: 'cpu', outDir: join(dir, 'idx'), progress: false, overwrite: force, log: () => {} });
+    const first = await build('ctd-tiny.tsv', false);
+    const second = await build('tiny.obo', true);
+    assert.notEqual(second.kb.checksum, first.kb.checksum);
+    const { readdirSync } = await import('node:fs');
+    assert.deepEqual(readdirSync(dir), ['idx'], 'no staging or replaced directory left');
+    const index = await LinkIndex.open(join(dir, 'idx'), normalizeName);
+    assert.equal(index.manifest.indexVersion, second.indexVersion);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
