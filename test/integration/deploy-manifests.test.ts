@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ENV_VARS, loadStageConfig } from '../../src/stream/stage-config.ts';
@@ -307,3 +307,26 @@ function inputPartitions(): number {
 }
 
 after(() => rmSync(scratch, { recursive: true, force: true }));
+
+test('the index-build Job builds and activates a new version once; re-created over an existing one (apply -k after its TTL) it builds nothing and leaves CURRENT alone', async (t) => {
+  if (setupSkip) return t.skip(setupSkip);
+  const job = byKind(rendered.get('cpu')!.docs, 'Job', 'cuilink-index-build');
+  const container = job.spec.template.spec.containers[0];
+  const env = Object.fromEntries((container.env as Json[]).map((e) => [e.name, e.value]));
+  const srv = mkdtempSync(join(tmpdir(), 'cuilink-job-'));
+  try {
+    // The Job's own script, its paths under a scratch directory and `node` recording what it was asked to run.
+    const script = `node() { echo "$*" >> "${srv}/calls"; }\n${(container.args[0] as string).replaceAll('/srv/cuilink', srv)}`;
+    const runJob = async () => {
+      rmSync(join(srv, 'calls'), { force: true });
+      const result = await run('/bin/sh', ['-c', script], { env: { ...process.env, ...env } });
+      return { status: result.code, calls: readFileSync(join(srv, 'calls'), 'utf8').trim().split('\n').map((l) => l.split(' ').slice(1, 3).join(' ')) };
+    };
+    assert.deepEqual(await runJob(), { status: 0, calls: ['index build', 'index info', 'index activate'] });
+    mkdirSync(join(srv, 'indexes', env.INDEX_VERSION), { recursive: true });
+    writeFileSync(join(srv, 'indexes', env.INDEX_VERSION, 'manifest.json'), '{}');
+    assert.deepEqual(await runJob(), { status: 0, calls: ['index info'] });
+  } finally {
+    rmSync(srv, { recursive: true, force: true });
+  }
+});
