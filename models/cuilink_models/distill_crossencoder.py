@@ -28,6 +28,7 @@ import argparse
 import gzip
 import json
 import random
+import shutil
 import time
 from pathlib import Path
 
@@ -276,7 +277,11 @@ def train(args):
                             "klWeight": args.kl_weight, "seed": args.seed, "threads": args.threads, "device": device, "agreementTop": args.agreement_top},
         "heldOutAgreement": {"beforeTraining": before, "afterTraining": after},
     }
-    return write_training_record(out, info, time.time() - t_train, time.time() - t0, losses, 100)
+    record = write_training_record(out, info, time.time() - t_train, time.time() - t0, losses, 100)
+    if args.trainable_out:
+        # assemble() (--trainable-in) reads the record beside the shards it is given.
+        shutil.copyfile(out / "training.json", Path(args.trainable_out) / "training.json")
+    return record
 
 
 def assemble(args) -> dict:
