@@ -5,8 +5,9 @@ import { createKafkaClient, parseBrokerList, validateKafkaConnection } from '../
 import type { KafkaClient, OutboundRecord } from '../../stream/kafka/client-types.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
 import type { RecordCodec } from '../../stream/avro/record-codec.ts';
+import type { SchemaRegistryOptions } from '../../stream/avro/confluent-avro-codec.ts';
 import { avroToHeaders } from '../../stream/avro/avro-conversions.ts';
-import { connectionOf, loadStageConfig, type StageConfig } from '../../stream/stage-config.ts';
+import { connectionOf, loadStageConfig, schemaRegistryOf, type StageConfig } from '../../stream/stage-config.ts';
 import { requireTopics } from '../../stream/topics.ts';
 import { RECORD_FAULT_CODES } from '../../stream/dead-letter-policy.ts';
 import {
@@ -31,7 +32,7 @@ import { readTopicToEnd } from '../../eval/topic-to-end.ts';
 const COMMON_HELP = `  --config FILE          the stage's config file: brokers, topics, wire format, TLS/SASL (CUILINK_* variables
                          apply as for 'cuilink run'; without it the defaults and CUILINK_* variables)
   --brokers H:P,H:P      Kafka bootstrap brokers (default: the config's brokers, or CUILINK_BROKERS)
-  --schema-registry URL  read the Confluent wire format through this registry (default: the config's avro.*)
+  --schema-registry URL  read the Confluent wire format through this registry (default: the config's schemaRegistry.*, as cuilink run reads it)
   --client-id ID         Kafka client id (default cuilink-dlq)
   --topic T              the dead-letter topic (default: the config's topics.deadLetter, cuilink.dead-letter)
   --code CODE            only dead letters with this error code (repeatable, or comma-separated)
@@ -154,16 +155,22 @@ interface DlqContext {
   topic: string;
 }
 
+/** The registry as the stage reads it (schemaRegistry.* with its auth and TLS, CUILINK_SCHEMA_REGISTRY_*), `--schema-registry` replacing only its URL. */
+export function dlqSchemaRegistry(config: StageConfig, override: string | undefined): SchemaRegistryOptions | undefined {
+  if (override !== undefined && !/^https?:\/\/\S+$/.test(override)) throw new InputError(`--schema-registry must be an http(s) URL, got '${override}'`, 'BAD_FLAGS');
+  const configured = schemaRegistryOf(config);
+  return override === undefined ? configured : { ...configured, url: override };
+}
+
 function openContext(values: CommonValues): DlqContext {
   const config = loadStageConfig({ file: values.config });
   const brokers = values.brokers !== undefined ? parseBrokerList(values.brokers) : config.brokers;
   if (brokers.length === 0) throw new InputError('no Kafka brokers: pass --brokers host:port, a --config FILE with brokers, or set CUILINK_BROKERS', 'BAD_FLAGS');
-  const registry = values['schema-registry'] ?? (config.avro.wireFormat === 'confluent' ? config.avro.registryUrl : undefined);
-  if (registry !== undefined && !/^https?:\/\/\S+$/.test(registry)) throw new InputError(`--schema-registry must be an http(s) URL, got '${registry}'`, 'BAD_FLAGS');
+  const schemaRegistry = dlqSchemaRegistry(config, values['schema-registry']);
   const topic = values.topic ?? config.topics.deadLetter;
   if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic)) throw new InputError(`--topic '${topic}' is not a topic name (1-249 of [A-Za-z0-9._-])`, 'BAD_FLAGS');
   const connection = validateKafkaConnection({ ...connectionOf(config, brokers), clientId: values['client-id'] ?? 'cuilink-dlq' });
-  return { config, kafka: createKafkaClient(connection), codec: createRecordCodec({ schemaRegistry: registry === undefined ? undefined : { url: registry } }), topic };
+  return { config, kafka: createKafkaClient(connection), codec: createRecordCodec({ schemaRegistry }), topic };
 }
 
 async function partitionCount(kafka: KafkaClient, topic: string): Promise<number> {

@@ -114,3 +114,16 @@ test('Kafka tools: --schema-registry or the URL variable, the rest from CUILINK_
   oneLineError(() => schemaRegistryFromEnv({ CUILINK_SCHEMA_REGISTRY_CA_FILE: join(dir, 'gone.pem') }, 'https://r:1'), /^CUILINK_SCHEMA_REGISTRY_CA_FILE: cannot read .*gone\.pem \(ENOENT\)/);
   oneLineError(() => schemaRegistryFromEnv({ CUILINK_SCHEMA_REGISTRY_CA_FILE: join(dir, 'gone.pem') }, 'http://r:1'), /schemaRegistry\.tls \(from CUILINK_SCHEMA_REGISTRY_CA_FILE\): set, but url http:\/\/r:1 is not https/);
 });
+
+test('cuilink dlq reads the registry as the stage does: schemaRegistry.url with its auth, the deprecated avro.registryUrl too; --schema-registry replaces the URL only', async () => {
+  const { dlqSchemaRegistry } = await import('../../../src/cli/commands/dlq.ts');
+  const password = file('password', 's3cret\n');
+  const config = loadStageConfig({ env: {}, overrides: { 'avro.wireFormat': 'confluent', schemaRegistry: { url: 'http://registry:8081', auth: { basic: { username: 'cuilink', passwordFile: password } } } } });
+  assert.deepEqual(dlqSchemaRegistry(config, undefined), schemaRegistryOf(config));
+  assert.deepEqual(dlqSchemaRegistry(config, 'http://other:8081'), { ...schemaRegistryOf(config), url: 'http://other:8081' });
+  const old = loadStageConfig({ env: {}, overrides: { avro: { wireFormat: 'confluent', registryUrl: 'http://old:8081' } } });
+  assert.equal(dlqSchemaRegistry(old, undefined)?.url, 'http://old:8081');
+  assert.equal(dlqSchemaRegistry(loadStageConfig({ env: {} }), undefined), undefined, 'plain format: no registry');
+  assert.deepEqual(dlqSchemaRegistry(loadStageConfig({ env: {} }), 'http://r:1'), { url: 'http://r:1' });
+  assert.throws(() => dlqSchemaRegistry(config, 'registry:8081'), /--schema-registry must be an http\(s\) URL/);
+});
