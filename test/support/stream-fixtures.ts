@@ -58,7 +58,7 @@ export interface ReadRecord {
   offset: string;
   key: string | null;
   value: Buffer | null;
-  headers: Record<string, Buffer>;
+  headers: Record<string, Buffer | Buffer[]>;
 }
 
 function readRecord(record: InboundRecord): ReadRecord {

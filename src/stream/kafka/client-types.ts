@@ -14,7 +14,8 @@ export interface InboundRecord {
   timestamp: string;
   key: Buffer | null;
   value: Buffer | null;
-  headers: Record<string, Buffer>;
+  /** A key the record repeats holds the list of its values, in order. */
+  headers: Record<string, Buffer | Buffer[]>;
 }
 
 /** A record to produce; strings are written as UTF-8. Without `partition` the key decides (murmur2, as Java's). */

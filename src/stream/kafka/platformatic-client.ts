@@ -92,10 +92,18 @@ export class PlatformaticKafkaClient implements KafkaClient {
   }
 }
 
-/** A library message as our InboundRecord: offsets and timestamps as strings, headers as a record of buffers. */
+/**
+ * A library message as our InboundRecord: offsets and timestamps as strings, headers as a record
+ * of buffers, a key that repeats as the list of its values in order (a dead letter keeps them all).
+ */
 export function toInboundRecord(message: Message): InboundRecord {
-  const headers: Record<string, Buffer> = {};
-  for (const [key, value] of message.headers ?? []) headers[Buffer.isBuffer(key) ? key.toString('utf8') : String(key)] = Buffer.isBuffer(value) ? value : Buffer.from(value ?? '');
+  const headers: Record<string, Buffer | Buffer[]> = {};
+  for (const [rawKey, rawValue] of message.headers ?? []) {
+    const key = Buffer.isBuffer(rawKey) ? rawKey.toString('utf8') : String(rawKey);
+    const value = Buffer.isBuffer(rawValue) ? rawValue : Buffer.from(rawValue ?? '');
+    const seen = headers[key];
+    headers[key] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
   return {
     topic: message.topic,
     partition: message.partition,

@@ -47,3 +47,11 @@ test('the local broker names a missing java or mvn instead of failing obscurely'
     process.env.PATH = path;
   }
 });
+
+test('a record whose header key repeats keeps every value, each key\'s in order, as far as the dead letter', async () => {
+  const { toInboundRecord } = await import('../../../src/stream/kafka/platformatic-client.ts');
+  const { headersToAvro } = await import('../../../src/stream/avro/avro-conversions.ts');
+  const headers = new Map<Buffer, Buffer>([[Buffer.from('x-route'), Buffer.from('a')], [Buffer.from('trace'), Buffer.from('t')], [Buffer.from('x-route'), Buffer.from('b')]]);
+  const record = toInboundRecord({ topic: 't', partition: 0, offset: 5n, timestamp: 0n, key: Buffer.from('n1'), value: Buffer.from('v'), headers, metadata: {} } as never);
+  assert.deepEqual(headersToAvro(record.headers).map((h) => `${h.key}=${String(h.value)}`), ['x-route=a', 'x-route=b', 'trace=t']);
+});
