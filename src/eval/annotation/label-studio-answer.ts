@@ -2,6 +2,7 @@ import type { ExportedAnnotation } from './label-studio-export.ts';
 import { CONTROL, NIL_CHOICE } from './labeling-config.ts';
 import { requestLabel } from './label-request-line.ts';
 import { isObject } from './safe-json.ts';
+import { fromCodePointOffset } from './code-point-offsets.ts';
 import { splitTypedIds, type SubmissionOrRefusal } from './submission.ts';
 
 /**
@@ -29,6 +30,11 @@ export function readLabelStudioAnswer(data: Record<string, unknown>, annotation:
   if (!Number.isInteger(start) || !Number.isInteger(end) || (start as number) < 0 || (end as number) <= (start as number)) {
     return { kind: 'invalid-span', reason: `${request}: the '${CONTROL.span}' region has no valid integer start/end` };
   }
+  // Label Studio counts code points; the ledger, UTF-16 units. Without the note text the offsets are taken as they are (equal for text in the Basic Multilingual Plane).
+  const text = typeof data.text === 'string' ? data.text : undefined;
+  const spanStart = text === undefined ? (start as number) : fromCodePointOffset(text, start as number);
+  const spanEnd = text === undefined ? (end as number) : fromCodePointOffset(text, end as number);
+  if (spanStart === undefined || spanEnd === undefined) return { kind: 'invalid-span', reason: `${request}: the '${CONTROL.span}' region ends past the note` };
   const choices = answersOf(regions, CONTROL.concept, 'choices', 'choices');
   const none = answersOf(regions, CONTROL.none, 'choices', 'choices');
   const typed = answersOf(regions, CONTROL.otherId, 'textarea', 'text');
@@ -41,7 +47,7 @@ export function readLabelStudioAnswer(data: Record<string, unknown>, annotation:
       noteId,
       mentionId,
       taskSpan,
-      span: { start: start as number, end: end as number },
+      span: { start: spanStart, end: spanEnd },
       choices: choices!,
       typedIds: splitTypedIds(typed!),
       nil: none!.includes(NIL_CHOICE),

@@ -1,3 +1,4 @@
+import { toCodePointOffset } from './code-point-offsets.ts';
 import { CONTROL, SPAN_LABEL } from './labeling-config.ts';
 import { requestLabel } from './label-request-line.ts';
 import type { JoinedRequest } from './request-note-join.ts';
@@ -76,7 +77,9 @@ export function buildLabelStudioTask(joined: JoinedRequest): LabelStudioTask {
     seen.add(c.conceptId);
     candidates.push({ value: c.conceptId, html: `<b>${escapeHtml(c.name)}</b> · ${escapeHtml(c.conceptId)}`, hint: `linker score ${c.score.toFixed(3)}` });
   }
-  const span: LabelStudioRegion = { id: 'span', from_name: CONTROL.span, to_name: CONTROL.text, type: 'labels', value: { start: r.start, end: r.end, text: surface, labels: [SPAN_LABEL] } };
+  // The region in code points, as Label Studio's Text tag reads it; the data's start/end stay cuilink's UTF-16 offsets.
+  const region = { start: toCodePointOffset(noteText, r.start), end: toCodePointOffset(noteText, r.end) };
+  const span: LabelStudioRegion = { id: 'span', from_name: CONTROL.span, to_name: CONTROL.text, type: 'labels', value: { ...region, text: surface, labels: [SPAN_LABEL] } };
   const prediction: LabelStudioTask['predictions'][number] = { model_version: `cuilink ${r.linkerVersion}`.trim(), result: [span] };
   // Label Studio sorts tasks by prediction score: the least sure first when an annotator asks for it.
   if (r.confidence !== null) prediction.score = r.confidence;

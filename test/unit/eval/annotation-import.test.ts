@@ -175,3 +175,21 @@ test('an export that is not a JSON array of tasks is an error that quotes none o
   assert.throws(() => readLabelStudioExport('e.json', 'Patient has a cough'), (e: Error) => /e\.json: not JSON/.test(e.message) && !/Patient/.test(e.message));
   assert.deepEqual(readLabelStudioExport('e.json', '\ufeff[]'), []);
 });
+
+test('a note with characters outside the Basic Multilingual Plane: the region is exported in code points, as Label Studio counts, and read back in UTF-16 units', async () => {
+  const { readLabelStudioAnswer } = await import('../../../src/eval/annotation/label-studio-answer.ts');
+  const base = joined[0]!;
+  const prefix = '🐱 𝛽-blocker note: '; // two astral characters: UTF-16 counts each twice
+  const shift = prefix.length;
+  const request = { ...base.request, start: base.request.start + shift, end: base.request.end + shift };
+  const task = buildLabelStudioTask({ ...base, request, noteText: prefix + base.noteText });
+  const region = task.predictions[0]!.result[0]!;
+  assert.deepEqual([region.value.start, region.value.end], [request.start - 2, request.end - 2], 'code points: two fewer than UTF-16 units');
+  assert.deepEqual([task.data.start, task.data.end], [request.start, request.end], 'the data keeps cuilink\'s offsets');
+  assert.equal([...task.data.text].slice(region.value.start as number, region.value.end as number).join(''), base.surface, 'the region covers the mention when counted in code points');
+  const candidate = task.data.candidates[0]!.value;
+  const answer = readLabelStudioAnswer(task.data as unknown as Record<string, unknown>, { result: [region, { from_name: 'concept', to_name: 'text', type: 'choices', value: { choices: [candidate] } }], cancelled: false } as never);
+  assert.ok('submission' in answer, JSON.stringify(answer));
+  assert.deepEqual(answer.submission.span, { start: request.start, end: request.end });
+  assert.deepEqual(answer.submission.taskSpan, { start: request.start, end: request.end });
+});
