@@ -208,7 +208,7 @@ export class LabelSelector {
     }
     this.pool.set(key, entry);
     const max = this.options.maxPool ?? 100_000;
-    if (this.pool.size > max) this.shrinkPool(Math.floor(max * 0.9));
+    if (this.pool.size > max) this.shrinkPool(Math.max(1, Math.floor(max * 0.9)));
     this.stats.pool = this.pool.size;
   }
 

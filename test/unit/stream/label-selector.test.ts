@@ -126,6 +126,10 @@ test('the pool is bounded: the lowest priority candidates are dropped and counte
   assert.ok(s.stats.pool <= 10);
   assert.equal(s.stats.poolDropped, 30 - s.stats.pool);
   assert.deepEqual(labelled(s.take(100)), ['1/m0'], 'the least confident survived');
+  const one = selector({ budget: 1, maxPool: 1 });
+  feed(one, [note('2', [['surface a', 0.9], ['surface b', 0.1]])], 0);
+  assert.equal(one.stats.pool, 1, 'a pool of one keeps one');
+  assert.deepEqual(labelled(one.take(100)), ['2/m1']);
 });
 
 test('uncertainty: calibrated confidence when there is one, else the top score; NIL without candidates is 1', () => {
