@@ -29,6 +29,7 @@ import { isContextFree, LinkMemo } from './link-memo.ts';
 import { Linker, type AbbreviationFinder } from './linker.ts';
 import { LINKER_VERSION } from './version.ts';
 import { MemoryWatcher } from './memory-watcher.ts';
+import { linkConfigDifferences } from './fitted-link-config.ts';
 
 export interface OpenLinkerOptions {
   /** An index directory, or an index root of versions whose `CURRENT` names the one to open (src/retrieve/index-versions.ts). */
@@ -139,6 +140,10 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
     await cross?.close();
     throw error;
   }
+  // Its probabilities hold for the link config it was fit under (files fit before 2026-11-28 do not record it).
+  const fitted = calibrator?.file.fit.linkConfig;
+  const differing = fitted === undefined ? [] : linkConfigDifferences(fitted, config);
+  if (differing.length > 0) log(`confidence: the calibration was fit under another link config (${differing.slice(0, 5).join(', ')}${differing.length > 5 ? ', …' : ''}): its probabilities may be off; fit one under this config with cuilink calibrate --link-config`);
   // The calibration's own NIL thresholds, unless the link config names them.
   const configuredNil = options.config?.nil as Record<string, unknown> | undefined;
   if (configuredNil?.confidence === undefined && calibrator?.file.nilConfidence !== undefined) config.nil.confidence = calibrator.file.nilConfidence;

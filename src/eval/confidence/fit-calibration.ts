@@ -4,6 +4,7 @@ import { ConceptFacts } from '../../link/concept-facts.ts';
 import { CALIBRATION_FORMAT, type CalibrationFile } from '../../link/confidence-calibrator.ts';
 import { CONFIDENCE_FEATURES } from '../../link/confidence-features.ts';
 import type { Linker } from '../../link/linker.ts';
+import { fittedLinkConfig } from '../../link/fitted-link-config.ts';
 import type { GoldCorpus } from '../gold.ts';
 import type { OntologyView } from '../metrics/ontology-view.ts';
 import { confidenceGroup, evaluateCorpus } from '../offline-eval.ts';
@@ -110,7 +111,7 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     features: [...CONFIDENCE_FEATURES],
     right: right.model,
     models: linker.modelChecksums!,
-    fit: { ...request.fit, mentions: rows.length, right: labels.filter(Boolean).length, model: request.model, ...(recalibrate !== 'none' ? { recalibrate: { kind: recalibrate, folds: CONCEPT_FOLDS, seed: CONCEPT_FOLD_SEED } } : {}), ...right.report, versions: linker.versions, ...(memoryPass ? { memoryPass } : {}) },
+    fit: { ...request.fit, mentions: rows.length, right: labels.filter(Boolean).length, model: request.model, ...(recalibrate !== 'none' ? { recalibrate: { kind: recalibrate, folds: CONCEPT_FOLDS, seed: CONCEPT_FOLD_SEED } } : {}), ...right.report, versions: linker.versions, linkConfig: fittedLinkConfig(linker.config), ...(memoryPass ? { memoryPass } : {}) },
   };
   if (request.nilRuns > 0) {
     const nilRows: Float64Array[] = [];

@@ -144,3 +144,20 @@ test('mentions encoded at another precision than the index\'s name vectors are s
   await int8.close();
   assert.ok(!same.some((l) => /name vectors; mentions are encoded/.test(l)), same.join('\n'));
 });
+
+test('a calibration that records the link config it was fit under says so at start when the linker runs another', async () => {
+  const { fittedLinkConfig, linkConfigDifferences } = await import('../../../src/link/fitted-link-config.ts');
+  const { parseLinkConfig } = await import('../../../src/link/link-config.ts');
+  assert.deepEqual(linkConfigDifferences(fittedLinkConfig(parseLinkConfig({})), parseLinkConfig({ nil: { inKb: 0.9 } })), [], 'NIL thresholds travel with the file: no difference');
+  assert.deepEqual(linkConfigDifferences(fittedLinkConfig(parseLinkConfig({})), parseLinkConfig({ rerank: { weight: 0.5 }, topK: 7 })), ['rerank.weight', 'topK']);
+  const fitted = JSON.parse(readFileSync(DEFAULT_CALIBRATION, 'utf8')) as { fit: Record<string, unknown> };
+  fitted.fit.linkConfig = fittedLinkConfig(parseLinkConfig({}));
+  const file = join(dir, 'with-config.json');
+  writeFileSync(file, JSON.stringify(fitted));
+  for (const [config, warned] of [[undefined, false], [{ rerank: { weight: 0.5 } }, true]] as const) {
+    const lines: string[] = [];
+    const linker = await openLinker({ indexDir: join(dir, 'idx'), provider: 'cpu', calibration: file, config, log: (l) => lines.push(l) });
+    await linker.close();
+    assert.equal(lines.some((l) => /^confidence: the calibration was fit under another link config \(rerank\.weight\)/.test(l)), warned, lines.join('\n'));
+  }
+});
