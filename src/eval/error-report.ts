@@ -6,6 +6,7 @@ import { readLines } from '../kb/line-reader.ts';
 import { ParseError } from '../kb/errors.ts';
 import { mentionKey } from './gold.ts';
 import type { ScoredMention } from './metrics/mention-record.ts';
+import { isObject, parseJsonSafely } from './annotation/safe-json.ts';
 
 /**
  * Why a mention was missed, guessed from its text, the gold and the prediction. The guess is a
@@ -123,12 +124,11 @@ export async function readMisses(file: string): Promise<MissRecord[]> {
   const out: MissRecord[] = [];
   for await (const line of readLines(file)) {
     if (line.text.trim() === '') continue;
-    let value: Partial<MissRecord>;
-    try {
-      value = JSON.parse(line.text) as Partial<MissRecord>;
-    } catch (error) {
-      throw new ParseError(file, line.number, `not JSON (a 'cuilink eval --errors' line?): ${(error as Error).message}`);
-    }
+    // The reason never quotes the line: misses hold mention text.
+    const parsed = parseJsonSafely(line.text);
+    if ('reason' in parsed) throw new ParseError(file, line.number, `${parsed.reason} (a 'cuilink eval --errors' line?)`);
+    if (!isObject(parsed.value)) throw new ParseError(file, line.number, "not a JSON object (a 'cuilink eval --errors' line?)");
+    const value = parsed.value as Partial<MissRecord>;
     if (typeof value.noteId !== 'string' || typeof value.mentionId !== 'string') throw new ParseError(file, line.number, "'noteId' and 'mentionId' must be strings");
     if (!(ERROR_CLASSES as readonly unknown[]).includes(value.errorClass)) throw new ParseError(file, line.number, `'errorClass' must be one of ${ERROR_CLASSES.join(', ')}`);
     out.push(value as MissRecord);

@@ -97,14 +97,28 @@ test('context-free models: a link depends on its mention alone, so the link cach
 test('cuilink link: JSON lines in, LinkedNote lines out, bad lines reported and counted', () => {
   const input = join(root, 'notes.jsonl');
   const output = join(root, 'linked.jsonl');
-  writeFileSync(input, [JSON.stringify(NOTES[0]), '{not json', JSON.stringify({ ...NOTES[1], mentions: [{ ...NOTES[1]!.mentions[0], end: 9999 }] }), JSON.stringify(NOTES[2])].join('\n'));
+  writeFileSync(input, [JSON.stringify(NOTES[0]), 'Patient John Doe, not json', JSON.stringify({ ...NOTES[1], mentions: [{ ...NOTES[1]!.mentions[0], end: 9999 }] }), JSON.stringify(NOTES[2])].join('\n'));
   const run = spawnSync(process.execPath, ['bin/cuilink.js', 'link', '--index', indexDir, '--in', input, '--out', output, '--provider', 'cpu', '--threads', '1', '--reranker', 'none'], { encoding: 'utf8' });
   assert.equal(run.status, 3, run.stderr);
   assert.match(run.stderr, /notes\.jsonl:2: not JSON/);
+  assert.ok(!run.stderr.includes('Patient'), `the reason quotes no note text: ${run.stderr}`);
   assert.match(run.stderr, /notes\.jsonl:3: .*outside the text/);
   const lines = readFileSync(output, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as LinkedNote);
   assert.deepEqual(lines.map((l) => l.noteId), ['n1', 'n3']);
   assert.equal(lines[0]!.mentions[0]!.conceptId, 'FX:0000020');
+});
+
+test('cuilink link: an --in that cannot be read or an --out that cannot be written is one line and exit 2, before the models load', () => {
+  for (const [args, message] of [
+    [['--in', join(root, 'no-such.jsonl')], /--in .*no-such\.jsonl: no such file/],
+    [['--in', root], /--in .*: a directory, not a file/],
+    [['--out', join(root, 'no-such-dir', 'out.jsonl')], /--out .*out\.jsonl: ENOENT/],
+  ] as const) {
+    const run = spawnSync(process.execPath, ['bin/cuilink.js', 'link', '--index', indexDir, ...args, '--provider', 'cpu', '--threads', '1'], { encoding: 'utf8', input: '', timeout: 60_000 });
+    assert.equal(run.status, 2, run.stderr);
+    assert.match(run.stderr, message);
+    assert.ok(!/bi-encoder .* from /.test(run.stderr), `no model was loaded: ${run.stderr}`);
+  }
 });
 
 test('cuilink link from another working directory: the recorded model and the shipped reranker resolve from the package root, and it says which were loaded', () => {

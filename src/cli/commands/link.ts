@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream } from 'node:fs';
+import { closeSync, createReadStream, createWriteStream, fstatSync, openSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
@@ -9,6 +9,7 @@ import { InputError } from '../../kb/errors.ts';
 import { openLinker } from '../../link/open-linker.ts';
 import { ensureDefaultIndex } from '../../link/default-index.ts';
 import { validateNote } from '../../link/validate-note.ts';
+import { parseJsonSafely } from '../../eval/annotation/safe-json.ts';
 import type { NoteInput } from '../../link/types.ts';
 
 const usage = `Usage: cuilink link [--index DIR] [--in FILE|-] [--out FILE|-] [options]
@@ -27,7 +28,24 @@ ${LINKER_FLAGS_HELP}
   -h, --help            this text`;
 
 async function write(out: Writable, text: string): Promise<void> {
+  // A stream that failed is destroyed: it will not drain, and once() rejects on its error.
+  if (out.destroyed) throw new Error('output closed');
   if (!out.write(text)) await once(out, 'drain');
+}
+
+/** Opens `--in` / `--out` now, or a one-line InputError naming the flag. */
+function openFile(path: string, mode: 'r' | 'w', flag: string): number {
+  let fd: number;
+  try {
+    fd = openSync(path, mode);
+  } catch (error) {
+    throw new InputError(`--${flag} ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' && mode === 'r' ? 'no such file' : (error as Error).message}`, 'BAD_FLAGS', error);
+  }
+  if (fstatSync(fd).isDirectory()) {
+    closeSync(fd);
+    throw new InputError(`--${flag} ${path}: a directory, not a file`, 'BAD_FLAGS');
+  }
+  return fd;
 }
 
 export const link: Command = {
@@ -43,11 +61,14 @@ export const link: Command = {
     });
     const batchSize = parseNumberFlag(values.batch, 'batch', 32, { min: 1, max: 10_000, integer: true });
     const request = linkerRequest(values);
-    const input = values.in === '-' ? process.stdin : createReadStream(values.in);
-    input.on('error', () => {});
+    // Both files are opened before the models load: a typo is a one-line error at once, not a
+    // failure minutes later (an input stream that failed to open while they loaded never ended).
+    const input = values.in === '-' ? process.stdin : createReadStream('', { fd: openFile(values.in, 'r', 'in') });
+    const out = values.out === '-' ? process.stdout : createWriteStream('', { fd: openFile(values.out, 'w', 'out') });
+    let writeError: Error | undefined;
+    out.on('error', (error) => (writeError ??= error));
     const indexDir = request.indexDir ?? (await ensureDefaultIndex({ log: (line) => console.error(`link: ${line}`) }));
     const core = await openLinker({ ...request, indexDir });
-    const out = values.out === '-' ? process.stdout : createWriteStream(values.out);
     let bad = 0;
     let notes = 0;
     let mentions = 0;
@@ -66,19 +87,22 @@ export const link: Command = {
           lineNo++;
           if (line.trim() === '') continue;
           try {
-            const note = validateNote(JSON.parse(line));
+            // The reason never quotes the line: it is note text.
+            const parsed = parseJsonSafely(line);
+            if ('reason' in parsed) throw new InputError(parsed.reason, 'BAD_INPUT');
+            const note = validateNote(parsed.value);
             batch.push(note);
             notes++;
             mentions += note.mentions.length;
           } catch (error) {
             bad++;
-            const reason = error instanceof SyntaxError ? `not JSON (${error.message})` : (error as Error).message;
-            console.error(`link: ${values.in === '-' ? 'stdin' : values.in}:${lineNo}: ${reason}`);
+            console.error(`link: ${values.in === '-' ? 'stdin' : values.in}:${lineNo}: ${(error as Error).message}`);
             continue;
           }
           if (batch.length >= batchSize) await flush();
         }
       } catch (error) {
+        if (writeError !== undefined) throw new InputError(`cannot write ${values.out}: ${(writeError as Error).message}`, 'OUTPUT_ERROR', writeError);
         throw new InputError(`cannot read ${values.in}: ${(error as Error).message}`, 'BAD_INPUT', error);
       }
       await flush();
@@ -86,6 +110,7 @@ export const link: Command = {
       await core.close();
       if (out !== process.stdout) await new Promise<void>((resolve) => (out as Writable).end(resolve));
     }
+    if (writeError !== undefined) throw new InputError(`cannot write ${values.out}: ${(writeError as Error).message}`, 'OUTPUT_ERROR', writeError);
     const seconds = (performance.now() - started) / 1000;
     console.error(`link: ${notes} notes, ${mentions} mentions in ${seconds.toFixed(2)} s (${(mentions / seconds).toFixed(1)} mentions/s)${bad > 0 ? `; ${bad} invalid line(s) skipped` : ''}`);
     return bad > 0 ? 3 : 0;
