@@ -101,9 +101,10 @@ async function readMrconso(path: string, languages: Set<string>, sources: Set<st
     const xrefPrefix = XREF_PREFIX.get(sab);
     if (xrefPrefix !== undefined) {
       const code = row.get(C.CODE);
-      // OMIM allelic variants (601665.0001) and MeSH qualifiers (Q...) are not concepts.
-      if (code.length > 0 && !code.includes('.') && !(sab === 'MSH' && code.charCodeAt(0) === 81)) {
-        addUnique(concept.xrefs, normalizeId(`${xrefPrefix}:${code}`));
+      // OMIM allelic variants (601665.0001) and MeSH qualifiers (Q...) are not concepts; an
+      // ICD-10-CM subcategory (E11.9) is. HPO writes its codes prefixed already (HP:0001250).
+      if (code.length > 0 && !(sab === 'OMIM' && code.includes('.')) && !(sab === 'MSH' && code.charCodeAt(0) === 81)) {
+        addUnique(concept.xrefs, normalizeId(code.startsWith(`${xrefPrefix}:`) ? code : `${xrefPrefix}:${code}`));
       }
     }
   }

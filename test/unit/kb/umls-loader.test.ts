@@ -67,3 +67,23 @@ test('UMLS: gzipped tables next to each other, and a short row is a ParseError',
     tmp.cleanup();
   }
 });
+
+test('UMLS: cross-references as the target vocabularies write them: HPO codes prefixed once, ICD-10-CM subcategories kept', async () => {
+  const tmp = tempDir();
+  try {
+    const rows = [
+      'C0015967|ENG|P|L0000014|PF|S0000014|Y|A0000014||||MSH|MH|D005334|Fever|0|N||',
+      'C0015967|ENG|S|L0000016|PF|S0000016|Y|A0000016||||HPO|PT|HP:0001945|Fever|0|N||',
+      'C0015967|ENG|S|L0000015|PF|S0000015|N|A0000015||||OMIM|PT|601665.0001|Fever allele|0|N||',
+      'C0011860|ENG|P|L0000006|PF|S0000006|Y|A0000006||||MSH|MH|D003924|Diabetes Mellitus, Type 2|0|N||',
+      'C0011860|ENG|S|L0000017|PF|S0000017|Y|A0000017||||ICD10CM|PT|E11.9|Diabetes Mellitus, Type 2|0|N||',
+      'C0011860|ENG|S|L0000018|PF|S0000018|Y|A0000018||||ICD10CM|HT|E11|Diabetes Mellitus, Type 2|0|N||',
+    ];
+    const concepts = await readUmls(tmp.file('MRCONSO.RRF', `${rows.join('\n')}\n`));
+    const byId = new Map(concepts.map((c) => [c.id, c]));
+    assert.deepEqual(byId.get('UMLS:C0015967')!.xrefs, ['MESH:D005334', 'HP:0001945'], 'OMIM allelic variants are still left out');
+    assert.deepEqual(byId.get('UMLS:C0011860')!.xrefs, ['MESH:D003924', 'ICD10CM:E11.9', 'ICD10CM:E11']);
+  } finally {
+    tmp.cleanup();
+  }
+});
