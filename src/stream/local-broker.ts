@@ -195,9 +195,14 @@ export async function terminateProcess(pid: number, timeoutMs: number): Promise<
   }
 }
 
-/** A shell that waits for its stdin (our end of a pipe) to close, then stops the broker. */
-function startWatchdog(brokerPid: number): ChildProcess {
-  const script = `read _; kill -TERM ${brokerPid} 2>/dev/null; sleep 10; kill -KILL ${brokerPid} 2>/dev/null`;
+/**
+ * A shell that waits for its stdin (our end of a pipe) to close, then stops the broker and, for a
+ * temporary broker, removes its data directory (a Ctrl-C ends this process before any handler).
+ */
+function startWatchdog(brokerPid: number, temporaryDir: string | undefined): ChildProcess {
+  const quoted = temporaryDir === undefined ? undefined : `'${temporaryDir.replaceAll("'", "'\\''")}'`;
+  const wait = `i=0; while kill -0 ${brokerPid} 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done`;
+  const script = `read _; kill -TERM ${brokerPid} 2>/dev/null; ${wait}; kill -KILL ${brokerPid} 2>/dev/null${quoted === undefined ? '' : `; sleep 0.5; rm -rf ${quoted}`}`;
   const watchdog = spawn('sh', ['-c', script], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
   watchdog.unref();
   (watchdog.stdin as unknown as { unref?: () => void }).unref?.();
@@ -211,45 +216,25 @@ export async function startLocalBroker(options: LocalBrokerOptions = {}): Promis
   const lib = options.libDir ?? ensureKafkaJars(log);
   const temporary = options.dataDir === undefined;
   const dataDir = temporary ? mkdtempSync(join(tmpdir(), 'cuilink-kafka-')) : resolve(options.dataDir!);
-  mkdirSync(join(dataDir, 'logs'), { recursive: true });
-  const port = options.port !== undefined && options.port !== 0 ? options.port : await freeLoopbackPort();
-  const controllerPort = await freeLoopbackPort();
-  const extraListeners: ExtraListener[] = [];
-  for (const l of options.listeners ?? []) {
-    const name = l.name.toUpperCase();
-    if (!/^[A-Z][A-Z0-9_]*$/.test(name) || ['PLAINTEXT', 'CONTROLLER'].includes(name) || extraListeners.some((e) => e.name === name)) {
-      throw new CuilinkError('BROKER_START_FAILED', `listener name '${l.name}' must be [A-Za-z][A-Za-z0-9_]*, unique, and not PLAINTEXT or CONTROLLER`);
-    }
-    extraListeners.push({ name, protocol: l.protocol, port: await freeLoopbackPort() });
-  }
-  const configFile = join(dataDir, 'server.properties');
-  const log4jFile = join(dataDir, 'log4j.properties');
-  const logFile = join(dataDir, 'logs', 'server.log');
-  writeFileSync(configFile, serverProperties(dataDir, port, controllerPort, options.properties ?? {}, extraListeners));
-  writeFileSync(log4jFile, log4jProperties(logFile));
-  const classPath = join(lib, '*');
-  formatStorage(classPath, dataDir, configFile, log4jFile, options.scramUsers);
-
-  const jvmArgs = [...JVM_HEAP, '-Djava.awt.headless=true', `-Dlog4j.configuration=file:${log4jFile}`, `-Dkafka.logs.dir=${join(dataDir, 'logs')}`, '-cp', classPath, 'kafka.Kafka', configFile];
+  let prepared: Awaited<ReturnType<typeof prepareBroker>>;
   let child: ChildProcess;
-  if (options.detached === true) {
-    const out = openSync(join(dataDir, 'logs', 'broker.out'), 'a');
-    child = spawn('java', jvmArgs, { detached: true, stdio: ['ignore', out, out] });
-    closeSync(out);
-    child.unref();
-  } else {
-    child = spawn('java', jvmArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
-    for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on('line', log);
+  try {
+    prepared = await prepareBroker(dataDir, options, lib);
+    child = spawnBroker(dataDir, prepared, options, log);
+  } catch (error) {
+    // Until the broker runs (its stop() cleans up after that), a failure leaves no temporary directory behind.
+    if (temporary) rmSync(dataDir, { recursive: true, force: true });
+    throw error;
   }
-  const pid = child.pid;
-  if (pid === undefined) throw new CuilinkError('BROKER_START_FAILED', 'could not start `java` for the Kafka broker');
+  const { port, extraListeners, logFile } = prepared;
+  const pid = child.pid!;
 
   // A test that crashes must not leave a JVM behind: on a normal exit the handler kills it; when
   // this process is killed outright, the watchdog sees its stdin close and kills the broker.
   const killOnExit = (): void => {
     if (!exited(child)) child.kill('SIGKILL');
   };
-  const watchdog = options.detached === true ? undefined : startWatchdog(pid);
+  const watchdog = options.detached === true ? undefined : startWatchdog(pid, temporary ? dataDir : undefined);
   if (options.detached !== true) process.once('exit', killOnExit);
 
   let stopping: Promise<void> | undefined;
@@ -274,4 +259,45 @@ export async function startLocalBroker(options: LocalBrokerOptions = {}): Promis
   const listeners: Record<string, string[]> = { PLAINTEXT: brokers };
   for (const l of extraListeners) listeners[l.name] = [`127.0.0.1:${l.port}`];
   return { brokers, listeners, dataDir, pid, stop };
+}
+
+/** The broker's files in `dataDir`: its ports, config and formatted storage. */
+async function prepareBroker(dataDir: string, options: LocalBrokerOptions, lib: string) {
+  mkdirSync(join(dataDir, 'logs'), { recursive: true });
+  const port = options.port !== undefined && options.port !== 0 ? options.port : await freeLoopbackPort();
+  const controllerPort = await freeLoopbackPort();
+  const extraListeners: ExtraListener[] = [];
+  for (const l of options.listeners ?? []) {
+    const name = l.name.toUpperCase();
+    if (!/^[A-Z][A-Z0-9_]*$/.test(name) || ['PLAINTEXT', 'CONTROLLER'].includes(name) || extraListeners.some((e) => e.name === name)) {
+      throw new CuilinkError('BROKER_START_FAILED', `listener name '${l.name}' must be [A-Za-z][A-Za-z0-9_]*, unique, and not PLAINTEXT or CONTROLLER`);
+    }
+    extraListeners.push({ name, protocol: l.protocol, port: await freeLoopbackPort() });
+  }
+  const configFile = join(dataDir, 'server.properties');
+  const log4jFile = join(dataDir, 'log4j.properties');
+  const logFile = join(dataDir, 'logs', 'server.log');
+  writeFileSync(configFile, serverProperties(dataDir, port, controllerPort, options.properties ?? {}, extraListeners));
+  writeFileSync(log4jFile, log4jProperties(logFile));
+  const classPath = join(lib, '*');
+  formatStorage(classPath, dataDir, configFile, log4jFile, options.scramUsers);
+  return { port, extraListeners, configFile, log4jFile, logFile, classPath };
+}
+
+/** Starts the broker's JVM on the prepared files. */
+function spawnBroker(dataDir: string, files: { classPath: string; configFile: string; log4jFile: string }, options: LocalBrokerOptions, log: (line: string) => void): ChildProcess {
+  const { classPath, configFile, log4jFile } = files;
+  const jvmArgs = [...JVM_HEAP, '-Djava.awt.headless=true', `-Dlog4j.configuration=file:${log4jFile}`, `-Dkafka.logs.dir=${join(dataDir, 'logs')}`, '-cp', classPath, 'kafka.Kafka', configFile];
+  let child: ChildProcess;
+  if (options.detached === true) {
+    const out = openSync(join(dataDir, 'logs', 'broker.out'), 'a');
+    child = spawn('java', jvmArgs, { detached: true, stdio: ['ignore', out, out] });
+    closeSync(out);
+    child.unref();
+  } else {
+    child = spawn('java', jvmArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on('line', log);
+  }
+  if (child.pid === undefined) throw new CuilinkError('BROKER_START_FAILED', 'could not start `java` for the Kafka broker');
+  return child;
 }

@@ -105,3 +105,37 @@ test('a broker on a kept data dir restarts with its topics and messages (storage
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+test('a process killed outright (Ctrl-C, SIGKILL) leaves neither its broker nor the temporary data dir behind; a broker that cannot start leaves no dir either', async () => {
+  const { spawn } = await import('node:child_process');
+  const { readdirSync } = await import('node:fs');
+  const script = "import { startLocalBroker } from './src/stream/local-broker.ts'; const b = await startLocalBroker(); console.log(JSON.stringify({ pid: b.pid, dataDir: b.dataDir })); setInterval(() => {}, 1000);";
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const started = await new Promise<{ pid: number; dataDir: string }>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (line) resolve(JSON.parse(line) as { pid: number; dataDir: string });
+    });
+    child.once('exit', (code) => reject(new Error(`the child exited (${code}) before its broker started`)));
+  });
+  assert.ok(existsSync(started.dataDir));
+  child.kill('SIGKILL');
+  const alive = () => {
+    try {
+      process.kill(started.pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const deadline = Date.now() + 30_000;
+  while ((alive() || existsSync(started.dataDir)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  assert.equal(alive(), false, 'the broker was stopped by its watchdog');
+  assert.equal(existsSync(started.dataDir), false, 'the temporary data dir was removed');
+
+  const before = new Set(readdirSync(tmpdir()).filter((n) => n.startsWith('cuilink-kafka-')));
+  await assert.rejects(startLocalBroker({ listeners: [{ name: 'PLAINTEXT', protocol: 'SASL_PLAINTEXT' }] }), /listener name/);
+  assert.deepEqual(readdirSync(tmpdir()).filter((n) => n.startsWith('cuilink-kafka-') && !before.has(n)), [], 'no data dir left by a broker that never started');
+});
