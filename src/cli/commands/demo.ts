@@ -22,11 +22,14 @@ The local demonstration of the Kafka stage (what 'npm start' runs): starts a loc
 notes, links them with the default model and index (HPO, built once and cached), prints each
 mention's concept, score and how it was decided, then the throughput, stops the broker and exits.
 
-How a link was decided (from the LinkedNote fields):
-  exact         the chosen name is in the index's exact normalized-name table
-  dense         ranked by the bi-encoder's vector (HNSW) score alone
-  reranked      retrieval left it ambiguous; the cross-encoder rescored the top candidates
-  abbreviation  an in-note short form linked through its long form (the path in brackets)
+How a link was decided (the LinkedMention's via; docs/confidence.md lists every stage):
+  exact         the mention's own text is a name in the index's exact normalized-name table
+  abbreviation  an in-note short form linked through its long form
+  loose, xref, inheritance, unqualified, composite
+                a looser name lookup (spelling and word order, another vocabulary's name, …)
+  dense         ranked by the bi-encoder's vector (HNSW) score
+  memory        labelled mentions decided it
+  , reranked    retrieval left it ambiguous; the cross-encoder rescored the top candidates
   NIL           its concept is probably not in the KB: P(in KB) under the calibration's NIL
                 threshold, or no candidate (the best one is shown)
 
