@@ -47,10 +47,12 @@ export const compare: Command = {
     const shuffles = parseNumberFlag(values.shuffles, 'shuffles', 10_000, { min: 1, integer: true });
     const seed = parseNumberFlag(values.seed, 'seed', 1, { integer: true });
     const names = positionals as [string, string];
+    // Every input is read before the test runs: a bad --misses is reported before any table.
     const [a, b] = await Promise.all(names.map((file) => readPredictions(file)));
+    const misses = values.misses === undefined ? undefined : await readMissFiles(values.misses);
     const result = approximateRandomization(pairPredictions(a!, b!, names), { shuffles, seed });
     console.log(formatComparison(result, names));
-    const changes = values.misses === undefined ? undefined : missChanges(...(await readMissFiles(values.misses)));
+    const changes = misses === undefined ? undefined : missChanges(...misses);
     if (changes) {
       console.log(`\n${'error class'.padEnd(14)}${'fixed'.padStart(7)}${'broken'.padStart(8)}${'both miss'.padStart(11)}`);
       for (const c of changes) console.log(`${c.errorClass.padEnd(14)}${String(c.fixed).padStart(7)}${String(c.broken).padStart(8)}${String(c.stillMissed).padStart(11)}`);
