@@ -17,7 +17,7 @@ export interface ConceptHit {
   /** Cosine similarity of the mention's vector to the concept's nearest name vector (1 for an exact name). */
   similarity: number;
   via: CandidateSource;
-  /** True only for `exact`: the mention's own text is a KB name of the concept. */
+  /** The mention's own text is a KB name of the concept: every `exact` hit, and an `abbreviation` hit whose short form is one too ("MI"). */
   exact: boolean;
   /** Found by a name lookup (exact or looser): ranks before every dense hit. */
   lexical: boolean;
@@ -127,8 +127,14 @@ export class CandidateRetriever {
     const addNamed = (texts: readonly string[], lookup: (t: string) => readonly number[], t: number, via: (textIndex: number) => CandidateSource) => {
       texts.forEach((text, textIndex) => {
         for (const conceptIndex of lookup(text)) {
-          if (this.roots.has(conceptIndex) || (allow && !allow(conceptIndex)) || best.has(conceptIndex)) continue;
+          if (this.roots.has(conceptIndex) || (allow && !allow(conceptIndex))) continue;
           const source = via(textIndex);
+          const known = best.get(conceptIndex);
+          // Reached through an in-note long form first, and the mention's own text ("MI") is a KB name of it too: exact.
+          if (known !== undefined) {
+            if (source === 'exact') known.exact = true;
+            continue;
+          }
           const exact = source === 'exact';
           // An in-note long form that is a KB name matched it exactly: similarity 1, whichever vector the mention got (encoded or the name's stored one).
           best.set(conceptIndex, { conceptIndex, score: 1, similarity: exact || source === 'abbreviation' ? 1 : NaN, via: source, exact, lexical: true });

@@ -108,8 +108,17 @@ test('an abbreviation defined in the note links through its long form', async ()
   const [out] = await linker({ rerank: { policy: 'never' } }).linkNotes([n]);
   assert.equal(out!.mentions[0]!.conceptId, 'MESH:D015179');
   assert.equal(out!.mentions[0]!.expandedFrom, 'CRC');
+  // "CRC" is itself a KB name of the concept: exact, though the long form found it first.
+  assert.deepEqual([out!.mentions[0]!.via, out!.mentions[0]!.candidates[0]!.exact], ['abbreviation', true]);
   const [off] = await linker({ rerank: { policy: 'never' }, abbreviations: false }).linkNotes([n]);
   assert.equal(off!.mentions[0]!.expandedFrom, null);
+  const short = 'A sudden heart attack (HA). HA again.';
+  const ha = note(short, [['HA', 'Disease']]);
+  ha.mentions[0]!.start = short.lastIndexOf('HA');
+  ha.mentions[0]!.end = ha.mentions[0]!.start + 2;
+  const [viaLongForm] = await linker({ rerank: { policy: 'never' } }).linkNotes([ha]);
+  assert.equal(viaLongForm!.mentions[0]!.conceptId, 'MESH:D009203');
+  assert.deepEqual([viaLongForm!.mentions[0]!.via, viaLongForm!.mentions[0]!.candidates[0]!.exact], ['abbreviation', false], '"HA" is no KB name: not exact');
 });
 
 test('reranking reorders candidates; the cascade skips unambiguous exact matches', async () => {
