@@ -100,11 +100,16 @@ test('NIL when the best score is under the threshold, candidates kept', async ()
   assert.ok(m.candidates.length > 0);
 });
 
+/** A note whose one mention is the last occurrence of `shortForm` (after its definition). */
+function laterUse(text: string, shortForm: string): NoteInput {
+  const n = note(text, [[shortForm, 'Disease']]);
+  n.mentions[0]!.start = text.lastIndexOf(shortForm);
+  n.mentions[0]!.end = n.mentions[0]!.start + shortForm.length;
+  return n;
+}
+
 test('an abbreviation defined in the note links through its long form', async () => {
-  const text = 'History of colorectal cancer (CRC). CRC recurred.';
-  const n = note(text, [['CRC', 'Disease']]);
-  n.mentions[0]!.start = text.lastIndexOf('CRC');
-  n.mentions[0]!.end = n.mentions[0]!.start + 3;
+  const n = laterUse('History of colorectal cancer (CRC). CRC recurred.', 'CRC');
   const [out] = await linker({ rerank: { policy: 'never' } }).linkNotes([n]);
   assert.equal(out!.mentions[0]!.conceptId, 'MESH:D015179');
   assert.equal(out!.mentions[0]!.expandedFrom, 'CRC');
@@ -112,11 +117,7 @@ test('an abbreviation defined in the note links through its long form', async ()
   assert.deepEqual([out!.mentions[0]!.via, out!.mentions[0]!.candidates[0]!.exact], ['abbreviation', true]);
   const [off] = await linker({ rerank: { policy: 'never' }, abbreviations: false }).linkNotes([n]);
   assert.equal(off!.mentions[0]!.expandedFrom, null);
-  const short = 'A sudden heart attack (HA). HA again.';
-  const ha = note(short, [['HA', 'Disease']]);
-  ha.mentions[0]!.start = short.lastIndexOf('HA');
-  ha.mentions[0]!.end = ha.mentions[0]!.start + 2;
-  const [viaLongForm] = await linker({ rerank: { policy: 'never' } }).linkNotes([ha]);
+  const [viaLongForm] = await linker({ rerank: { policy: 'never' } }).linkNotes([laterUse('A sudden heart attack (HA). HA again.', 'HA')]);
   assert.equal(viaLongForm!.mentions[0]!.conceptId, 'MESH:D009203');
   assert.deepEqual([viaLongForm!.mentions[0]!.via, viaLongForm!.mentions[0]!.candidates[0]!.exact], ['abbreviation', false], '"HA" is no KB name: not exact');
 });
