@@ -172,7 +172,7 @@ export class CandidateRetriever {
       for (const sense of options.senses) {
         const owners = (options.senseLookups ?? []).flatMap((lookup) => lookup(sense));
         for (const conceptIndex of owners) {
-          if ((allow && !allow(conceptIndex)) || (dense.get(conceptIndex) ?? 0) >= top) continue;
+          if (this.roots.has(conceptIndex) || (allow && !allow(conceptIndex)) || (dense.get(conceptIndex) ?? 0) >= top) continue;
           best.set(conceptIndex, { conceptIndex, score: top, similarity: NaN, via: 'inventory', exact: false, lexical: false });
           dense.set(conceptIndex, top);
         }

@@ -175,6 +175,8 @@ test('a root over the whole ontology (MEDIC MESH:C "Diseases") is never a candid
     const hits = retriever.retrieve(['Diseases'], encoder.vector('Diseases'), { k: 5 });
     assert.ok(hits.length > 0);
     assert.ok(hits.every((h) => index.concepts[h.conceptIndex]!.id !== 'MESH:C'), 'not even on an exact name match');
+    const sense = retriever.retrieve(['Dz'], encoder.vector('Dz'), { k: 5, senses: ['diseases'], senseLookups: [(t: string) => index.exact.lookup(t)] });
+    assert.ok(sense.every((h) => index.concepts[h.conceptIndex]!.id !== 'MESH:C'), 'nor as an abbreviation inventory sense');
     assert.equal(index.indexOf('MESH:C'), 0, 'still in the KB (hierarchy, metrics)');
   } finally {
     rmSync(root, { recursive: true, force: true });
