@@ -54,7 +54,12 @@ export class OutputDelivery {
 
   async connect(): Promise<void> {
     const producer = this.createProducer();
-    await producer.connect();
+    try {
+      await producer.connect();
+    } catch (error) {
+      await producer.close().catch(() => {});
+      throw error;
+    }
     this.producer = producer;
   }
 
@@ -83,15 +88,29 @@ export class OutputDelivery {
         await send(request);
       } catch (error) {
         if (!isTooLarge(error)) throw error;
-        await this.producer?.close().catch(() => {});
-        await this.connect();
         throw new RecordRefusedError(request.topic, request.messages.reduce((sum, m) => sum + recordBytes(m), 0), error);
       }
     }
   }
 
+  /**
+   * After a refused record the producer's idempotent sequence is out of step with the broker's: it
+   * is closed, and the next step connects a fresh one (a reconnect that fails is tried again then,
+   * never left behind as a closed producer). In a transaction, only once the transaction is aborted.
+   */
+  private async retireProducer(): Promise<void> {
+    const producer = this.producer;
+    this.producer = undefined;
+    await producer?.close().catch(() => {});
+  }
+
   private async atLeastOnce(topicMessages: TopicMessages[], commit: PartitionCommit | undefined): Promise<void> {
-    await this.sendAll(topicMessages, (request) => this.producer!.send([request]));
+    try {
+      await this.sendAll(topicMessages, (request) => this.producer!.send([request]));
+    } catch (error) {
+      if (error instanceof RecordRefusedError) await this.retireProducer();
+      throw error;
+    }
     if (commit === undefined) return;
     // The records are written: a commit that fails is retried alone. Once its retries run out
     // the error is not retriable, so the caller does not produce the records a second time; they
@@ -132,10 +151,10 @@ export class OutputDelivery {
         if (code !== 'KAFKA_NETWORK' && code !== 'KAFKA_TIMEOUT') {
           throw await this.breakWith(new CuilinkError('TRANSACTION_STUCK', `a transaction could be neither committed nor aborted: ${(abortError as Error).message}`, { cause: abortError }));
         }
-        const stuck = this.producer;
-        this.producer = undefined;
-        await stuck?.close().catch(() => {});
+        await this.retireProducer();
+        throw error;
       }
+      if (error instanceof RecordRefusedError) await this.retireProducer();
       throw error;
     }
   }

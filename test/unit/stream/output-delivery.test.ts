@@ -82,3 +82,72 @@ test('a delivery without a commit (label requests alone) sends and commits nothi
   await delivery.deliver(records);
   assert.deepEqual(counts, { sends: 1, commits: 0 });
 });
+
+/** A producer as the library behaves: a transaction of a closed producer cannot be aborted (its connection pool is closed). */
+function refusingProducers(options: { refuse: () => boolean; connectFails?: () => boolean }) {
+  const made: { id: number; closed: boolean }[] = [];
+  const make = (): KafkaProducerClient => {
+    const state = { id: made.length + 1, closed: false };
+    made.push(state);
+    const tooLarge = () => new CuilinkError('KAFKA_MESSAGE_TOO_LARGE', 'MESSAGE_TOO_LARGE');
+    return {
+      async connect() {
+        if (options.connectFails?.()) throw new CuilinkError('KAFKA_NETWORK', 'connect ECONNREFUSED', { retriable: true });
+      },
+      async send() {
+        if (state.closed) throw new CuilinkError('KAFKA_NETWORK', 'Client is closed.', { retriable: true });
+        if (options.refuse()) throw tooLarge();
+      },
+      async close() {
+        state.closed = true;
+      },
+      async transaction() {
+        return {
+          async send() {
+            if (options.refuse()) throw tooLarge();
+          },
+          async commitInput() {},
+          async commit() {},
+          async abort() {
+            if (state.closed) throw new CuilinkError('KAFKA_CLIENT', 'Connection pool is closed.');
+          },
+        };
+      },
+    } as unknown as KafkaProducerClient;
+  };
+  return { make, made };
+}
+
+async function sizesFor(topic: string): Promise<TopicSizeLimits> {
+  const sizes = new TopicSizeLimits();
+  await sizes.load(undefined as never, [topic], 1_000_000, createLogger({ level: 'error' }));
+  return sizes;
+}
+
+test('exactly-once: a record the broker refuses as too large aborts its transaction first, then the producer is replaced; the step is refused (RECORD_REFUSED), not stuck, and the next step succeeds', async () => {
+  let refuse = true;
+  const { make, made } = refusingProducers({ refuse: () => refuse });
+  const consumer = { async commit() {} } as unknown as KafkaConsumerClient;
+  const delivery = new OutputDelivery(make, consumer, { delivery: 'exactly-once' }, await sizesFor('out'));
+  await delivery.connect();
+  await assert.rejects(delivery.deliver(records, commit), (e: Error & { code?: string }) => e.code === 'RECORD_REFUSED');
+  refuse = false;
+  await delivery.deliver(records, commit);
+  assert.deepEqual(made.map((p) => p.closed), [true, false], 'the refused producer closed, a fresh one delivered');
+});
+
+test('at-least-once: after a refusal, a reconnect that fails is tried again at the next step instead of leaving a closed producer behind', async () => {
+  let refuse = true;
+  let failConnect = false;
+  const { make, made } = refusingProducers({ refuse: () => refuse, connectFails: () => failConnect });
+  const consumer = { async commit() {} } as unknown as KafkaConsumerClient;
+  const delivery = new OutputDelivery(make, consumer, { delivery: 'at-least-once' }, await sizesFor('out'));
+  await delivery.connect();
+  await assert.rejects(delivery.deliver(records, commit), (e: Error & { code?: string }) => e.code === 'RECORD_REFUSED');
+  refuse = false;
+  failConnect = true;
+  await assert.rejects(delivery.deliver(records, commit), /ECONNREFUSED/);
+  failConnect = false;
+  await delivery.deliver(records, commit);
+  assert.deepEqual(made.map((p) => p.closed), [true, true, false], 'the producer whose connect failed was closed too');
+});
