@@ -9,7 +9,7 @@
 # (python3 with torch; DEVICE=cpu for a dry run). Without settings: the three of the record's first run.
 set -euo pipefail
 pairs=$(realpath "$1") init=$(realpath "$2") minutes=$3
-out=${OUT:?set OUT to the folder that receives the trained weights}
+out=$(realpath -m "${OUT:?set OUT to the folder that receives the trained weights}")  # resolved before the cd below
 mkdir -p /tmp/runs
 cd "$(dirname "$0")"
 run() {

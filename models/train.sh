@@ -12,7 +12,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
-DATA="${CUILINK_DATA:-$ROOT/../shared/data}"
+DATA="$(realpath -m "${CUILINK_DATA:-$ROOT/../shared/data}")"  # resolved here: the script works in models/ below
 DEVICE=cpu THREADS=2 BI_MIN=20 CE_MIN=45 FT="" FT_OUT="$HERE/finetuned" SKIP_INSTALL=0 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -41,7 +41,8 @@ def evaluate(model_dir, args, out_json, rerank=None, lexical=False, preferred_on
     """cuilink_models.evaluate on NCBI-disease dev; with `rerank`, every rerank setting of the linker."""
     from . import evaluate as ev
 
-    if args.resume and Path(out_json).exists():
+    models = [Path(model_dir) / "manifest.json"] + ([Path(rerank) / "manifest.json"] if rerank else [])
+    if args.resume and up_to_date(Path(out_json), [m for m in models if m.exists()]):
         return read_json(out_json)
 
     argv = ["--dict", str(args.kb_dir / "medic.jsonl"), "--corpus", args.corpus, "--onnx", str(model_dir), "--out", str(out_json)]
@@ -54,10 +55,20 @@ def evaluate(model_dir, args, out_json, rerank=None, lexical=False, preferred_on
     return ev.main(argv)
 
 
-def resumable(a, done_marker: Path, fn, *fargs, **kwargs):
-    """Runs a stage unless --resume is given and the stage's output exists (a rerun after a crash
-    in a later stage does not retrain)."""
-    if a.resume and done_marker.exists():
+def up_to_date(done_marker: Path, inputs=()) -> bool:
+    """A stage's output exists and is newer than every input it was made from: after a stage
+    earlier in the run is redone (its output moved away, as models/README.md says to retrain),
+    everything made from the old output is made again."""
+    if not done_marker.exists():
+        return False
+    made = done_marker.stat().st_mtime
+    return all(Path(i).exists() and Path(i).stat().st_mtime <= made for i in inputs)
+
+
+def resumable(a, done_marker: Path, fn, *fargs, inputs=(), **kwargs):
+    """Runs a stage unless --resume is given and the stage's output is up to date with its
+    `inputs` (a rerun after a crash in a later stage does not retrain)."""
+    if a.resume and up_to_date(done_marker, inputs):
         print(f"resume: keeping {rel(done_marker)}", flush=True)
         return read_json(done_marker) if done_marker.suffix == ".json" else None
     return fn(*fargs, **kwargs)
@@ -104,8 +115,9 @@ def main(argv=None):
     kbs = kb_args(a.kb_dir, ["medic", "doid", "hpo", "mondo"])
     res: dict = {}
     if a.ablation_only:
-        # a second process beside the main run (its neighbour table is reused once written)
-        while not (work / "nb.npy").exists() or not (work / "eval-base.json").exists():
+        # a second process beside the main run (its neighbour table is reused once written; the
+        # bi-encoder writes one only for hard negatives, --hard-share > 0)
+        while not (work / "eval-base.json").exists() or (a.hard_share > 0 and not (work / "nb.npy").exists()):
             time.sleep(20)
         res["base"] = read_json(work / "eval-base.json")
         ablation(a, kbs, work, res)
@@ -127,7 +139,7 @@ def main(argv=None):
     bi_info = resumable(a, bi_run / "training.json", tb.train, tb.parser().parse_args(targs))
     bi_dir = work / "export-bi"
     resumable(a, bi_dir / "manifest.json", ex.export_model, "bi-encoder", str(bi_run / "final"), bi_dir, BI_ID, training=bi_info,
-              fixture=work / "reference_bi.json")
+              fixture=work / "reference_bi.json", inputs=[bi_run / "training.json"])
     res["bi"] = evaluate(bi_dir, a, work / "eval-bi.json")
 
     base_acc = res["base"]["exact+dense"]["acc@1"]
@@ -141,10 +153,10 @@ def main(argv=None):
         ce_run = work / "runs-ce"
         cargs = ["--dict", str(a.kb_dir / "medic.jsonl")] + kbs + ["--biencoder", str(chosen_bi), "--out", str(ce_run),
                  "--steps", str(a.ce_steps), "--minutes", str(a.ce_minutes), "--queries", str(a.ce_queries), "--threads", str(a.threads), "--device", a.device]
-        ce_info = resumable(a, ce_run / "training.json", tc.train, tc.parser().parse_args(cargs))
+        ce_info = resumable(a, ce_run / "training.json", tc.train, tc.parser().parse_args(cargs), inputs=[chosen_bi / "manifest.json"])
         ce_dir = work / "export-ce"
         resumable(a, ce_dir / "manifest.json", ex.export_model, "cross-encoder", str(ce_run / "final"), ce_dir, CE_ID,
-                  max_length=CE_MAX_LENGTH, training=ce_info, fixture=work / "reference_crossencoder.json", **CE_QUERY)
+                  max_length=CE_MAX_LENGTH, training=ce_info, fixture=work / "reference_crossencoder.json", inputs=[ce_run / "training.json"], **CE_QUERY)
         res["reranked"] = evaluate(chosen_bi, a, work / "eval-rerank.json", rerank=ce_dir)
     # judged with the linker's default policy (src/link/link-config.ts: ambiguous, margin 0.05) and
     # the cross-encoder weight chosen on dev, which the shipped manifest carries as its default
@@ -170,8 +182,10 @@ def main(argv=None):
         link_defaults = {"policy": "ambiguous", "candidates": a.rerank_top, "margin": sweep["margin"], "weight": sweep["chosenWeight"]}
         ship(ce_dir, out / "crossencoder", ce_metrics, work / "reference_crossencoder.json",
              fx / "reference_crossencoder.json" if fx else None, rerank=link_defaults)
-    elif (out / "crossencoder").exists() and not a.pubtator:
-        shutil.rmtree(out / "crossencoder")
+    elif (out / "crossencoder").exists():
+        # Kept, as the module says: a skipped or losing cross-encoder run leaves the shipped one
+        # (the context reranker's training and the shipped calibration start from it).
+        print(f"cross-encoder: keeping {rel(out / 'crossencoder')}", flush=True)
     summary = {
         "results": res, "shippedTrainedBiEncoder": ship_trained_bi, "shippedCrossEncoder": ship_ce,
         "biTraining": bi_info, "ceTraining": ce_info, "totalSeconds": round(time.time() - t0),

@@ -147,3 +147,30 @@ def test_model_card_judges_the_bars_through_cuilink_eval_rows(tmp_path, monkeypa
 def test_cuilink_eval_row_reads_the_overall_block():
     report = {"metrics": {"overall": {"acc1": 0.9, "acc5": 0.95, "n": 3}, "byLabel": {}}}
     assert model_card.cuilink_eval_row(report) == {"acc@1": 0.9, "acc@5": 0.95}
+
+
+def test_resume_keeps_a_stage_only_while_it_is_newer_than_what_it_was_made_from(tmp_path):
+    import time
+    from types import SimpleNamespace
+
+    from cuilink_models.pipeline import resumable, up_to_date
+
+    training = tmp_path / "runs-ce" / "training.json"
+    training.parent.mkdir()
+    training.write_text("{}")
+    time.sleep(0.05)
+    manifest = tmp_path / "export-ce" / "manifest.json"
+    manifest.parent.mkdir()
+    manifest.write_text('{"from": "run 1"}')
+    calls = []
+    export = lambda: calls.append("export")  # noqa: E731
+    a = SimpleNamespace(resume=True)
+    assert up_to_date(manifest, [training])
+    assert resumable(a, manifest, export, inputs=[training]) == {"from": "run 1"}
+    assert calls == []
+    time.sleep(0.05)
+    training.write_text('{"retrained": true}')  # the run was redone (models/README.md: move runs-ce away, --resume)
+    assert not up_to_date(manifest, [training])
+    resumable(a, manifest, export, inputs=[training])
+    assert calls == ["export"], "the export of the old run is made again"
+    assert not up_to_date(tmp_path / "missing.json")
