@@ -10,8 +10,9 @@ import type { LinkConfig } from './link-config.ts';
  * that `produces` candidates names them (`via` on a candidate and on a link); the others reorder,
  * filter or decide. `switch` is the link-config key that turns it off, and only it: no stage
  * depends on another's switch. (`query.loose` is also the loose key itself: with it off, the
- * composite readings and inventory senses, still on, are looked up by exact name only.) The name lookups (exact … unqualified) form a cascade: the first
- * with a hit ends it; composite readings are looked up only when none of them matched.
+ * composite readings and inventory senses, still on, are looked up by exact name only.) The name
+ * lookups (exact … unqualified) form a cascade: the first with a hit ends it; composite readings
+ * are looked up only when none of them matched.
  *
  * `kept`: what each rule is worth on the tune split of NCBI-disease train (its switch off, the
  * rest default: bench/results/accuracy-ablation.json, and for the rules within the noise the

@@ -231,17 +231,6 @@ export class MemoryStore {
     return this.remove(this.recordsOfNoteKeys(keys).map((r) => r.seq));
   }
 
-  /**
-   * Takes in erasures another writer made (their note hashes, e.g. from the CURRENT version's
-   * manifest): a long-running learner holding an older copy must not publish erased labels again.
-   */
-  adoptErasures(noteHashes: Iterable<string>): MemoryRecord[] {
-    const fresh = [...noteHashes].filter((h) => !this.erased.has(h));
-    if (fresh.length === 0) return [];
-    for (const h of fresh) this.erased.add(h);
-    return this.remove(this.recordsOfNoteKeys(new Set(fresh)).map((r) => r.seq));
-  }
-
   /** Whether a note's labels were erased from this memory (the memory updater skips its gold). */
   isErased(noteId: string): boolean {
     return this.erased.size > 0 && this.erased.has(this.noteKey(noteId));

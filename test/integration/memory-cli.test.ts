@@ -7,6 +7,7 @@ import { memoryAdd, memoryExport, memoryInfo, memoryRemove } from '../../src/cli
 import { memoryErase } from '../../src/cli/commands/memory-erase.ts';
 import { buildIndexFromKb } from '../../src/link/build-index-from-kb.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/link/default-index.ts';
+import { publishMemory } from '../../src/link/memory-learner.ts';
 import { resolveMemoryDir } from '../../src/retrieve/memory-root.ts';
 import { MemoryStore } from '../../src/retrieve/memory-store.ts';
 import { normalizeName } from '../../src/text/normalize.ts';
@@ -93,9 +94,11 @@ test('memory erase: a note’s labels leave the memory and every older version h
     // A later writer (memory add, or an updater holding an older copy) keeps the erasure.
     assert.equal(await memoryAdd.run(['--memory', mem, '--jsonl', jsonl, ...encoder]), 0);
     assert.ok(MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName).isErased('1001'));
-    // `before` is such a stale copy (an updater opened it before the erasure): it drops the labels too.
-    assert.equal(before.adoptErasures(after.manifest!.erasedNotes).length, labelsOf1001);
-    assert.ok(before.isErased('1001') && before.list().every((r) => r.noteId !== '1001'));
+    // `before` is such a stale copy (an updater opened it before the erasure): it cannot publish its labels again.
+    const afterAdd = resolveMemoryDir(mem).version;
+    assert.throws(() => publishMemory(before, mem), (e: Error & { code?: string }) => e.code === 'MEMORY_CHANGED');
+    assert.equal(resolveMemoryDir(mem).version, afterAdd);
+    assert.ok(MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName).list().every((r) => r.noteId !== '1001'));
     await assert.rejects(memoryErase.run(['--memory', mem]), /give exactly one of --note-id or --note-ids/);
     // A version that cannot be read stops the erasure before anything changes, naming the file.
     const current = resolveMemoryDir(mem).version;

@@ -133,9 +133,9 @@ test('erase still works: note ids matched by their keyed hash, in the store and 
   assert.equal(after.manifest!.hashSalt, store.manifest!.hashSalt, 'the salt is carried: every version hashes alike');
   assert.ok(!readdirSync(mem).includes(v1), 'the version that held the labels is gone');
   assert.ok(!filesOf(mem).includes('note-7002'));
-  // A stale copy (an updater's) takes the erasure in by the same keys.
-  assert.equal(store.adoptErasures(after.manifest!.erasedNotes).length, 2);
-  assert.ok(store.isErased('note-7002'));
+  // A stale copy (an updater's) cannot publish the erased labels again.
+  assert.throws(() => publishMemory(store, mem), (e: Error & { code?: string }) => e.code === 'MEMORY_CHANGED');
+  assert.equal(MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName).recordsOfNotes(['note-7002']).length, 0);
 });
 
 test('mixing modes is refused with one line: no-raw-text into a raw memory, a raw writer or another salt into a hashed one', () => {
