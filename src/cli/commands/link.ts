@@ -67,6 +67,9 @@ export const link: Command = {
     const out = values.out === '-' ? process.stdout : createWriteStream('', { fd: openFile(values.out, 'w', 'out') });
     let writeError: Error | undefined;
     out.on('error', (error) => (writeError ??= error));
+    const failIfUnwritable = () => {
+      if (writeError !== undefined) throw new InputError(`cannot write ${values.out}: ${writeError.message}`, 'OUTPUT_ERROR', writeError);
+    };
     const indexDir = request.indexDir ?? (await ensureDefaultIndex({ log: (line) => console.error(`link: ${line}`) }));
     const core = await openLinker({ ...request, indexDir });
     let bad = 0;
@@ -102,7 +105,7 @@ export const link: Command = {
           if (batch.length >= batchSize) await flush();
         }
       } catch (error) {
-        if (writeError !== undefined) throw new InputError(`cannot write ${values.out}: ${(writeError as Error).message}`, 'OUTPUT_ERROR', writeError);
+        failIfUnwritable();
         throw new InputError(`cannot read ${values.in}: ${(error as Error).message}`, 'BAD_INPUT', error);
       }
       await flush();
@@ -110,7 +113,7 @@ export const link: Command = {
       await core.close();
       if (out !== process.stdout) await new Promise<void>((resolve) => (out as Writable).end(resolve));
     }
-    if (writeError !== undefined) throw new InputError(`cannot write ${values.out}: ${(writeError as Error).message}`, 'OUTPUT_ERROR', writeError);
+    failIfUnwritable();
     const seconds = (performance.now() - started) / 1000;
     console.error(`link: ${notes} notes, ${mentions} mentions in ${seconds.toFixed(2)} s (${(mentions / seconds).toFixed(1)} mentions/s)${bad > 0 ? `; ${bad} invalid line(s) skipped` : ''}`);
     return bad > 0 ? 3 : 0;
