@@ -52,8 +52,10 @@ export interface SettingResult {
   hitRatio: number;
   devAcc1: number | null;
   devAcc5: number | null;
-  /** Mentions of the whole stream whose top-1 / candidate list differ from the uncached linker's. */
+  /** Mentions of the whole stream whose top-1 (concept or score) / candidate list differ from the uncached linker's. */
   top1DiffersFromUncached: number;
+  /** … whose top-1 concept differs (a score that moves in its last digits is not counted). */
+  top1ConceptDiffersFromUncached: number;
   candidatesDifferFromUncached: number;
   /** … whose candidate concept ids (in order) differ. */
   candidateIdsDifferFromUncached: number;
@@ -147,11 +149,13 @@ export async function runFirstPass(options: FirstPassOptions) {
   const results: SettingResult[] = settings.map((s) => {
     const e = acc.get(s.name)!;
     let top1 = 0;
+    let top1Concept = 0;
     let cands = 0;
     let ids = 0;
     for (const [key, m] of e.linked!) {
       const r = reference.linked!.get(key)!;
       if (r.conceptId !== m.conceptId || r.score !== m.score) top1++;
+      if (r.conceptId !== m.conceptId) top1Concept++;
       if (JSON.stringify(r.candidates) !== JSON.stringify(m.candidates)) cands++;
       if (r.candidates.map((c) => c.conceptId).join() !== m.candidates.map((c) => c.conceptId).join()) ids++;
     }
@@ -168,6 +172,7 @@ export async function runFirstPass(options: FirstPassOptions) {
       devAcc1: metrics.acc1,
       devAcc5: metrics.acc5,
       top1DiffersFromUncached: top1,
+      top1ConceptDiffersFromUncached: top1Concept,
       candidatesDifferFromUncached: cands,
       candidateIdsDifferFromUncached: ids,
       ratioToUncached: median(e.rates) / median(reference.rates),
