@@ -375,7 +375,8 @@ export class Linker implements LinkingCore {
 
   /** Concepts whose semantic types the config allows for an NER label (undefined: no filter). */
   private allowFor(label: string): ((conceptIndex: number) => boolean) | undefined {
-    const allowed = this.parts.config.typeFilter[label];
+    // Own keys only: an NER label such as 'constructor' must not find Object's members.
+    const allowed = Object.hasOwn(this.parts.config.typeFilter, label) ? this.parts.config.typeFilter[label] : undefined;
     const exclude = this.parts.exclude;
     if (!allowed && (exclude === undefined || exclude.size === 0)) return undefined;
     let mask = this.allowByLabel.get(label);

@@ -184,7 +184,7 @@ export function keyText(key: Buffer | null): string | null {
 export function replayMessage(entry: DeadLetterEntry): OutboundRecord {
   const letter = entry.letter;
   if (letter === undefined) throw new Error(`${positionOf(entry)}: not a dead letter`);
-  const headers: Record<string, Buffer> = {};
+  const headers: Record<string, Buffer> = Object.create(null); // any header name, '__proto__' too
   for (const { key, value } of letter.originalHeaders) {
     if (key !== REPLAYED_FROM_HEADER) headers[key] = value === null ? Buffer.alloc(0) : Buffer.from(value);
   }

@@ -158,7 +158,7 @@ export function headersToAvro(headers: RecordHeaders | undefined): HeaderRecord[
 
 /** The DeadLetter's header list back as record headers, e.g. to replay the original record. */
 export function avroToHeaders(headers: HeaderRecord[]): Record<string, Buffer | Buffer[]> {
-  const out: Record<string, Buffer | Buffer[]> = {};
+  const out: Record<string, Buffer | Buffer[]> = Object.create(null); // any header name, 'constructor' too
   for (const { key, value } of headers) {
     const bytes = value ?? Buffer.alloc(0);
     const existing = out[key];

@@ -97,7 +97,9 @@ export class PlatformaticKafkaClient implements KafkaClient {
  * of buffers, a key that repeats as the list of its values in order (a dead letter keeps them all).
  */
 export function toInboundRecord(message: Message): InboundRecord {
-  const headers: Record<string, Buffer | Buffer[]> = {};
+  // No prototype: a header named 'constructor' or '__proto__' is just a header (a plain object
+  // would find Object's members under those names and fail to encode the record's dead letter).
+  const headers: Record<string, Buffer | Buffer[]> = Object.create(null);
   for (const [rawKey, rawValue] of message.headers ?? []) {
     const key = Buffer.isBuffer(rawKey) ? rawKey.toString('utf8') : String(rawKey);
     const value = Buffer.isBuffer(rawValue) ? rawValue : Buffer.from(rawValue ?? '');

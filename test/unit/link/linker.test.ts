@@ -92,6 +92,14 @@ test('the semantic-type filter keeps only allowed types for that NER label', asy
   assert.equal(unfiltered!.mentions[0]!.conceptId, 'MESH:D003920');
 });
 
+test("an NER label named like an Object member ('constructor', 'toString', '__proto__') links like any other label", async () => {
+  const cfg = { rerank: { policy: 'never' as const }, typeFilter: { Chemical: ['Chemical'] } };
+  for (const label of ['constructor', 'toString', '__proto__']) {
+    const [out] = await linker(cfg).linkNotes([note('diabetes', [['diabetes', label]])]);
+    assert.equal(out!.mentions[0]!.conceptId, 'MESH:D003920', label);
+  }
+});
+
 test('NIL when the best score is under the threshold, candidates kept', async () => {
   const [out] = await linker({ rerank: { policy: 'never' }, nil: { threshold: 0.95 } }).linkNotes([note('zzqx blorp', [['zzqx blorp', 'Disease']])]);
   const m = out!.mentions[0]!;

@@ -150,6 +150,8 @@ test('DeadLetter round trip keeps the original bytes and repeated headers in ord
     ],
   );
   assert.deepEqual(avroToHeaders(decoded.originalHeaders).multi, [Buffer.from('a'), Buffer.from('b')]);
+  const odd = avroToHeaders([{ key: 'constructor', value: Buffer.from('c') }, { key: '__proto__', value: Buffer.from('p') }]);
+  assert.deepEqual(Object.entries(odd).map(([k, v]) => `${k}=${String(v)}`), ['constructor=c', '__proto__=p']);
 });
 
 test('evolution: a NoteEvent written with the v1 schema (no nerModelVersion) is read by the current reader with the default', async () => {

@@ -123,6 +123,8 @@ test('the replayed record: the original key, value and headers, plus the replaye
     { 'x-origin': 'test', empty: '', [REPLAYED_FROM_HEADER]: 'dead/2/5' },
   );
   assert.equal(message.partition, undefined, 'the key decides the partition');
+  const odd = replayMessage(entry(6, letter({ originalHeaders: [{ key: '__proto__', value: Buffer.from('p') }] }), 2));
+  assert.equal(String(Object.getOwnPropertyDescriptor(odd.headers, '__proto__')?.value), 'p', 'a header named __proto__ is replayed as a header');
 });
 
 test('flag parsing: each bad value is refused in one line naming the flag and the value', () => {

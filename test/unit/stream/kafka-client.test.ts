@@ -55,3 +55,11 @@ test('a record whose header key repeats keeps every value, each key\'s in order,
   const record = toInboundRecord({ topic: 't', partition: 0, offset: 5n, timestamp: 0n, key: Buffer.from('n1'), value: Buffer.from('v'), headers, metadata: {} } as never);
   assert.deepEqual(headersToAvro(record.headers).map((h) => `${h.key}=${String(h.value)}`), ['x-route=a', 'x-route=b', 'trace=t']);
 });
+
+test("headers named like Object members ('constructor', '__proto__') are kept as headers and reach the dead letter", async () => {
+  const { toInboundRecord } = await import('../../../src/stream/kafka/platformatic-client.ts');
+  const { headersToAvro } = await import('../../../src/stream/avro/avro-conversions.ts');
+  const headers = new Map<Buffer, Buffer>([[Buffer.from('constructor'), Buffer.from('c')], [Buffer.from('__proto__'), Buffer.from('p')], [Buffer.from('toString'), Buffer.from('s')]]);
+  const record = toInboundRecord({ topic: 't', partition: 0, offset: 5n, timestamp: 0n, key: null, value: Buffer.from('v'), headers, metadata: {} } as never);
+  assert.deepEqual(headersToAvro(record.headers).map((h) => `${h.key}=${String(h.value)}`), ['constructor=c', '__proto__=p', 'toString=s']);
+});
