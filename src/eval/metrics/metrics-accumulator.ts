@@ -69,9 +69,8 @@ export class MetricsAccumulator {
 }
 
 function summarizeGroups(groups: Map<string, MetricSums>): Record<string, MetricSummary> {
-  const out: Record<string, MetricSummary> = {};
-  for (const key of [...groups.keys()].sort()) out[key] = summarize(groups.get(key)!);
-  return out;
+  // fromEntries defines own properties: a label named '__proto__' stays a group instead of becoming the prototype.
+  return Object.fromEntries([...groups.keys()].sort().map((key) => [key, summarize(groups.get(key)!)]));
 }
 
 /** The batch computation: a fresh accumulator over all mentions. */

@@ -86,6 +86,13 @@ test('per-mention scores of the six fixture mentions', () => {
   assert.deepEqual(s.map((x) => [x.goldNil, x.predictedNil]), [[false, false], [false, false], [false, false], [true, true], [false, false], [false, true]]);
 });
 
+test("a group named '__proto__' is reported like any other", () => {
+  const [first] = RECORDS.map((r) => scoreRecord(r, view));
+  const report = computeMetrics([{ ...first!, label: '__proto__' }]);
+  assert.deepEqual(Object.keys(report.byLabel), ['__proto__']);
+  assert.equal(Object.getPrototypeOf(report.byLabel), Object.prototype);
+});
+
 test('aggregate metrics overall, per NER label and per semantic type, by hand', () => {
   const report = computeMetrics(RECORDS.map((r) => scoreRecord(r, view)));
   const o = report.overall;
