@@ -187,7 +187,7 @@ export class Linker implements LinkingCore {
     await this.retrieve(todo, withSpan);
     if (memory) for (const w of todo) memory.decide(w, this.allowFor(w.mention.label));
     const reranked = rerankOnly.length > 0 ? [...todo, ...rerankOnly] : todo;
-    await withSpan('cuilink.rerank', { 'cuilink.mentions': reranked.length }, () => this.rerank(reranked));
+    await withSpan('cuilink.rerank', { 'cuilink.mentions': reranked.length }, () => this.rerank(reranked, memory));
     if (memory) for (const w of todo) memory.tieBreak(w);
   }
 
@@ -207,7 +207,7 @@ export class Linker implements LinkingCore {
           await this.retrieve([w], untraced);
           if (--retrieving === 0) retrieveSpan.end();
           memory?.decide(w, this.allowFor(w.mention.label));
-          await this.rerank([w]);
+          await this.rerank([w], memory);
           memory?.tieBreak(w);
         }),
       );
@@ -303,10 +303,17 @@ export class Linker implements LinkingCore {
     return work.map((w) => exactVectors.vectorFor(w.exactTexts, this.allowFor(w.mention.label)));
   }
 
-  private async rerank(work: MentionWork[]): Promise<void> {
+  private async rerank(work: MentionWork[], memory?: MemoryEvidence): Promise<void> {
     const { reranker, config, index } = this.parts;
     if (!reranker) return;
-    await rerankMentions(work, { reranker, config, index, batchScope: this.parts.batchScope ?? 'note', keepBefore: this.parts.memo !== undefined && this.parts.rerankReadsContext === true });
+    await rerankMentions(work, {
+      reranker,
+      config,
+      index,
+      batchScope: this.parts.batchScope ?? 'note',
+      keepBefore: this.parts.memo !== undefined && this.parts.rerankReadsContext === true,
+      tieBreakSlack: memory?.tieBreakSlack ?? 0,
+    });
   }
 
   private assemble(notes: NoteInput[], work: MentionWork[], memoryVersion: string | null): LinkedNote[] {

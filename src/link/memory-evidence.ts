@@ -17,7 +17,10 @@ export interface MemoryWork {
   /** Votes per concept index and their total, kept between `decide` and `tieBreak`. */
   votes?: { byConcept: Map<number, number>; kb: Set<number>; total: number };
   memoryDecided: boolean;
+  /** Label votes for the linked concept (for the one the memory decided, or the final top-1). */
   memorySupport: number;
+  /** The cross-encoder scored this mention's candidates (those it scored carry rerankProbability). */
+  reranked?: boolean;
   /** A concept outside the KB that the memory decided (its labels name an id the index lacks). */
   memoryConcept?: Candidate;
 }
@@ -207,8 +210,19 @@ export class MemoryEvidence {
     w.memoryDecided = true;
   }
 
+  /** The most tieBreak can add to a candidate's score (the rerank pruning's margin). */
+  get tieBreakSlack(): number {
+    return this.config.bonus + (this.maxLog > 0 ? this.config.prior : 0);
+  }
+
   /** After reranking (or instead of it): votes and the frequency prior break near ties (they reorder, scores stay). */
   tieBreak(w: MemoryWork): void {
+    this.reorderNearTies(w);
+    // Votes for what is linked, not for the most-voted concept the reranker or the votes passed over.
+    if (!w.memoryDecided && w.votes && w.hits.length > 0) w.memorySupport = w.votes.byConcept.get(w.hits[0]!.conceptIndex) ?? 0;
+  }
+
+  private reorderNearTies(w: MemoryWork): void {
     const { config } = this;
     if (w.memoryDecided || w.hits.length < 2 || (config.bonus === 0 && config.prior === 0)) return;
     const votes = w.votes;
@@ -216,6 +230,9 @@ export class MemoryEvidence {
     const scored = w.hits.map((hit, i) => {
       let score = w.scores[i]!;
       if (definedSenses && !definedSenses.has(hit.conceptIndex)) return { hit, score, i };
+      // A candidate the pruned rerank left unscored holds a stand-in score above its own; pruning
+      // scored every candidate that could win the tie-break (tieBreakSlack), so this one cannot.
+      if (w.reranked && hit.rerankProbability === undefined) return { hit, score, i };
       if (votes) score += (config.bonus * ((votes.byConcept.get(hit.conceptIndex) ?? 0) + (votes.kb.has(hit.conceptIndex) ? config.kbVotes : 0))) / votes.total;
       if (this.maxLog > 0) score += (config.prior * Math.log1p(this.store.conceptCount(this.index.concepts[hit.conceptIndex]!.id))) / this.maxLog;
       return { hit, score, i };

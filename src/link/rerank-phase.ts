@@ -12,6 +12,11 @@ export interface RerankPhaseParts {
   batchScope: BatchScope;
   /** Keep each mention's hits before reranking (the link cache's two stages, for a reranker that reads context). */
   keepBefore: boolean;
+  /**
+   * The most a later tie-break (the memory's votes and prior) can add to a score: pruning keeps
+   * scoring every candidate that could win with it, so the top-1 stays that of scoring all.
+   */
+  tieBreakSlack?: number;
 }
 
 /** Whether the cross-encoder weighs in on a mention (config.rerank.policy and margin). */
@@ -52,7 +57,7 @@ export async function rerankMentions(work: MentionWork[], parts: RerankPhasePart
     const found: number[][] = chosen.map(() => []);
     const best = chosen.map(() => -Infinity);
     for (;;) {
-      const next = retrieval.map((r, i) => nextContender(r, weight, best[i]!, scoredOf[i]!));
+      const next = retrieval.map((r, i) => nextContender(r, weight, best[i]! - (parts.tieBreakSlack ?? 0), scoredOf[i]!));
       if (next.every((j) => j === undefined)) break;
       const round = await score(next.map((j) => (j === undefined ? [] : [j])));
       next.forEach((j, i) => {
