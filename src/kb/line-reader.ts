@@ -74,7 +74,9 @@ export async function readWholeText(path: string): Promise<string> {
   } catch (error) {
     throw new InputError(`cannot read ${path}: ${(error as Error).message}`, 'INPUT_CORRUPT', error);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  const text = Buffer.concat(chunks).toString('utf8');
+  // As in readLines: a BOM left in front would make JSON.parse reject the document's first byte.
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 /** The first `max` lines of a file (decompressed), for format sniffing. */

@@ -54,7 +54,7 @@ export async function* readObo(path: string, options: OboOptions = {}): AsyncGen
         c.id = normalizeId(firstToken(value));
         break;
       case 'name':
-        c.name = value;
+        c.name = readUnquoted(value);
         break;
       case 'def': {
         const quoted = readQuoted(value);
@@ -112,10 +112,38 @@ function finish(stanza: Stanza | undefined, path: string): Concept | undefined {
   return c;
 }
 
-/** The value's first whitespace-separated token (drops `! comment`, `{modifiers}`, descriptions). */
+/**
+ * An unquoted OBO 1.4 value with its backslash escapes decoded, so `Hodgkin\, lymphoma \! 2`
+ * keeps its comma and `!`. It ends at the first unescaped `!` (a comment) or `{` (trailing
+ * qualifiers), as in the OBO 1.4 reference parser (OWLAPI), and is trimmed.
+ */
+function readUnquoted(value: string): string {
+  return scanUnquoted(value, false);
+}
+
+/** The value's first token, read as readUnquoted does and also ended by unescaped whitespace (drops descriptions). */
 function firstToken(value: string): string {
-  const end = value.search(/[\s{!]/);
-  return end < 0 ? value : value.slice(0, end);
+  return scanUnquoted(value, true);
+}
+
+function scanUnquoted(value: string, token: boolean): string {
+  let text = '';
+  for (let i = 0; i < value.length; i++) {
+    const ch = value[i]!;
+    if (ch === '\\' && i + 1 < value.length) {
+      text += decodeEscape(value[++i]!);
+    } else if (ch === '!' || ch === '{' || (token && /\s/.test(ch))) {
+      break;
+    } else {
+      text += ch;
+    }
+  }
+  return token ? text : text.trim();
+}
+
+/** The character an OBO backslash escape stands for; `\n` and `\t` become spaces because names and defs are one line. */
+function decodeEscape(next: string): string {
+  return next === 'n' || next === 't' ? ' ' : next;
 }
 
 /** Reads a leading OBO quoted string with backslash escapes; `rest` is what follows it. */
@@ -125,8 +153,7 @@ function readQuoted(value: string): { text: string; rest: string } | undefined {
   for (let i = 1; i < value.length; i++) {
     const ch = value[i]!;
     if (ch === '\\' && i + 1 < value.length) {
-      const next = value[++i]!;
-      text += next === 'n' ? ' ' : next === 't' ? ' ' : next;
+      text += decodeEscape(value[++i]!);
     } else if (ch === '"') {
       return { text: text.trim(), rest: value.slice(i + 1).trim() };
     } else {

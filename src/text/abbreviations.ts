@@ -21,23 +21,29 @@ function isShortFormCandidate(candidate: string): boolean {
   return /^[\p{L}\p{N}]/u.test(candidate);
 }
 
+/**
+ * `ch` (one UTF-16 unit) lower-cased to one unit. Lower-casing a whole string can lengthen it
+ * ('İ' becomes the two-unit 'i̇'), which would shift every later offset off the original text.
+ */
+function lowerUnit(ch: string): string {
+  return ch.toLowerCase()[0]!;
+}
+
 /** Offset in `longForm` where the best long form starts, or -1 (the paper's findBestLongForm). */
 function bestLongFormStart(shortForm: string, longForm: string): number {
   let s = shortForm.length - 1;
   let l = longForm.length - 1;
-  const sf = shortForm.toLowerCase();
-  const lf = longForm.toLowerCase();
   for (; s >= 0; s--) {
-    const c = sf[s]!;
+    const c = lowerUnit(shortForm[s]!);
     if (!/[\p{L}\p{N}]/u.test(c)) continue;
-    while (l >= 0 && (lf[l] !== c || (s === 0 && l > 0 && /[\p{L}\p{N}]/u.test(lf[l - 1]!)))) l--;
+    while (l >= 0 && (lowerUnit(longForm[l]!) !== c || (s === 0 && l > 0 && /[\p{L}\p{N}]/u.test(longForm[l - 1]!)))) l--;
     if (l < 0) return -1;
     l--;
   }
   // The long form starts after the last whitespace before its first letter: a newline or a tab
   // ends a clinical note's field as a space ends a word ("History:\nchronic kidney disease (CKD)").
   let start = l;
-  while (start >= 0 && !/\s/u.test(lf[start]!)) start--;
+  while (start >= 0 && !/\s/u.test(longForm[start]!)) start--;
   return start + 1;
 }
 
@@ -87,9 +93,18 @@ export function isLongFormOf(shortForm: string, candidate: string): boolean {
  * matched inside a word.
  */
 export function initialsSpell(shortForm: string, longForm: string): boolean {
-  const letters = shortForm.toLowerCase().replace(/[^a-z]/g, '');
-  const initials = longForm.toLowerCase().split(/[\s\-/]+/).map((word) => word.replace(/[^a-z]/g, '')[0] ?? '').join('');
-  return letters.length > 1 && initials === letters;
+  const letters = foldCase(shortForm).replace(/\P{L}/gu, '');
+  // Any dash joins words: "Ehlers–Danlos syndrome" is written with an en dash as often as a hyphen.
+  const initials = foldCase(longForm)
+    .split(/[\s\p{Pd}/]+/u)
+    .map((word) => /\p{L}/u.exec(word)?.[0] ?? '')
+    .join('');
+  return [...letters].length > 1 && initials === letters;
+}
+
+/** Lower case without diacritics, so "Sjögren syndrome" spells SS and "İ" reads as "i". */
+function foldCase(text: string): string {
+  return text.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
 }
 
 /**

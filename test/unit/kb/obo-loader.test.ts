@@ -64,3 +64,53 @@ test('OBO: a synonym without a scope is RELATED, also when its dbxref list follo
     tmp.cleanup();
   }
 });
+
+test('OBO: unquoted values drop `! comment` and `{qualifiers}` and decode backslash escapes', async () => {
+  const tmp = tempDir();
+  try {
+    const file = tmp.file(
+      'unquoted.obo',
+      [
+        'format-version: 1.4',
+        '',
+        '[Term]',
+        'id: DOID:1 ! foo disease',
+        'name: foo disease ! a comment',
+        '',
+        '[Term]',
+        'id: DOID:2',
+        'name: Hodgkin\\, lymphoma type \\! 2 {source="x"} ! comment',
+        'is_a: DOID:1{source="y"} ! foo disease',
+        'alt_id: DOID:3 ! old',
+        'xref: MESH:D006689 {source="z"}',
+        '',
+        '[Term]',
+        'id: DOID:4',
+        'name: a \\"quoted\\" back\\\\slash\\tand\\nbreak',
+        '',
+      ].join('\n'),
+    );
+    const [foo, hodgkin, quoted] = await collect(readObo(file));
+    assert.equal(foo!.id, 'DOID:1');
+    assert.equal(foo!.name, 'foo disease');
+    assert.equal(hodgkin!.name, 'Hodgkin, lymphoma type ! 2');
+    assert.deepEqual(hodgkin!.parents, ['DOID:1']);
+    assert.deepEqual(hodgkin!.altIds, ['DOID:3']);
+    assert.deepEqual(hodgkin!.xrefs, ['MESH:D006689']);
+    assert.equal(quoted!.name, 'a "quoted" back\\slash and break');
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('OBO: an escaped `!` or space in an id is part of the id, not a comment or its end', async () => {
+  const tmp = tempDir();
+  try {
+    const file = tmp.file('escaped-id.obo', ['[Term]', 'id: X:a\\!b ! comment', 'name: x', 'xref: Y:c\\ d', ''].join('\n'));
+    const [x] = await collect(readObo(file));
+    assert.equal(x!.id, 'X:a!b');
+    assert.deepEqual(x!.xrefs, ['Y:c d']);
+  } finally {
+    tmp.cleanup();
+  }
+});

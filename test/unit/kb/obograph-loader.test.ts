@@ -32,3 +32,13 @@ test('OBO-Graph JSON: gzipped input and malformed JSON', async () => {
     tmp.cleanup();
   }
 });
+
+test('OBO-Graph JSON: a file saved with a UTF-8 BOM loads', async () => {
+  const tmp = tempDir();
+  try {
+    const bom = tmp.file('bom.json', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), readFileSync(fixture('tiny-obograph.json'))]));
+    assert.equal((await readOboGraph(bom)).length, 3);
+  } finally {
+    tmp.cleanup();
+  }
+});

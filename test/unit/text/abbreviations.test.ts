@@ -49,3 +49,29 @@ test('a newline or a tab ends the long form as a space does (a clinical note\'s 
     assert.equal(text.slice(d.longFormStart, d.longFormEnd), longForm);
   }
 });
+
+test('offsets stay in the original text when lower-casing would lengthen it (dotted capital İ)', () => {
+  for (const [text, longForm] of [
+    ['İzmir cohort: chronic kidney disease (CKD) was', 'chronic kidney disease'],
+    ['İİ chronic kidney disease (CKD)', 'chronic kidney disease'],
+    ['Seen: İdiopathic pulmonary fibrosis (IPF) in İstanbul', 'İdiopathic pulmonary fibrosis'],
+  ] as const) {
+    const [d] = findAbbreviationDefinitions(text);
+    assert.ok(d, JSON.stringify(text));
+    assert.equal(d.longForm, longForm);
+    assert.equal(text.slice(d.longFormStart, d.longFormEnd), longForm);
+    assert.equal(text.slice(d.shortFormStart, d.shortFormStart + d.shortForm.length), d.shortForm);
+  }
+});
+
+test('initialsSpell: any dash or a slash separates words; case and diacritics are ignored', () => {
+  assert.equal(initialsSpell('EDS', 'Ehlers–Danlos syndrome'), true, 'en dash');
+  assert.equal(initialsSpell('EDS', 'Ehlers-Danlos syndrome'), true, 'hyphen-minus');
+  assert.equal(initialsSpell('EDS', 'Ehlers‐Danlos syndrome'), true, 'U+2010 hyphen');
+  assert.equal(initialsSpell('LNS', 'Lesch—Nyhan syndrome'), true, 'em dash');
+  assert.equal(initialsSpell('HP', 'hypertension/proteinuria'), true);
+  assert.equal(initialsSpell('SS', 'Sjögren syndrome'), true);
+  assert.equal(initialsSpell('ÉS', 'essential syndrome'), true);
+  assert.equal(initialsSpell('IBD', 'İnflammatory bowel disease'), true);
+  assert.equal(initialsSpell('ED', 'Ehlers–Danlos syndrome'), false);
+});
