@@ -179,11 +179,12 @@ export class CandidateRetriever {
       }
     }
     const hits = [...best.values()];
-    hits.sort((a, b) => Number(b.lexical) - Number(a.lexical) || (tier.get(a.conceptIndex) ?? 0) - (tier.get(b.conceptIndex) ?? 0) || (dense.get(b.conceptIndex) ?? b.score) - (dense.get(a.conceptIndex) ?? a.score) || a.conceptIndex - b.conceptIndex);
-    const out = hits.slice(0, k);
-    // A looser match's real similarity: its nearest name's cosine (dense search may not have reached it).
-    for (const hit of out) if (Number.isNaN(hit.similarity)) hit.similarity = dense.get(hit.conceptIndex) ?? this.nearestNameSimilarity(vector, hit.conceptIndex);
-    return out;
+    // A looser match's real similarity, before the sort: its nearest name's cosine (dense search may
+    // not have reached it). Sorted as 1 instead, a name the search missed led those it reached.
+    for (const hit of hits) if (Number.isNaN(hit.similarity)) hit.similarity = dense.get(hit.conceptIndex) ?? this.nearestNameSimilarity(vector, hit.conceptIndex);
+    const key = (hit: ConceptHit) => dense.get(hit.conceptIndex) ?? (hit.lexical ? hit.similarity : hit.score);
+    hits.sort((a, b) => Number(b.lexical) - Number(a.lexical) || (tier.get(a.conceptIndex) ?? 0) - (tier.get(b.conceptIndex) ?? 0) || key(b) - key(a) || a.conceptIndex - b.conceptIndex);
+    return hits.slice(0, k);
   }
 
   /** Cosine similarity of a vector to the nearest of a concept's name vectors. */

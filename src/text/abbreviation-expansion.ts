@@ -57,14 +57,19 @@ export function expandAbbreviations(
 /**
  * Long forms for short-form mentions the note never defines, taken from the note's other
  * mentions: "PDS" gets "Pendred syndrome" when that is annotated in the same note. So a short
- * form and its long form link alike even without a `long form (SF)` definition.
+ * form and its long form link alike even without a `long form (SF)` definition. Two different
+ * long forms ("HBP": "high blood pressure", "hepatic blood perfusion") leave the short form as
+ * written: which one the note means is a guess, and a guess would follow the mentions' order.
  */
-export function longFormsAmongMentions(mentions: readonly { text: string }[], isLongFormOf: (shortForm: string, candidate: string) => boolean): Map<string, string> {
+export function longFormsAmongMentions(mentions: readonly { text: string; start?: number }[], isLongFormOf: (shortForm: string, candidate: string) => boolean): Map<string, string> {
+  const inTextOrder = [...mentions].sort((a, b) => (a.start ?? 0) - (b.start ?? 0) || (a.text < b.text ? -1 : a.text > b.text ? 1 : 0));
   const out = new Map<string, string>();
-  for (const m of mentions) {
-    if (!looksLikeShortForm(m.text) || out.has(m.text)) continue;
-    const long = mentions.find((other) => other !== m && !looksLikeShortForm(other.text) && isLongFormOf(m.text, other.text));
-    if (long) out.set(m.text, long.text);
+  const seen = new Set<string>();
+  for (const m of inTextOrder) {
+    if (!looksLikeShortForm(m.text) || seen.has(m.text)) continue;
+    seen.add(m.text);
+    const longs = inTextOrder.filter((other) => other !== m && !looksLikeShortForm(other.text) && isLongFormOf(m.text, other.text));
+    if (longs.length > 0 && new Set(longs.map((l) => l.text.toLowerCase())).size === 1) out.set(m.text, longs[0]!.text);
   }
   return out;
 }

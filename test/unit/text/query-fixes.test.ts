@@ -72,3 +72,16 @@ test('an undefined short form takes its long form from the note’s other mentio
   assert.equal(forms.get('PDS'), 'Pendred syndrome');
   assert.deepEqual(expandMention({ text: 'PDS', start: 0, end: 3 }, new Map(), forms, true), { text: 'Pendred syndrome', partial: false });
 });
+
+test('two different long forms among the mentions leave the short form as written, whatever the mentions\' order', () => {
+  const hbp = { text: 'HBP', start: 7 };
+  const high = { text: 'high blood pressure', start: 12 };
+  const hepatic = { text: 'hepatic blood perfusion', start: 37 };
+  assert.ok(isLongFormOf('HBP', high.text) && isLongFormOf('HBP', hepatic.text));
+  assert.equal(longFormsAmongMentions([hbp, high, hepatic], isLongFormOf).get('HBP'), undefined);
+  assert.equal(longFormsAmongMentions([hbp, hepatic, high], isLongFormOf).get('HBP'), undefined);
+  // The same long form written twice, in any case, is one long form: the first in the text is taken.
+  const again = { text: 'High blood pressure', start: 60 };
+  assert.equal(longFormsAmongMentions([again, hbp, high], isLongFormOf).get('HBP'), 'high blood pressure');
+  assert.equal(longFormsAmongMentions([hbp, high, again], isLongFormOf).get('HBP'), 'high blood pressure');
+});
