@@ -108,6 +108,32 @@ function foldCase(text: string): string {
 }
 
 /**
+ * Where a long form ending at the end of `before` may start: after the sentence's start (a '.'
+ * followed by a space or a capital: "(DM).Renal failure (RF)"), after a parenthesis still open, or
+ * after a ')' that no letter, digit or hyphen continues. A parenthetical glued to the next word is part of the long form:
+ * "antibody (ANCA)-associated vasculitis (AAV)", "(TNF)-related apoptosis-inducing ligand (TRAIL)".
+ */
+function longFormBoundary(before: string): number {
+  let boundary = 0;
+  let depth = 0;
+  for (let i = before.length - 1; i >= 0 && boundary === 0; i--) {
+    const ch = before[i]!;
+    const next = before[i + 1];
+    if (ch === ')') {
+      // Glued only when the word goes on: "(ANCA)-associated", not "(IRE), called" or "(aku)/Hgd".
+      if (next === undefined || !/[\p{L}\p{N}-]/u.test(next)) boundary = i + 1;
+      else depth++;
+    } else if (ch === '(') {
+      if (depth === 0) boundary = i + 1;
+      else depth--;
+    } else if (ch === '.' && next !== undefined && /[\s\p{Lu}]/u.test(next)) {
+      boundary = i + 1;
+    }
+  }
+  return boundary;
+}
+
+/**
  * Every `long form (SF)` definition in the text, in order of appearance. `initials` also accepts
  * long forms whose word initials, not all letters, follow the short form (see above).
  */
@@ -121,7 +147,7 @@ export function findAbbreviationDefinitions(text: string, options: { initials?: 
     const shortFormStart = open + 1 + match[1]!.indexOf(inner);
     const before = text.slice(0, open).replace(/\s+$/, '');
     const maxWords = Math.min(inner.length + 5, inner.length * 2);
-    const sentenceStart = Math.max(before.lastIndexOf('. '), before.lastIndexOf('('), before.lastIndexOf(')')) + 1;
+    const sentenceStart = longFormBoundary(before);
     const words = [...before.slice(sentenceStart).matchAll(/\S+/g)].slice(-maxWords);
     if (words.length === 0) continue;
     const windowStart = sentenceStart + words[0]!.index!;

@@ -14,6 +14,8 @@ const GREEK: Record<string, string> = {
 const ROMAN: Record<string, string> = {
   i: '1', ii: '2', iii: '3', iv: '4', v: '5', vi: '6', vii: '7', viii: '8', ix: '9', x: '10', xi: '11', xii: '12',
 };
+/** Words a lone-letter numeral follows: "type I", "factor V", "factor X" (never "X-linked", "I-cell"). */
+const NUMBERED = new Set(['type', 'grade', 'factor', 'class', 'stage', 'group', 'phase', 'subtype', 'form', 'complex']);
 /** Words that carry no concept information in a name (word order is dropped anyway). */
 const STOP = new Set(['of', 'the', 'in', 'with', 'a', 'an', 'due', 'to', 'for', 'on', 'by', 'and', 'or']);
 /** Prefixes that corpora write fused, spaced or hyphenated ("non-syndromic" = "nonsyndromic"). */
@@ -52,8 +54,9 @@ export function looseTokens(text: string): string[] {
     if (PREFIXES.has(t) && i + 1 < tokens.length) t = `${t}${tokens[++i]!}`;
     if (STOP.has(t)) continue;
     const roman = ROMAN[t];
-    // "type I", "grade II", "factor V": a lone numeral after a word; "i" alone elsewhere is kept.
-    if (roman !== undefined && (i > 0 || tokens.length === 1)) t = roman;
+    // "II", "IV" read as numbers wherever they stand; a lone letter only after a word that numbers
+    // ("type I"), so "X-linked ichthyosis" and "Ichthyosis, X-Linked" keep the same key in either order.
+    if (roman !== undefined && (t.length > 1 || tokens.length === 1 || NUMBERED.has(tokens[i - 1] ?? ''))) t = roman;
     t = americanize(singular(t));
     out.push(EQUIVALENT_WORDS[t] ?? t);
   }

@@ -4,11 +4,15 @@
  * Index build and lookup must use the same function, so it lives here and nowhere else.
  */
 export function normalizeName(text: string): string {
-  return text
-    .normalize('NFKD')
-    .replace(/\p{M}+/gu, '')
-    .toLowerCase()
-    .replace(/['’]s\b/g, '')
-    .replace(/[^\p{L}\p{N}]+/gu, ' ')
-    .trim();
+  return (
+    text
+      // Before NFKD, which turns an acute accent used as an apostrophe ("Alzheimer´s") into a space.
+      .replace(/['’ʼ´`′]s\b/giu, '')
+      .normalize('NFKD')
+      .replace(/\p{M}+/gu, '')
+      .toLowerCase()
+      .replace(/['’]s\b/g, '') // what NFKD made an apostrophe (a full-width one)
+      .replace(/[^\p{L}\p{N}]+/gu, ' ')
+      .trim()
+  );
 }

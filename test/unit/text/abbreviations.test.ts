@@ -75,3 +75,22 @@ test('initialsSpell: any dash or a slash separates words; case and diacritics ar
   assert.equal(initialsSpell('IBD', 'İnflammatory bowel disease'), true);
   assert.equal(initialsSpell('ED', 'Ehlers–Danlos syndrome'), false);
 });
+
+test('a parenthetical glued to the next word belongs to the long form; a glued full stop ends the sentence', () => {
+  const found = (text: string) => findAbbreviationDefinitions(text, { initials: true }).map((d) => [d.shortForm, d.longForm]);
+  assert.deepEqual(found('Anti-neutrophil cytoplasmic antibody (ANCA)-associated vasculitis (AAV) is rare.'), [
+    ['ANCA', 'Anti-neutrophil cytoplasmic antibody'],
+    ['AAV', '(ANCA)-associated vasculitis'],
+  ]);
+  assert.deepEqual(found('Tumor necrosis factor (TNF)-related apoptosis-inducing ligand (TRAIL) was given.')[1], ['TRAIL', '(TNF)-related apoptosis-inducing ligand']);
+  assert.deepEqual(found('Diabetes mellitus (DM).Renal failure (RF) follows.'), [
+    ['DM', 'Diabetes mellitus'],
+    ['RF', 'Renal failure'],
+  ]);
+  // A parenthesis closed before a space, or one still open, still bounds the long form.
+  assert.deepEqual(found('In (rare cases) chronic kidney disease (CKD) was seen (as in chronic kidney disease (CKD2)'), [
+    ['CKD', 'chronic kidney disease'],
+    ['CKD2', 'chronic kidney disease'],
+  ]);
+  assert.deepEqual(found('Seen in (chronic kidney disease (CKD)'), [['CKD', 'chronic kidney disease']]);
+});

@@ -10,6 +10,11 @@ test('loose key: word order, plurals, British spelling, roman numerals, Greek le
   assert.equal(looseKey('deficiency of C3'), looseKey('C3 deficiency'));
   assert.equal(looseKey('von Willebrand disease, Type II'), looseKey('type 2 von Willebrand disease'));
   assert.equal(looseKey('haematuria'), looseKey('Hematuria'));
+  // A lone-letter numeral reads alike in either word order, and only after a word that numbers.
+  assert.equal(looseKey('Ichthyosis, X-Linked'), looseKey('X-linked ichthyosis'));
+  assert.equal(looseKey('Disease, I-cell'), looseKey('I-cell disease'));
+  assert.equal(looseKey('Factor V Deficiency'), looseKey('factor 5 deficiency'));
+  assert.equal(looseKey('Drug abuse, IV'), looseKey('IV drug abuse'));
   assert.equal(looseKey('colorectal tumours'), looseKey('Colorectal Tumor'));
   assert.equal(looseKey('α-thalassemia'), looseKey('alpha thalassemia'));
   assert.equal(looseKey('non-syndromic deafness'), looseKey('nonsyndromic deafness'));
