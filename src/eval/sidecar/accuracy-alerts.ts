@@ -7,7 +7,10 @@ export interface AlertRules {
   baseline?: number;
   /** Fire when acc@1 is more than this below the baseline. */
   margin?: number;
-  /** Judge a window only once it holds this many samples (a few mentions say nothing). */
+  /**
+   * Judge a window only while it holds this many samples (a few mentions say nothing). Below it,
+   * an alert keeps its state: a time window emptied by a quiet stream is no sign of recovery.
+   */
   minSamples: number;
 }
 
@@ -26,7 +29,8 @@ export interface AlertState {
 /**
  * acc@1 alerts per window: below a floor, or more than a margin below a baseline. Transitions
  * (firing ↔ resolved) are returned so the caller logs one line per change, not one per sample;
- * current states feed the `cuilink_eval_alert` gauge.
+ * current states feed the `cuilink_eval_alert` gauge. A window with fewer than `minSamples` is not
+ * judged, so running out of data never resolves (or fires) an alert.
  */
 export class AccuracyAlerts {
   private readonly rules: AlertRules;
@@ -41,8 +45,13 @@ export class AccuracyAlerts {
     const changed: AlertState[] = [];
     const judge = (rule: AlertRule, threshold: number): void => {
       const key = `${rule}:${window}`;
-      const firing = summary.n >= this.rules.minSamples && summary.acc1 !== null && summary.acc1 < threshold;
       const previous = this.states.get(key);
+      if (summary.n < this.rules.minSamples || summary.acc1 === null) {
+        // Too little data to judge: an alert that fired stays firing (with the acc@1 it fired on) until enough samples say otherwise.
+        if (!previous) this.states.set(key, { rule, window, firing: false, acc1: summary.acc1, threshold, since: now });
+        return;
+      }
+      const firing = summary.acc1 < threshold;
       const state: AlertState = { rule, window, firing, acc1: summary.acc1, threshold, since: previous && previous.firing === firing ? previous.since : now };
       this.states.set(key, state);
       if ((previous?.firing ?? false) !== firing) changed.push(state);

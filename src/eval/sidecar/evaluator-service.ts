@@ -3,13 +3,19 @@ import type { GoldMention } from '../gold.ts';
 import type { OntologyView } from '../metrics/ontology-view.ts';
 import { EvaluatorMetrics } from './otel-metrics.ts';
 import { startReportServer } from './report-server.ts';
-import { SidecarEvaluator, type SidecarOptions, type SidecarReport } from './sidecar-evaluator.ts';
+import { SidecarEvaluator, type SidecarOptions, type SidecarReport, type SourceOffset } from './sidecar-evaluator.ts';
 import { loadSnapshot, saveSnapshot } from './state-file.ts';
 
 /** What the service reads from: the Kafka adapter implements it; tests may feed it directly. */
 export interface EvaluatorSource {
-  /** Starts delivering; handlers run one at a time, in each topic-partition's order. */
-  start(handlers: { gold: (gold: GoldMention) => void; linkedNote: (note: LinkedNote) => void }): Promise<void>;
+  /**
+   * Starts delivering; handlers run one at a time, in each topic-partition's order. `resume`: the
+   * restored snapshot's offsets; records below them are in the restored state and are not delivered.
+   * `candidatesKept`: the note's candidate lists were cut to that many (see SidecarEvaluator.addLinkedNote).
+   */
+  start(handlers: { gold: (gold: GoldMention) => void; linkedNote: (note: LinkedNote, candidatesKept?: number) => void }, resume?: SourceOffset[]): Promise<void>;
+  /** Per topic-partition, the offset after the last record delivered: saved with each snapshot. */
+  positions?(): SourceOffset[];
   /** Commits what has been delivered so far (called right after a snapshot is on disk). */
   commit(): Promise<void>;
   /** Stops delivering; commit() must still work afterwards (the last checkpoint follows). */
@@ -41,7 +47,9 @@ export interface RunningEvaluator {
 /**
  * The sidecar as a process: restores its windows from the state file, feeds the evaluator from
  * the source, snapshots then commits on a timer (so offsets never run ahead of the state a
- * restart will read), and serves /metrics and /report.
+ * restart will read), and serves /metrics and /report. The snapshot holds the source's own
+ * positions too: a commit that fails, or a crash before it, leaves Kafka's offsets behind the
+ * state, and the restarted source skips what the state already holds.
  */
 export async function startEvaluatorService(view: OntologyView, source: EvaluatorSource, options: EvaluatorServiceOptions): Promise<RunningEvaluator> {
   const now = options.now ?? Date.now;
@@ -60,7 +68,9 @@ export async function startEvaluatorService(view: OntologyView, source: Evaluato
     // One at a time; the snapshot is synchronous, so it sees a consistent evaluator.
     while (checkpointing) await checkpointing;
     checkpointing = (async () => {
-      saveSnapshot(options.stateFile, evaluator.snapshot(now()));
+      // Both synchronous, with no handler in between: the offsets are exactly what the state holds.
+      const offsets = source.positions?.();
+      saveSnapshot(options.stateFile, { ...evaluator.snapshot(now()), ...(offsets ? { offsets } : {}) });
       dirty = false;
       await source.commit();
     })();
@@ -80,11 +90,11 @@ export async function startEvaluatorService(view: OntologyView, source: Evaluato
       evaluator.addGold(gold, now());
       dirty = true;
     },
-    linkedNote: (note) => {
-      evaluator.addLinkedNote(note, now());
+    linkedNote: (note, candidatesKept) => {
+      evaluator.addLinkedNote(note, now(), candidatesKept);
       dirty = true;
     },
-  });
+  }, restored?.offsets);
   return {
     url: server.url,
     report,

@@ -16,6 +16,8 @@ export interface KafkaEvaluatorOptions extends EvaluatorServiceOptions {
 export interface RunningKafkaEvaluator extends RunningEvaluator {
   /** Records skipped as undecodable, by error code. */
   skipped(): Readonly<SkippedCounts>;
+  /** Records read again that the restored state (or the evaluator) already held, ignored. */
+  redelivered(): number;
 }
 
 /** `cuilink evaluator`: the sidecar service fed from the LinkedNote and GoldMention topics. */
@@ -31,7 +33,7 @@ export async function startKafkaEvaluator(view: OntologyView, options: KafkaEval
   });
   try {
     const running = await startEvaluatorService(view, source, options);
-    return { ...running, skipped: () => source.skipped };
+    return { ...running, skipped: () => source.skipped, redelivered: () => source.redelivered };
   } catch (error) {
     await source.close();
     throw error;

@@ -7,6 +7,11 @@ export interface Prediction {
   mention: LinkedMention;
   /** The memory version of the linked note (null: none; absent in snapshots written before it was kept). */
   memoryVersion?: string | null;
+  /**
+   * The stage cut this mention's candidate list to fit its output topic: the ranking is not the
+   * linker's, so the pair is counted as `candidatesCut`, never scored (absent: not cut).
+   */
+  cut?: boolean;
 }
 
 export interface JoinerLimits {
@@ -26,6 +31,8 @@ export interface JoinCounters {
   /** A second gold (or prediction) for a mention still pending: the newer one replaces it. */
   goldReplaced: number;
   predictionsReplaced: number;
+  /** Pairs whose prediction's candidate list the stage had cut: joined, not scored (not in `joined`). */
+  candidatesCut: number;
 }
 
 interface Pending<T> {
@@ -40,7 +47,7 @@ export interface JoinerSnapshot {
 }
 
 export function emptyJoinCounters(): JoinCounters {
-  return { joined: 0, goldExpired: 0, predictionsExpired: 0, goldEvicted: 0, predictionsEvicted: 0, goldReplaced: 0, predictionsReplaced: 0 };
+  return { joined: 0, goldExpired: 0, predictionsExpired: 0, goldEvicted: 0, predictionsEvicted: 0, goldReplaced: 0, predictionsReplaced: 0, candidatesCut: 0 };
 }
 
 /**
@@ -55,12 +62,19 @@ export class MentionJoiner {
   private readonly predictions = new Map<string, Pending<Prediction>>();
   readonly counters: JoinCounters;
 
-  constructor(limits: JoinerLimits, snapshot?: JoinerSnapshot) {
+  /**
+   * `downtimeMs`: time since the snapshot was taken. Restored half-pairs are made that much younger,
+   * so the TTL counts only time the evaluator ran: the other half may be in the backlog it has yet
+   * to read, and a long stop must not expire them all before it gets there.
+   */
+  constructor(limits: JoinerLimits, snapshot?: JoinerSnapshot, downtimeMs = 0) {
     if (!(limits.ttlMs > 0) || !(limits.maxPending >= 1)) throw new RangeError('joiner TTL and maxPending must be positive');
     this.limits = limits;
     this.counters = snapshot ? { ...emptyJoinCounters(), ...snapshot.counters } : emptyJoinCounters();
-    for (const p of snapshot?.gold ?? []) this.gold.set(mentionKey(p.value.noteId, p.value.mentionId), p);
-    for (const p of snapshot?.predictions ?? []) this.predictions.set(mentionKey(p.value.noteId, p.value.mention.mentionId), p);
+    // One shift for all keeps the maps in age order, which expiry and eviction rely on.
+    const shift = Math.max(0, downtimeMs);
+    for (const p of snapshot?.gold ?? []) this.gold.set(mentionKey(p.value.noteId, p.value.mentionId), { value: p.value, at: p.at + shift });
+    for (const p of snapshot?.predictions ?? []) this.predictions.set(mentionKey(p.value.noteId, p.value.mention.mentionId), { value: p.value, at: p.at + shift });
   }
 
   get pendingGold(): number {
@@ -78,7 +92,7 @@ export class MentionJoiner {
     const waiting = this.predictions.get(key);
     if (waiting) {
       this.predictions.delete(key);
-      this.counters.joined++;
+      this.countJoin(waiting.value);
       return waiting.value;
     }
     if (this.gold.delete(key)) this.counters.goldReplaced++;
@@ -94,7 +108,7 @@ export class MentionJoiner {
     const waiting = this.gold.get(key);
     if (waiting) {
       this.gold.delete(key);
-      this.counters.joined++;
+      this.countJoin(prediction);
       return waiting.value;
     }
     if (this.predictions.delete(key)) this.counters.predictionsReplaced++;
@@ -112,6 +126,11 @@ export class MentionJoiner {
 
   snapshot(): JoinerSnapshot {
     return { gold: [...this.gold.values()], predictions: [...this.predictions.values()], counters: { ...this.counters } };
+  }
+
+  private countJoin(prediction: Prediction): void {
+    if (prediction.cut === true) this.counters.candidatesCut++;
+    else this.counters.joined++;
   }
 
   private enforceSize(): void {

@@ -4,7 +4,7 @@ import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporte
 import { MeterProvider, type IMetricReader } from '@opentelemetry/sdk-metrics';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { MetricsReport } from '../metrics/metrics-accumulator.ts';
-import type { MetricSummary } from '../metrics/metric-sums.ts';
+import { emptySums, summarize, type MetricSummary } from '../metrics/metric-sums.ts';
 import type { SidecarReport } from './sidecar-evaluator.ts';
 
 /** Window metrics exported per (window, breakdown, group); the field of MetricSummary each reads. */
@@ -30,6 +30,7 @@ export const JOIN_OUTCOMES: [string, keyof SidecarReport['join']][] = [
   ['predictions_evicted', 'predictionsEvicted'],
   ['gold_replaced', 'goldReplaced'],
   ['predictions_replaced', 'predictionsReplaced'],
+  ['candidates_cut', 'candidatesCut'],
 ];
 
 interface VersionGroup {
@@ -56,6 +57,15 @@ function memoryVersionGroups(report: SidecarReport['byMemoryVersion']): [string,
   return [...newestFirst.map((v, i): [string, VersionGroup] => [String(i), v]), ['none', report.noMemory], ['older', report.older]];
 }
 
+/** The window's groups, plus those it had before and lost (in `before`): they read as empty, 0 samples. */
+function windowGroups(report: MetricsReport, before: Map<string, [string, string]>): [string, string, MetricSummary][] {
+  const current = groups(report);
+  for (const [by, group] of current) before.set(`${by}\u0000${group}`, [by, group]);
+  const present = new Set(current.map(([by, group]) => `${by}\u0000${group}`));
+  const empty = summarize(emptySums());
+  return [...current, ...[...before].filter(([key]) => !present.has(key)).map(([, [by, group]]): [string, string, MetricSummary] => [by, group, empty])];
+}
+
 function groups(report: MetricsReport): [string, string, MetricSummary][] {
   return [
     ['overall', 'all', report.overall],
@@ -72,7 +82,7 @@ function groups(report: MetricsReport): [string, string, MetricSummary][] {
 export function registerEvaluatorInstruments(latest: () => SidecarReport, meter: Meter): void {
   const gauges = WINDOW_METRICS.map((m) => ({ metric: m, gauge: meter.createObservableGauge(`cuilink.eval.${m.name}`, { description: m.help }) }));
   const windowLimit = meter.createObservableGauge('cuilink.eval.window_limit', { description: 'Window size: samples for the count window, seconds for the time window' });
-  const joins = meter.createObservableCounter('cuilink.eval.join', { description: 'Join outcomes: joined pairs, and half-pairs expired (TTL), evicted (max size) or replaced' });
+  const joins = meter.createObservableCounter('cuilink.eval.join', { description: 'Join outcomes: joined pairs (scored), pairs left unscored because the stage cut their candidate list, and half-pairs expired (TTL), evicted (max size) or replaced' });
   const pending = meter.createObservableGauge('cuilink.eval.pending', { description: 'Half-pairs waiting for their other half' });
   const alert = meter.createObservableGauge('cuilink.eval.alert', { description: '1 while an acc@1 alert fires (rule floor or baseline), 0 otherwise' });
   const notesSeen = meter.createObservableCounter('cuilink.eval.notes_seen', { description: 'Linked notes consumed' });
@@ -81,14 +91,22 @@ export function registerEvaluatorInstruments(latest: () => SidecarReport, meter:
   const goldByStream = meter.createObservableCounter('cuilink.eval.gold_by_stream', { description: 'Gold labels by the stream of their note: learn (the memory learns them, not scored) or measure (scored)' });
   const learnDropped = meter.createObservableCounter('cuilink.eval.learn_predictions_dropped', { description: 'Predictions of learn-stream notes, dropped on arrival (their gold is never scored)' });
   const versionGauges = MEMORY_VERSION_METRICS.map((m) => ({ metric: m, gauge: meter.createObservableGauge(`cuilink.eval.memory_version.${m.name}`, { description: m.help }) }));
+  // The SDK's cumulative storage (the only temporality the Prometheus exporter takes) keeps
+  // exporting the last value of an attribute set no longer observed: an emptied window would go on
+  // showing its old accuracy. So a group that left a window stays, as empty, and a series that had
+  // a value and has none now reads NaN; one that never had a value is still left out.
+  const groupsSeen = { count: new Map<string, [string, string]>(), time: new Map<string, [string, string]>() };
+  const hadValue = new Set<string>();
   meter.addBatchObservableCallback(
     (observer) => {
       const report = latest();
       for (const [window, windowReport] of [['count', report.windows.count], ['time', report.windows.time]] as const) {
-        for (const [by, group, summary] of groups(windowReport)) {
+        for (const [by, group, summary] of windowGroups(windowReport, groupsSeen[window])) {
           for (const { metric, gauge } of gauges) {
             const value = metric.value(summary);
-            if (value !== null) observer.observe(gauge, value, { window, by, group });
+            const key = `${metric.name}\u0000${window}\u0000${by}\u0000${group}`;
+            if (value !== null) hadValue.add(key);
+            if (hadValue.has(key)) observer.observe(gauge, value ?? Number.NaN, { window, by, group });
           }
         }
       }
@@ -105,6 +123,7 @@ export function registerEvaluatorInstruments(latest: () => SidecarReport, meter:
       observer.observe(goldByStream, report.goldByStream.learn, { stream: 'learn' });
       observer.observe(goldByStream, report.goldByStream.measure, { stream: 'measure' });
       observer.observe(learnDropped, report.learnPredictionsDropped);
+      // Ranks never leave and a rank's acc@1, once set, never returns to null: nothing goes stale here.
       for (const [rank, group] of memoryVersionGroups(report.byMemoryVersion)) {
         for (const { metric, gauge } of versionGauges) {
           const value = metric.value(group);

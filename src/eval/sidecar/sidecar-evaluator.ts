@@ -30,6 +30,13 @@ export interface GoldByStream {
 
 export const DEFAULT_MEMORY_VERSIONS = 20;
 
+/** Where reading a topic-partition resumes: the offset after the last record the state holds. */
+export interface SourceOffset {
+  topic: string;
+  partition: number;
+  next: string;
+}
+
 /** Everything a restart needs: window contents, pending half-pairs and counters. */
 export interface SidecarSnapshot {
   version: 1;
@@ -44,6 +51,13 @@ export interface SidecarSnapshot {
   goldByStream?: GoldByStream;
   learnPredictionsDropped?: number;
   byMemoryVersion?: MemoryVersionSnapshot;
+  memoryVersion?: string | null;
+  /**
+   * Set by the service, not the evaluator: per topic-partition, the offset after the last record
+   * this state holds. Kafka's committed offsets can lag it (the commit follows the snapshot and
+   * may fail), so a restart skips what is below these rather than scoring it twice.
+   */
+  offsets?: SourceOffset[];
 }
 
 export interface SidecarReport {
@@ -86,12 +100,12 @@ export class SidecarEvaluator {
   private readonly goldByStream: GoldByStream;
   private learnPredictionsDropped: number;
   private readonly byMemoryVersion: MemoryVersionAccuracy;
-  private memoryVersion: string | null = null;
+  private memoryVersion: string | null;
 
   constructor(view: OntologyView, options: SidecarOptions, log: (line: string) => void, restored?: SidecarSnapshot, now = Date.now()) {
     this.view = view;
     this.log = log;
-    this.joiner = new MentionJoiner(options.joiner, restored?.joiner);
+    this.joiner = new MentionJoiner(options.joiner, restored?.joiner, restored ? now - restored.savedAt : 0);
     this.windows = new RollingWindows(options.windows, restored?.windows ?? [], now);
     this.alerts = new AccuracyAlerts(options.alerts);
     this.measure = options.measure;
@@ -101,6 +115,7 @@ export class SidecarEvaluator {
     this.goldByStream = { ...(restored?.goldByStream ?? { learn: 0, measure: 0 }) };
     this.learnPredictionsDropped = restored?.learnPredictionsDropped ?? 0;
     this.byMemoryVersion = new MemoryVersionAccuracy(options.memoryVersions ?? DEFAULT_MEMORY_VERSIONS, restored?.byMemoryVersion);
+    this.memoryVersion = restored?.memoryVersion ?? null;
     this.joiner.expire(now);
     this.judge(now);
   }
@@ -116,7 +131,13 @@ export class SidecarEvaluator {
     if (prediction) this.score(gold, prediction, now);
   }
 
-  addLinkedNote(note: LinkedNote, now: number): void {
+  /**
+   * `candidatesKept`: set when the stage cut the note's candidate lists to fit its output topic
+   * (the `cuilink-candidates-cut` header, the most it kept per mention). A mention holding that
+   * many may have lost some, so its pair is counted (`candidatesCut`) instead of scored; one
+   * holding fewer kept its whole list.
+   */
+  addLinkedNote(note: LinkedNote, now: number, candidatesKept?: number): void {
     this.notesSeen++;
     this.memoryVersion = note.memoryVersion ?? null;
     if (this.learnStream(note.noteId)) {
@@ -126,6 +147,7 @@ export class SidecarEvaluator {
     }
     for (const mention of note.mentions) {
       const prediction: Prediction = { noteId: note.noteId, mention, memoryVersion: note.memoryVersion ?? null };
+      if (candidatesKept !== undefined && mention.candidates.length >= candidatesKept) prediction.cut = true;
       const gold = this.joiner.addPrediction(prediction, now);
       if (gold) this.score(gold, prediction, now);
     }
@@ -161,6 +183,7 @@ export class SidecarEvaluator {
     return {
       version: 1, savedAt: now, windows: this.windows.retained(), joiner: this.joiner.snapshot(), notesSeen: this.notesSeen, goldSeen: this.goldSeen, samplesScored: this.samplesScored,
       goldByStream: { ...this.goldByStream }, learnPredictionsDropped: this.learnPredictionsDropped, byMemoryVersion: this.byMemoryVersion.snapshot(),
+      memoryVersion: this.memoryVersion,
     };
   }
 
@@ -170,6 +193,8 @@ export class SidecarEvaluator {
   }
 
   private score(gold: GoldMention, prediction: Prediction, now: number): void {
+    // A cut list would read as misses at ranks the linker did fill; the joiner counted the pair.
+    if (prediction.cut === true) return;
     const scored = scoreRecord(joinMention(gold, prediction.mention, this.view), this.view);
     this.windows.add(scored, now);
     // Unknown for a prediction restored from a snapshot written before versions were kept: left out, not taken for "no memory".

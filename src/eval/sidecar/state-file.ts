@@ -5,8 +5,8 @@ import type { SidecarSnapshot } from './sidecar-evaluator.ts';
 /**
  * The evaluator's state file: written whole to a temporary name and renamed over the old one,
  * so a crash mid-write leaves the previous snapshot intact. Kafka offsets are committed only
- * after a snapshot is on disk (evaluator-service.ts), so a restart re-reads exactly what the
- * snapshot has not seen.
+ * after a snapshot is on disk (evaluator-service.ts), and the snapshot holds the offsets it
+ * covers, so a restart skips what it re-reads below them even when that commit never happened.
  */
 export function saveSnapshot(file: string, snapshot: SidecarSnapshot): void {
   const tmp = `${file}.tmp-${process.pid}`;
@@ -33,7 +33,7 @@ export function loadSnapshot(file: string): SidecarSnapshot | undefined {
   } catch (error) {
     throw new InputError(`evaluator state ${file} is not valid JSON (${(error as Error).message}); move it away to start with empty windows`, 'STATE_CORRUPT', error);
   }
-  if (value?.version !== 1 || !Array.isArray(value.windows) || typeof value.joiner !== 'object' || value.joiner === null) {
+  if (value?.version !== 1 || !Array.isArray(value.windows) || typeof value.joiner !== 'object' || value.joiner === null || (value.offsets !== undefined && !Array.isArray(value.offsets))) {
     throw new InputError(`evaluator state ${file} is not a version-1 snapshot; move it away to start with empty windows`, 'STATE_CORRUPT');
   }
   return value;

@@ -6,6 +6,8 @@ import type { ConsumerJoin, ConsumerRunOptions, GroupMembership, InboundRecord, 
 import { goldMentionToAvro } from '../../../src/eval/gold-avro.ts';
 import type { GoldMention } from '../../../src/eval/gold.ts';
 import { KafkaEvaluatorSource } from '../../../src/eval/sidecar/kafka-evaluator-source.ts';
+import { linkedNoteToAvro } from '../../../src/stream/avro/avro-conversions.ts';
+import { CANDIDATES_CUT_HEADER } from '../../../src/stream/output-fitter.ts';
 
 // The source on a scripted consumer: what it hands the evaluator when the consumer reads records
 // again (after a failed record, the consumer restarts from the committed offsets), and what it commits.
@@ -95,4 +97,34 @@ test('an undecodable record is skipped and counted; commit() commits what was de
   await source.close();
   await source.close();
   assert.equal(state.closed, 1);
+});
+
+test('after a restart, records below the snapshot offsets are ignored and counted; the restored offsets go with the next commit', async () => {
+  const { client, state } = scriptedConsumer();
+  const lines: string[] = [];
+  const source = new KafkaEvaluatorSource({ kafka: client, codec: scriptedCodec(new Map()), linkedTopic: 'linked', goldTopic: 'gold', groupId: 'evaluator', log: (l) => void lines.push(l) });
+  const handed: string[] = [];
+  // The snapshot holds gold[0] up to offset 2: its commit failed, so Kafka hands out offset 0 again.
+  await source.start({ gold: (g) => void handed.push(g.noteId), linkedNote: () => {} }, [{ topic: 'gold', partition: 0, next: '2' }, { topic: 'gold', partition: 1, next: '7' }]);
+  state.join!({ memberId: 'm', generationId: 1, assignment: [{ topic: 'gold', partitions: [0, 1] }] });
+  await deliver(state, 0, [record(0, 0, 'n0'), record(0, 1, 'n1'), record(0, 2, 'n2')], 1);
+  assert.deepEqual(handed, ['n2']);
+  assert.equal(source.redelivered, 2);
+  assert.deepEqual(lines, ["evaluator: ignored 2 records of gold[0] below offset 3: the evaluator's state holds them already"]);
+  assert.deepEqual(source.positions(), [{ topic: 'gold', partition: 0, next: '3' }, { topic: 'gold', partition: 1, next: '7' }]);
+  await source.commit();
+  assert.deepEqual(state.commits, [[{ topic: 'gold', partition: 0, offset: '3', membership: member(1) }, { topic: 'gold', partition: 1, offset: '7', membership: member(1) }]]);
+});
+
+test('a LinkedNote with the candidates-cut header is handed over with the count kept', async () => {
+  const { client, state } = scriptedConsumer();
+  const note = { noteId: 'n1', mentions: [], linkerVersion: 'l', modelVersion: 'm', indexVersion: 'i', linkedAt: 0 };
+  const codec: RecordCodec = { format: 'avro-fingerprint', encode: async () => assert.fail('not used'), decode: async () => linkedNoteToAvro(note) as never };
+  const source = new KafkaEvaluatorSource({ kafka: client, codec, linkedTopic: 'linked', goldTopic: 'gold', groupId: 'evaluator', log: () => {} });
+  const kept: (number | undefined)[] = [];
+  await source.start({ gold: () => assert.fail('no gold'), linkedNote: (_note, candidatesKept) => void kept.push(candidatesKept) });
+  const linked = (offset: number, headers: InboundRecord['headers']): InboundRecord => ({ ...record(0, offset, 'n1'), topic: 'linked', headers });
+  const messages = [linked(0, {}), linked(1, { [CANDIDATES_CUT_HEADER]: Buffer.from('2') }), linked(2, { [CANDIDATES_CUT_HEADER]: Buffer.from('bogus') })];
+  await state.run!.eachBatch({ topic: 'linked', partition: 0, messages, membership: member(1), highWatermark: undefined, isStale: () => false });
+  assert.deepEqual(kept, [undefined, 2, 0]);
 });

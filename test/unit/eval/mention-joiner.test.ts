@@ -57,3 +57,26 @@ test('a snapshot restores pending half-pairs and counters', () => {
   assert.deepEqual(restored.counters, j.counters);
   assert.equal(restored.addPrediction(prediction('n1', 'b'), 5100)?.mentionId, 'b');
 });
+
+test('restored half-pairs age only while the evaluator runs: time since the snapshot does not count', () => {
+  const j = new MentionJoiner({ ttlMs: 1000, maxPending: 10 });
+  j.addGold(gold('n1', 'a'), 0);
+  j.addGold(gold('n1', 'b'), 900);
+  const snapshot = JSON.parse(JSON.stringify(j.snapshot()));
+  // Saved at 1000, restarted at 1_000_000: the gold is as old as at the stop (1000 and 100 ms).
+  const restored = new MentionJoiner({ ttlMs: 1000, maxPending: 10 }, snapshot, 1_000_000 - 1000);
+  restored.expire(1_000_000);
+  assert.equal(restored.pendingGold, 2);
+  restored.expire(1_000_001); // 'a' is now 1001 ms old, 'b' 101 ms
+  assert.deepEqual([restored.counters.goldExpired, restored.pendingGold], [1, 1]);
+  assert.equal(restored.addPrediction(prediction('n1', 'b'), 1_000_002)?.mentionId, 'b');
+});
+
+test('a pair whose prediction had its candidates cut counts as candidatesCut, not joined', () => {
+  const j = new MentionJoiner({ ttlMs: 1000, maxPending: 10 });
+  j.addGold(gold('n1', 'a'), 0);
+  assert.equal(j.addPrediction({ ...prediction('n1', 'a'), cut: true }, 1)?.mentionId, 'a');
+  assert.equal(j.addPrediction({ ...prediction('n1', 'b'), cut: true }, 2), undefined);
+  assert.equal(j.addGold(gold('n1', 'b'), 3)?.cut, true);
+  assert.deepEqual([j.counters.joined, j.counters.candidatesCut], [0, 2]);
+});

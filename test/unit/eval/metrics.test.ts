@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { dcg, gradedNdcg, gradedRelevance, idealDcg } from '../../../src/eval/metrics/graded-relevance.ts';
 import type { MentionRecord } from '../../../src/eval/metrics/mention-record.ts';
+import type { OntologyView } from '../../../src/eval/metrics/ontology-view.ts';
 import { computeMetrics, MetricsAccumulator } from '../../../src/eval/metrics/metrics-accumulator.ts';
 import { ontologySimilarity, scoreRecord } from '../../../src/eval/metrics/score-mention.ts';
 import { fixtureOntology as view } from './fixture-ontology.ts';
@@ -164,4 +166,13 @@ test('empty input gives nulls, not NaN', () => {
   assert.equal(o.n, 0);
   assert.equal(o.acc1, null);
   assert.equal(o.ece, null);
+});
+
+test("docs/evaluator.md's nDCG@5 example (a hit, then four unrelated, gold with four parents/children) is what gradedNdcg gives", () => {
+  const doc = readFileSync('docs/evaluator.md', 'utf8').replace(/\s+/g, ' ');
+  const stated = /scores 3 \/ IDCG — e\.g\. ([\d.]+) for a gold with four or more parents\/children/.exec(doc);
+  assert.ok(stated, 'the worked example is in docs/evaluator.md');
+  const fourNeighbours: OntologyView = { ...view, resolve: (id) => id, pathLength: (a, b) => (a === b ? 0 : undefined), neighbourhoodSizes: () => ({ atOne: 4, atTwo: 10 }) };
+  const ndcg = gradedNdcg(['K:gold', 'K:u1', 'K:u2', 'K:u3', 'K:u4'], ['K:gold'], fourNeighbours, 5);
+  assert.equal(Number(stated[1]), Number(ndcg.toFixed(3)));
 });

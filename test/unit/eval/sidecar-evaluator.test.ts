@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadKb } from '../../../src/kb/load.ts';
+import type { LinkedNote } from '../../../src/link/types.ts';
 import { loadPubTatorCorpus } from '../../../src/eval/gold.ts';
 import { kbOntologyView } from '../../../src/eval/kb-ontology-view.ts';
 import { evaluateCorpus } from '../../../src/eval/offline-eval.ts';
@@ -13,6 +14,7 @@ import { loadSnapshot, saveSnapshot } from '../../../src/eval/sidecar/state-file
 import { EvaluatorMetrics } from '../../../src/eval/sidecar/otel-metrics.ts';
 import { startReportServer } from '../../../src/eval/sidecar/report-server.ts';
 import { fakeLinker, SAMPLE_TABLE } from './fake-linker.ts';
+import { fixtureOntology } from './fixture-ontology.ts';
 
 const OPTIONS: SidecarOptions = { joiner: { ttlMs: 60_000, maxPending: 1000 }, windows: { lastN: 1000, lastMs: 3_600_000 }, alerts: { floor: 0.7, minSamples: 4 } };
 
@@ -141,5 +143,48 @@ test('report server: /metrics is Prometheus text, /report the JSON report, other
     assert.equal((await fetch(`${server.url}/nope`)).status, 404);
   } finally {
     await server.close();
+  }
+});
+
+// One mention of note n1 over the fixture hierarchy, gold FIX:A1.
+const GOLD_A1 = { noteId: 'n1', mentionId: '0-3', ids: ['FIX:A1'], label: 'Disease', start: 0, end: 3 };
+const candidate = (id: string) => ({ conceptId: id, name: id, semanticTypes: [], score: 0.5, retrievalScore: 0.5, exact: false, via: 'dense' as const });
+function noteN1(candidates: string[], extra: Partial<LinkedNote> = {}): LinkedNote {
+  const mention = { mentionId: '0-3', start: 0, end: 3, label: 'Disease', conceptId: candidates[0] ?? null, conceptName: null, semanticTypes: [], score: 0.5, confidence: null, via: 'dense' as const, nil: candidates.length === 0, reranked: false, candidates: candidates.map(candidate) };
+  return { noteId: 'n1', mentions: [mention], linkerVersion: 'l', modelVersion: 'm', indexVersion: 'i', linkedAt: 0, ...extra };
+}
+const SMALL: SidecarOptions = { joiner: { ttlMs: 30 * 60_000, maxPending: 100 }, windows: { lastN: 100, lastMs: 3_600_000 }, alerts: { minSamples: 1 } };
+
+test('a restart after downtime longer than the TTL still joins pending gold with its prediction from the backlog', () => {
+  const first = new SidecarEvaluator(fixtureOntology, SMALL, () => {}, undefined, 0);
+  first.addGold(GOLD_A1, 0);
+  const snapshot = JSON.parse(JSON.stringify(first.snapshot(1000)));
+  const second = new SidecarEvaluator(fixtureOntology, SMALL, () => {}, snapshot, 3_600_000); // down for an hour, TTL 30 min
+  second.addLinkedNote(noteN1(['FIX:A1']), 3_600_001);
+  const report = second.report(3_600_002);
+  assert.deepEqual([report.join.joined, report.join.goldExpired, report.samplesScored], [1, 0, 1]);
+});
+
+test('the memory version of the latest note survives a restart', () => {
+  const first = new SidecarEvaluator(fixtureOntology, SMALL, () => {}, undefined, 0);
+  first.addLinkedNote(noteN1(['FIX:A1'], { memoryVersion: '000007-abc' }), 0);
+  const second = new SidecarEvaluator(fixtureOntology, SMALL, () => {}, JSON.parse(JSON.stringify(first.snapshot(1))), 2);
+  assert.equal(second.report(3).memoryVersion, '000007-abc');
+});
+
+test('mentions whose candidate list the stage cut are counted as candidates_cut, not scored as misses', async () => {
+  const ev = new SidecarEvaluator(fixtureOntology, SMALL, () => {}, undefined, 0);
+  ev.addGold(GOLD_A1, 0);
+  ev.addLinkedNote(noteN1([]), 1, 0); // a NIL mention whose candidates (A1 first) were all cut
+  ev.addGold({ ...GOLD_A1, noteId: 'n2' }, 2);
+  ev.addLinkedNote({ ...noteN1(['FIX:A1']), noteId: 'n2' }, 3, 2); // one candidate of two kept: its whole list
+  const report = ev.report(4);
+  assert.deepEqual([report.join.candidatesCut, report.join.joined, report.samplesScored, report.join.pendingGold], [1, 1, 1, 0]);
+  assert.equal(report.windows.count.overall.acc1, 1);
+  const metrics = new EvaluatorMetrics(() => report);
+  try {
+    assert.match(await metrics.text(), /^cuilink_eval_join_total\{outcome="candidates_cut"\} 1$/m);
+  } finally {
+    await metrics.shutdown();
   }
 });
