@@ -64,3 +64,6 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 process.exitCode = await main(process.argv.slice(2));
+// Every command has closed what it opened by now (the demo its broker too); this only guards
+// against a stray handle keeping the process up, so it is armed after the command, not before.
+setTimeout(() => process.exit(), 5000).unref();

@@ -47,6 +47,7 @@ export async function startStageRuntime(config: StageConfig, options: StartStage
     prometheus: config.telemetry.prometheus,
     metricExportIntervalMs: config.telemetry.metricExportIntervalMs,
     spanProcessors: options.spanProcessors,
+    onShutdownError: (error) => logger.warn('telemetry could not be flushed at shutdown (spans and metrics since the last export are lost)', { cause: error }),
   });
   let stage: LinkingStage | undefined;
   let health: HealthServer | undefined;

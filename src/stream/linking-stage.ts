@@ -75,6 +75,7 @@ export class LinkingStage {
   private running = false;
   private stopping = false;
   private failed = false;
+  private failedWith: unknown;
   private stopPromise: Promise<boolean> | undefined;
   private joinWaiters: (() => void)[] = [];
   private fatalListeners: ((error: unknown) => void)[] = [];
@@ -156,8 +157,10 @@ export class LinkingStage {
     const { input, output, deadLetter, review, labelRequests, measureRequests } = config.topics;
     await requireTopics(this.kafka, [input, output, deadLetter, review, labelRequests, measureRequests].filter((t) => t !== undefined));
     await this.sizes.load(this.kafka, [config.topics.output, config.topics.deadLetter], config.topics.maxMessageBytes, this.logger);
+    this.metrics.highWatermarkOf = (topic, partition) => this.consumer.highWatermark?.(topic, partition);
     this.consumer.onJoin((join) => {
       this.joined = true;
+      this.metrics.retainPartitions(join.assignment);
       this.logger.info('joined consumer group', { groupId: config.groupId, memberId: join.memberId, generationId: join.generationId, assignment: join.assignment });
       for (const wake of this.joinWaiters.splice(0)) wake();
     });
@@ -217,6 +220,7 @@ export class LinkingStage {
   private fail(what: string, error: unknown): void {
     if (this.failed) return;
     this.failed = true;
+    this.failedWith = error;
     this.logger.error(`${what}: stopping without committing what is not done`, { error });
     for (const listener of this.fatalListeners) listener(error);
   }
@@ -229,9 +233,13 @@ export class LinkingStage {
     return this.joined ? Promise.resolve() : new Promise((resolve) => this.joinWaiters.push(resolve));
   }
 
-  /** Called when the consumer gave up (crash without restart): the process should exit non-zero. */
+  /**
+   * Called when the consumer gave up (crash without restart): the process should exit non-zero.
+   * A listener added after the failure hears of it at once (the demo subscribes only once its samples are linked).
+   */
   onFatal(listener: (error: unknown) => void): void {
-    this.fatalListeners.push(listener);
+    if (this.failed) queueMicrotask(() => listener(this.failedWith));
+    else this.fatalListeners.push(listener);
   }
 
   stats(): StageStats {

@@ -88,23 +88,40 @@ export class StageMetrics {
     this.breakerTrips.add(0);
     const inFlight = meter.createObservableGauge('cuilink.stream.in_flight_mentions', { description: 'Mentions queued or being linked' });
     inFlight.addCallback((result) => result.observe(inFlightMentions()));
-    const lag = meter.createObservableGauge('cuilink.stream.consumer_lag', { description: 'Records in an input partition after the stage’s committed offset (high watermark of its last fetch − committed), by topic and partition' });
+    const lag = meter.createObservableGauge('cuilink.stream.consumer_lag', { description: 'Records in an input partition after the stage’s committed offset (latest high watermark − committed), by topic and partition' });
     lag.addCallback((result) => {
-      for (const [key, value] of this.lags) result.observe(value.lag, { topic: value.topic, partition: key.slice(key.lastIndexOf('/') + 1) });
+      for (const [key, value] of this.positions) result.observe(this.lagOf(value), { topic: value.topic, partition: key.slice(key.lastIndexOf('/') + 1) });
     });
   }
 
-  private readonly lags = new Map<string, { topic: string; lag: number }>();
+  /** Per input partition this instance holds: its last commit, and the high watermark seen with it. */
+  private readonly positions = new Map<string, { topic: string; partition: number; committed: bigint; highWatermark: bigint }>();
+  /**
+   * The consumer's latest high watermark of a partition (refreshed on a timer). Read when the gauge
+   * is collected: a partition that stopped committing (stuck, paused) shows its backlog growing.
+   */
+  highWatermarkOf?: (topic: string, partition: number) => string | undefined;
 
-  /** Consumer lag of one input partition: its high watermark at the last fetch minus the offset committed. */
+  /** A commit of one input partition, with the high watermark of the fetch it came from. */
   recordLag(topic: string, partition: number, highWatermark: string, committed: string): void {
-    const lag = Number(BigInt(highWatermark) - BigInt(committed));
-    this.lags.set(`${topic}/${partition}`, { topic, lag: Math.max(0, lag) });
+    this.positions.set(`${topic}/${partition}`, { topic, partition, committed: BigInt(committed), highWatermark: BigInt(highWatermark) });
+  }
+
+  /** After a rebalance: partitions now another instance's are no longer this one's lag to report. */
+  retainPartitions(assignment: readonly { topic: string; partitions: readonly number[] }[]): void {
+    const held = new Set(assignment.flatMap((a) => a.partitions.map((p) => `${a.topic}/${p}`)));
+    for (const key of [...this.positions.keys()]) if (!held.has(key)) this.positions.delete(key);
+  }
+
+  private lagOf(position: { topic: string; partition: number; committed: bigint; highWatermark: bigint }): number {
+    const latest = this.highWatermarkOf?.(position.topic, position.partition);
+    const high = latest === undefined ? position.highWatermark : BigInt(latest) > position.highWatermark ? BigInt(latest) : position.highWatermark;
+    return Math.max(0, Number(high - position.committed));
   }
 
   /** Lag per `topic/partition` (stats, tests). */
   get consumerLag(): Record<string, number> {
-    return Object.fromEntries([...this.lags].map(([key, value]) => [key, value.lag]));
+    return Object.fromEntries([...this.positions].map(([key, value]) => [key, this.lagOf(value)]));
   }
 
   recordConsumed(n = 1): void {

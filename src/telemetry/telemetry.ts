@@ -16,6 +16,8 @@ export interface TelemetryOptions {
   metricExportIntervalMs?: number;
   /** Extra span processors (tests use an in-memory exporter). */
   spanProcessors?: SpanProcessor[];
+  /** A flush that failed at shutdown (a collector that is down): reported here, never thrown. */
+  onShutdownError?: (error: unknown) => void;
 }
 
 export interface Telemetry {
@@ -23,7 +25,10 @@ export interface Telemetry {
   meter: Meter;
   /** Writes the Prometheus text exposition; absent when Prometheus is off. */
   prometheusHandler?: (req: IncomingMessage, res: ServerResponse) => void;
-  /** Flushes exporters and unregisters the providers. */
+  /**
+   * Flushes exporters and unregisters the providers. Never rejects: telemetry that cannot be
+   * flushed (the collector is down while it rolls) must not turn a clean drain into a failed exit.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -60,10 +65,13 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
     meter: metrics.getMeter('cuilink.stream'),
     prometheusHandler: prometheus ? (req, res) => prometheus.getMetricsRequestHandler(req, res) : undefined,
     shutdown: () => {
-      stopped ??= sdk.shutdown().finally(() => {
-        trace.disable();
-        metrics.disable();
-      });
+      stopped ??= sdk
+        .shutdown()
+        .catch((error: unknown) => options.onShutdownError?.(error))
+        .finally(() => {
+          trace.disable();
+          metrics.disable();
+        });
       return stopped;
     },
   };

@@ -102,8 +102,6 @@ export async function serveUntilStopped(runtime: StageRuntime, stopSignal: Promi
   const exitCode = reason === 'fatal' || !drained ? EXIT.fault : EXIT.stopped;
   // One line that says why the process ends, whatever the path.
   runtime.logger[exitCode === 0 ? 'info' : 'error']('exiting', { exitCode, reason, drained, ...(cause === undefined ? {} : { cause }) });
-  // Kafka clients and exporters are closed by now; this only guards against a stray handle keeping the process up.
-  setTimeout(() => process.exit(process.exitCode ?? exitCode), 5000).unref();
   return exitCode;
 }
 

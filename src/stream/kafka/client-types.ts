@@ -100,6 +100,8 @@ export interface KafkaConsumerClient {
   lastBrokerContactAt(): number;
   /** Called on every (re)join with the assignment, and when fetching resumes after a failure. */
   onJoin(listener: (join: ConsumerJoin) => void): void;
+  /** The latest high watermark known for a partition (refreshed on a timer), if any. */
+  highWatermark?(topic: string, partition: number): string | undefined;
   /** Called when the consumer failed; `restarting` false means it gave up for good. */
   onCrash(listener: (error: unknown, restarting: boolean) => void): void;
   /** Stops fetching and waits for the batches in flight; idempotent. */

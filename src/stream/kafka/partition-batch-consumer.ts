@@ -116,6 +116,10 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
     if (this.epoch) this.dispatch(this.epoch);
   }
 
+  highWatermark(topic: string, partition: number): string | undefined {
+    return this.highWatermarks.get(`${topic}:${partition}`);
+  }
+
   onJoin(listener: (join: ConsumerJoin) => void): void {
     this.joinListeners.push(listener);
   }

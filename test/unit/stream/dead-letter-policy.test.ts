@@ -44,3 +44,15 @@ test('what the validator and the decoder reject records with is a record fault',
   assert.equal(rejected.length, 6);
   for (const error of rejected) assert.equal(isRecordFault(error), true, (error as CuilinkError).code);
 });
+
+test('decodeInputRecord: a record fault from the codec is rejected; any other error is thrown, never dead-lettered', async () => {
+  const limits = { maxNoteChars: 10, maxMentions: 1, maxMentionChars: 5 };
+  const throwing = (error: unknown) => ({ decodeNote: async () => { throw error; } }) as unknown as StageCodec;
+  const record = { value: Buffer.from('x'), headers: {} } as never;
+  const undecodable = await decodeInputRecord(throwing(new CuilinkError('UNDECODABLE', 'bad varint')), record, limits);
+  assert.equal(undecodable.kind, 'rejected');
+  // A bug in the codec or the stage, an internal code, a registry that is down: internal faults.
+  for (const error of [new TypeError("Cannot read properties of undefined (reading 'map')"), new CuilinkError('SCHEMA_INVALID', 'x'), new CuilinkError('REGISTRY_UNAVAILABLE', 'x', { retriable: true })]) {
+    await assert.rejects(decodeInputRecord(throwing(error), record, limits), (thrown: unknown) => thrown === error);
+  }
+});

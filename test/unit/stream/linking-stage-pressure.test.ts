@@ -131,3 +131,12 @@ test('a session timeout longer than the Kafka client\'s default rebalance timeou
   const library = create();
   await library.close(true);
 });
+
+test('a listener added after the stage failed hears of the failure (the demo subscribes once its samples are linked)', async () => {
+  const { stage } = stageOf();
+  const cause = new Error('linker died');
+  (stage as unknown as { fail(what: string, error: unknown): void }).fail('linker failed', cause);
+  const heard = await new Promise<unknown>((resolve) => stage.onFatal(resolve));
+  assert.equal(heard, cause);
+  assert.equal(stage.live, false);
+});
