@@ -5,6 +5,7 @@ import { mentionsToReview } from '../stream/review-selection.ts';
 import { InputError } from '../kb/errors.ts';
 import type { StageConfig } from '../stream/stage-config.ts';
 import type { InboundRecord, KafkaClient, KafkaProducerClient } from '../stream/kafka/client-types.ts';
+import { parseJsonSafely } from '../kb/safe-json.ts';
 
 export interface DemoNotes {
   notes: NoteInput[];
@@ -24,13 +25,11 @@ export function readDemoNotes(file: string): DemoNotes {
   const skipped: DemoNotes['skipped'] = [];
   text.split('\n').forEach((line, i) => {
     if (line.trim() === '') return;
-    try {
-      const value = JSON.parse(line) as NoteInput;
-      if (typeof value !== 'object' || value === null || typeof value.noteId !== 'string') throw new Error('not a note event object with a noteId');
-      notes.push(value);
-    } catch (error) {
-      skipped.push({ line: i + 1, reason: (error as Error).message });
-    }
+    // Notes are PHI: the parser's own message would quote the line.
+    const json = parseJsonSafely(line);
+    if ('reason' in json) skipped.push({ line: i + 1, reason: json.reason });
+    else if (typeof json.value !== 'object' || json.value === null || typeof (json.value as NoteInput).noteId !== 'string') skipped.push({ line: i + 1, reason: 'not a note event object with a noteId' });
+    else notes.push(json.value as NoteInput);
   });
   return { notes, skipped };
 }

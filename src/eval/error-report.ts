@@ -6,7 +6,7 @@ import { readLines } from '../kb/line-reader.ts';
 import { ParseError } from '../kb/errors.ts';
 import { mentionKey } from './gold.ts';
 import type { ScoredMention } from './metrics/mention-record.ts';
-import { isObject, parseJsonSafely } from './annotation/safe-json.ts';
+import { isObject, parseJsonSafely } from '../kb/safe-json.ts';
 
 /**
  * Why a mention was missed, guessed from its text, the gold and the prediction. The guess is a

@@ -5,6 +5,7 @@ import type { LabelledMention } from '../link/memory-learner.ts';
 import { parseGoldIds } from './gold-ids.ts';
 import { readPubTator } from './pubtator.ts';
 import { selectSplit, type SplitPart } from './tuning-split.ts';
+import { parseJsonSafely } from '../kb/safe-json.ts';
 
 /**
  * Where labelled mentions come from besides the gold topic: a PubTator corpus (every annotation
@@ -55,12 +56,10 @@ export function labelledMentionsFromJsonl(file: string, options: { time?: number
   text.split('\n').forEach((raw, i) => {
     if (raw.trim() === '') return;
     const where = `${file}:${i + 1}`;
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch (error) {
-      throw new InputError(`${where}: not JSON: ${(error as Error).message}`, 'BAD_MEMORY', error);
-    }
+    // Labelled mentions hold note text: the parser's own message (and cause) would quote it.
+    const json = parseJsonSafely(raw);
+    if ('reason' in json) throw new InputError(`${where}: ${json.reason}`, 'BAD_MEMORY');
+    const value = json.value;
     if (typeof value === 'object' && value !== null && !('text' in value) && 'surfaceHash' in value) throw new InputError(`${where}: a record of a memory without raw text (surfaceHash, no text): it cannot be added again; add the labels from their source`, 'BAD_MEMORY');
     const parsed = goldLineSchema.safeParse(value);
     if (!parsed.success) throw new InputError(`${where}: field '${parsed.error.issues[0]!.path.join('.')}': ${parsed.error.issues[0]!.message}`, 'BAD_MEMORY');

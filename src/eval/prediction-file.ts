@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { readLines } from '../kb/line-reader.ts';
 import { InputError, ParseError } from '../kb/errors.ts';
 import type { ScoredMention } from './metrics/mention-record.ts';
+import { parseJsonSafely } from '../kb/safe-json.ts';
 
 /** What error analysis wants beside a scored record, without a join: the mention text and concept names. */
 export interface PredictionContext {
@@ -36,12 +37,10 @@ export async function readPredictions(file: string): Promise<ScoredMention[]> {
   const out: ScoredMention[] = [];
   for await (const line of readLines(file)) {
     if (line.text.trim() === '') continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line.text);
-    } catch (error) {
-      throw new ParseError(file, line.number, (error as Error).message);
-    }
+    // Predictions hold mention text: the parser's own message would quote it.
+    const json = parseJsonSafely(line.text);
+    if ('reason' in json) throw new ParseError(file, line.number, json.reason);
+    const value = json.value;
     const problem = checkScoredMention(value);
     if (problem) throw new ParseError(file, line.number, problem);
     out.push(value as ScoredMention);

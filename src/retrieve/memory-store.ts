@@ -6,6 +6,7 @@ import { HnswIndex } from './hnsw-index.ts';
 import { MEMORY_FORMAT_VERSION, MEMORY_MANIFEST_FILE, readMemoryManifest, type MemoryManifest } from './memory-manifest.ts';
 import { parseMemoryRecord, type MemoryRecord, type NewMemoryRecord } from './memory-record.ts';
 import { currentMemoryVersion } from './memory-root.ts';
+import { parseJsonSafely } from '../kb/safe-json.ts';
 
 export interface MemoryModel {
   id: string;
@@ -81,13 +82,10 @@ export class MemoryStore {
     for (const raw of text.split('\n')) {
       line++;
       if (raw.trim() === '') continue;
-      let value: unknown;
-      try {
-        value = JSON.parse(raw);
-      } catch (error) {
-        throw new InputError(`${file}:${line}: not JSON: ${(error as Error).message}`, 'BAD_MEMORY', error);
-      }
-      store.index(parseMemoryRecord(value, `${file}:${line}`, store.rawText));
+      // The records hold mention text: the parser's own message (and cause) would quote it.
+      const json = parseJsonSafely(raw);
+      if ('reason' in json) throw new InputError(`${file}:${line}: ${json.reason}`, 'BAD_MEMORY');
+      store.index(parseMemoryRecord(json.value, `${file}:${line}`, store.rawText));
     }
     if (store.records.size !== manifest.counts.records) throw new InputError(`${file}: ${store.records.size} records, manifest says ${manifest.counts.records}`, 'BAD_MEMORY');
     return store;

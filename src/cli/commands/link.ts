@@ -9,7 +9,7 @@ import { InputError } from '../../kb/errors.ts';
 import { openLinker } from '../../link/open-linker.ts';
 import { ensureDefaultIndex } from '../../link/default-index.ts';
 import { validateNote } from '../../link/validate-note.ts';
-import { parseJsonSafely } from '../../eval/annotation/safe-json.ts';
+import { parseJsonSafely } from '../../kb/safe-json.ts';
 import type { NoteInput } from '../../link/types.ts';
 
 const usage = `Usage: cuilink link [--index DIR] [--in FILE|-] [--out FILE|-] [options]

@@ -3,7 +3,7 @@ import { readLabelStudioAnswer } from './label-studio-answer.ts';
 import { readLabelStudioExport } from './label-studio-export.ts';
 import { readPlainAnswer } from './plain-annotation-line.ts';
 import type { ImportRefusal } from './refusal.ts';
-import { parseJsonSafely } from './safe-json.ts';
+import { parseJsonSafely } from '../../kb/safe-json.ts';
 
 export interface ImportResult {
   accepted: AcceptedLabel[];

@@ -1,4 +1,4 @@
-import { isObject } from './safe-json.ts';
+import { isObject } from '../../kb/safe-json.ts';
 
 /** Label Studio export fields read the same way in its JSON and JSON-MIN forms. */
 

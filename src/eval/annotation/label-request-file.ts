@@ -1,7 +1,7 @@
 import { readLines } from '../../kb/line-reader.ts';
 import type { LabelRequestRecord } from '../../stream/avro/avro-records.ts';
 import { parseLabelRequest } from './label-request-line.ts';
-import { parseJsonSafely } from './safe-json.ts';
+import { parseJsonSafely } from '../../kb/safe-json.ts';
 
 /** A request and where it was read (`line 12`, `TOPIC partition 0 offset 41`), for the reports. */
 export interface SourcedRequest {

@@ -1,7 +1,7 @@
 import type { ExportedAnnotation } from './label-studio-export.ts';
 import { CONTROL, NIL_CHOICE } from './labeling-config.ts';
 import { requestLabel } from './label-request-line.ts';
-import { isObject } from './safe-json.ts';
+import { isObject } from '../../kb/safe-json.ts';
 import { fromCodePointOffset } from './code-point-offsets.ts';
 import { splitTypedIds, type SubmissionOrRefusal } from './submission.ts';
 

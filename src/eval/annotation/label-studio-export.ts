@@ -1,7 +1,7 @@
 import { InputError } from '../../kb/errors.ts';
 import { topLevelElementLines } from './json-array-lines.ts';
 import { jsonMinRecordToTask } from './json-min-record.ts';
-import { isObject, parseJsonSafely } from './safe-json.ts';
+import { isObject, parseJsonSafely } from '../../kb/safe-json.ts';
 import { annotatorOf, idOf, timeOf } from './export-fields.ts';
 
 /** One annotation of an exported task, as the import judges it. */

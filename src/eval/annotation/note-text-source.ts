@@ -3,7 +3,7 @@ import { validateNote } from '../../link/validate-note.ts';
 import { documentToNote } from '../gold.ts';
 import { readPubTator } from '../pubtator.ts';
 import type { Refusal } from './label-request-file.ts';
-import { parseJsonSafely } from './safe-json.ts';
+import { parseJsonSafely } from '../../kb/safe-json.ts';
 
 /** A note as the annotator sees it: its text and its NER mentions' spans by mention id. */
 export interface NoteText {

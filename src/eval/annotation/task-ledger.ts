@@ -3,7 +3,7 @@ import { InputError } from '../../kb/errors.ts';
 import { mentionKey } from '../gold.ts';
 import { topLevelElementLines } from './json-array-lines.ts';
 import { requestLabel } from './label-request-line.ts';
-import { isObject, parseJsonSafely } from './safe-json.ts';
+import { isObject, parseJsonSafely } from '../../kb/safe-json.ts';
 
 /** What the export asked about one mention: the import's truth, whatever an export file claims. */
 export interface LedgerEntry extends Pick<LabelRequestRecord, 'noteId' | 'mentionId' | 'start' | 'end' | 'label' | 'stream'> {

@@ -1,6 +1,7 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { InputError } from '../../kb/errors.ts';
 import type { SidecarSnapshot } from './sidecar-evaluator.ts';
+import { parseJsonSafely } from '../../kb/safe-json.ts';
 
 /**
  * The evaluator's state file: written whole to a temporary name and renamed over the old one,
@@ -27,12 +28,10 @@ export function loadSnapshot(file: string): SidecarSnapshot | undefined {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new InputError(`cannot read evaluator state ${file}: ${(error as Error).message}`, 'STATE_READ_FAILED', error);
   }
-  let value: SidecarSnapshot;
-  try {
-    value = JSON.parse(text) as SidecarSnapshot;
-  } catch (error) {
-    throw new InputError(`evaluator state ${file} is not valid JSON (${(error as Error).message}); move it away to start with empty windows`, 'STATE_CORRUPT', error);
-  }
+  // The snapshot holds pending predictions and gold with their text: the parser's message would quote it.
+  const json = parseJsonSafely(text);
+  if ('reason' in json) throw new InputError(`evaluator state ${file} is ${json.reason}; move it away to start with empty windows`, 'STATE_CORRUPT');
+  const value = json.value as SidecarSnapshot;
   if (value?.version !== 1 || !Array.isArray(value.windows) || typeof value.joiner !== 'object' || value.joiner === null || (value.offsets !== undefined && !Array.isArray(value.offsets))) {
     throw new InputError(`evaluator state ${file} is not a version-1 snapshot; move it away to start with empty windows`, 'STATE_CORRUPT');
   }

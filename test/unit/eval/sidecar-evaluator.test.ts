@@ -69,7 +69,7 @@ test('restart from the state file keeps the windows, pending half-pairs and coun
     assert.equal(report.join.joined, 8);
     assert.equal(report.goldSeen, 8);
     writeFileSync(file, '{oops');
-    assert.throws(() => loadSnapshot(file), /not valid JSON/);
+    assert.throws(() => loadSnapshot(file), /is not JSON/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
