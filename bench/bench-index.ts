@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
+import { readIndexManifest } from '../src/retrieve/index-manifest.ts';
 import { basename, join } from 'node:path';
 import { modelChecksum, readModelManifest } from '../src/encode/manifest.ts';
 import { PACKAGE_ROOT } from '../src/kb/package-root.ts';
@@ -26,13 +27,21 @@ export interface BenchIndexRequest {
  */
 export function ensureBenchIndex(request: BenchIndexRequest): { indexDir: string; buildSeconds: number | null } {
   const model = readModelManifest(request.modelDir);
-  const suffix = request.precision ? `--${request.precision}` : '';
+  // The precision the build will encode at (int8 on the CPU, fp16 on CUDA unless asked): an index
+  // built at one is not the other's, so each has its own directory (the CPU int8 one keeps its name).
+  const precision = request.precision ?? (request.provider === 'cuda' ? 'fp16' : undefined);
+  const suffix = precision ? `--${precision}` : '';
   const supplements = request.supplements ?? [];
   const xrefNames = request.xrefNames ?? [];
   const stem = (path: string) => basename(path).replace(/\.(txt|tsv|obo|json)?(\.gz)?$/, '');
   const kbName = ['medic', ...supplements.map(stem), ...xrefNames.map((path) => `xref-${stem(path)}`)].join('+');
   const indexDir = request.indexDir ?? join('.cache', 'cuilink', 'bench', `${kbName}--${model.id}-${modelChecksum(request.modelDir).slice(0, 12)}${suffix}`);
-  if (!request.rebuild && existsSync(join(indexDir, 'manifest.json'))) return { indexDir, buildSeconds: null };
+  const expected = precision ?? (request.provider === 'cpu' || request.provider === undefined ? 'int8' : undefined);
+  if (!request.rebuild && existsSync(join(indexDir, 'manifest.json'))) {
+    const built = readIndexManifest(indexDir).model.precision;
+    if (expected === undefined || built === expected) return { indexDir, buildSeconds: null };
+    request.log(`${indexDir} holds ${built} name vectors; this run encodes at ${expected}: building it again`);
+  }
   request.log(`building ${indexDir} …`);
   const t0 = performance.now();
   const args = ['bin/cuilink.js', 'index', 'build', '--kb', request.kb, '--model', request.modelDir, '--out', indexDir, '--force', '--no-progress', '--provider', request.provider ?? 'cpu'];

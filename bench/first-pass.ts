@@ -186,17 +186,22 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const { parseArgs } = await import('node:util');
   const { join } = await import('node:path');
   const { kbOntologyView, loadIndexKb } = await import('../src/eval/kb-ontology-view.ts');
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '1' }, threads: { type: 'string' }, notes: { type: 'string' }, index: { type: 'string', default: join('.cache', 'cuilink', 'bench', 'medic+medic_06Jul2012--cuilink-biencoder-minilm-base-untrained-b7485ac38070') } } });
+  const { ensureBenchIndex } = await import('./bench-index.ts');
+  const { MEDIC_KB_FLAGS, medicKb } = await import('./medic-kb.ts');
+  const { DEFAULT_MODEL_DIR } = await import('../src/link/default-index.ts');
+  const { values } = parseArgs({ options: { ...MEDIC_KB_FLAGS, rounds: { type: 'string', default: '1' }, threads: { type: 'string' }, notes: { type: 'string' }, index: { type: 'string' } } });
+  // The bench:link index (MEDIC + supplement + xref names), built on first use, unless --index names another.
+  const indexDir = values.index ?? ensureBenchIndex({ ...medicKb(values), modelDir: DEFAULT_MODEL_DIR, provider: 'cpu', log: console.error }).indexDir;
   const data = join('..', 'shared', 'data', 'ncbi-disease');
   const train = await loadPubTatorCorpus(join(data, 'NCBItrainset_corpus.txt'));
   const dev = await loadPubTatorCorpus(join(data, 'NCBIdevelopset_corpus.txt'));
   if (values.notes) train.notes = train.notes.slice(0, Number(values.notes));
-  const view = kbOntologyView(await loadIndexKb(values.index));
+  const view = kbOntologyView(await loadIndexKb(indexDir));
   // --threads 1,2: every chosen setting once per intra-op thread count (per ONNX session).
   const threadList = values.threads === undefined ? [undefined] : values.threads.split(',').map(Number);
   const only = process.env.FIRST_PASS_ONLY?.split(',').map(Number);
   const chosen = DEFAULT_SETTINGS.filter((_, i) => only === undefined || only.includes(i));
   const settings = threadList.flatMap((threads) => chosen.map((s) => ({ ...s, firstRoundOnly: false, threads, name: threads === undefined ? s.name : `${s.name}, ${threads} thread(s)` })));
-  const out = await runFirstPass({ open: { indexDir: values.index, provider: 'cpu' }, train, dev, view, rounds: Number(values.rounds), settings });
+  const out = await runFirstPass({ open: { indexDir, provider: 'cpu' }, train, dev, view, rounds: Number(values.rounds), settings });
   console.log(JSON.stringify(out, null, 1));
 }
