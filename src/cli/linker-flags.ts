@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { InputError } from '../kb/errors.ts';
+import { resolveMemoryDir } from '../retrieve/memory-root.ts';
 import { ENCODER_FLAG_OPTIONS, ENCODER_FLAGS_HELP, encoderRequest } from './encoder-flags.ts';
 import type { OpenLinkerOptions } from '../link/open-linker.ts';
 
@@ -62,4 +63,21 @@ export function linkerRequest(values: LinkerFlagValues): Omit<OpenLinkerOptions,
     config: values['link-config'] === undefined ? undefined : readJsonFile(values['link-config'], 'link-config'),
     ...encoderRequest(values),
   };
+}
+
+/**
+ * For a one-shot command (`link`, `eval`): refuses a --memory that names no memory. The linker
+ * treats such a path as a root nothing was learned into yet, which suits `run` (the updater may
+ * create it later) but would make a one-shot run link without the memory and not say so.
+ */
+export function requireMemory(values: { memory?: string }): void {
+  const path = values.memory;
+  if (path === undefined) return;
+  if (!existsSync(path)) throw new InputError(`--memory ${path}: no such memory root or version directory (cuilink memory add creates one)`, 'BAD_FLAGS');
+  try {
+    resolveMemoryDir(path);
+  } catch (error) {
+    if (error instanceof InputError) throw new InputError(`--memory ${error.message}`, 'BAD_FLAGS', error);
+    throw error;
+  }
 }

@@ -14,6 +14,7 @@ import { buildLabelStudioTask } from '../../eval/annotation/label-studio-task.ts
 import { buildPlainTaskLine } from '../../eval/annotation/plain-task-line.ts';
 import { LABELING_CONFIG } from '../../eval/annotation/labeling-config.ts';
 import { writeJsonItems } from '../../eval/annotation/json-output.ts';
+import { checkWritable, refuseClobbering } from '../output-files.ts';
 
 const usage = `Usage: cuilink annotate export (--requests FILE | --request-topic T…) (--corpus FILE | --notes FILE)
                                (--tasks FILE | --jsonl FILE) [options]
@@ -58,8 +59,10 @@ export const annotateExport: Command = {
     if ((values.requests === undefined) === (values['request-topic'] === undefined)) throw new InputError('give exactly one of --requests or --request-topic', 'BAD_FLAGS');
     if ((values.corpus === undefined) === (values.notes === undefined)) throw new InputError('give exactly one of --corpus or --notes', 'BAD_FLAGS');
     if (values.tasks === undefined && values.jsonl === undefined) throw new InputError('give --tasks FILE and/or --jsonl FILE: nothing would be written', 'BAD_FLAGS');
-    const outputs = [values.tasks, values.jsonl, values.config].filter((p) => p !== undefined);
-    if (new Set(outputs).size !== outputs.length) throw new InputError('--tasks, --jsonl and --config must be different files', 'BAD_FLAGS');
+    const outputs = [['tasks', values.tasks], ['jsonl', values.jsonl], ['config', values.config]] as const;
+    refuseClobbering(outputs, [['requests', values.requests], ['corpus', values.corpus], ['notes', values.notes]]);
+    // Every output is checked before any is written: a bad last path must not leave the first ones behind.
+    for (const [flag, path] of outputs) if (path !== undefined) checkWritable(path, flag);
 
     const requestTopics = values['request-topic'] ?? [];
     if (new Set(requestTopics).size !== requestTopics.length) throw new InputError('--request-topic names a topic twice', 'BAD_FLAGS');

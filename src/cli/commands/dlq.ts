@@ -1,4 +1,5 @@
 import type { Command } from '../command.ts';
+import { isBrokerFailure } from '../broker-failure.ts';
 import { parseFlags, parseNumberFlag } from '../args.ts';
 import { CuilinkError, InputError } from '../../kb/errors.ts';
 import { createKafkaClient, parseBrokerList, validateKafkaConnection } from '../../stream/kafka-client.ts';
@@ -98,7 +99,14 @@ export function parseCodes(values: string[] | undefined): Set<string> | undefine
   return new Set(codes);
 }
 
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** Whether year-month-day is a day of the calendar: Date.parse rolls 2025-02-30 over to 2025-03-02 instead of refusing it. */
+function isCalendarDate(year: string, month: string, day: string): boolean {
+  const date = new Date(Date.UTC(Number(year), Number(month) - 1, Number(day)));
+  date.setUTCFullYear(Number(year));
+  return date.getUTCFullYear() === Number(year) && date.getUTCMonth() === Number(month) - 1 && date.getUTCDate() === Number(day);
+}
 
 /** An ISO 8601 date (UTC midnight) or date-time with a zone, as epoch ms. */
 export function parseTime(value: string | undefined, flag: string): number | undefined {
@@ -106,7 +114,8 @@ export function parseTime(value: string | undefined, flag: string): number | und
   const match = ISO_TIME.exec(value);
   const ms = Date.parse(value);
   if (match === null || !Number.isFinite(ms)) throw new InputError(`--${flag} must be an ISO 8601 time (2025-01-31 or 2025-01-31T12:00:00Z), got '${value}'`, 'BAD_FLAGS');
-  if (value.includes('T') && match[1] === undefined) throw new InputError(`--${flag} '${value}' needs a zone (Z or +hh:mm): a local time is ambiguous`, 'BAD_FLAGS');
+  if (!isCalendarDate(match[1]!, match[2]!, match[3]!)) throw new InputError(`--${flag} '${value}': no such date (${match[1]}-${match[2]} has no day ${match[3]})`, 'BAD_FLAGS');
+  if (value.includes('T') && match[4] === undefined) throw new InputError(`--${flag} '${value}' needs a zone (Z or +hh:mm): a local time is ambiguous`, 'BAD_FLAGS');
   return ms;
 }
 
@@ -301,6 +310,16 @@ function messageLine(verb: string, entry: DeadLetterEntry, message: OutboundReco
   return `${verb} ${positionOf(entry)} ${entry.letter!.errorCode} → ${to} key=${view.key ?? '(null)'} size=${value?.length ?? '(null)'} sha256=${view.sha256 ?? '-'} headers=[${headers.join(', ')}]`;
 }
 
+/**
+ * The error a send that failed part way ends the replay with: the message says how far it got. A
+ * broker's failure keeps the broker's code, which makes it exit 3 like every other broker
+ * failure, not 2, the exit code of a bad flag.
+ */
+export function replayStopped(error: unknown, message: string): CuilinkError {
+  if (isBrokerFailure(error)) return new CuilinkError(error.code, message, { retriable: error.retriable, cause: error });
+  return new CuilinkError('REPLAY_FAILED', message, { cause: error });
+}
+
 export const dlqReplay: Command = {
   name: 'dlq replay',
   summary: 'Send selected dead letters back to the input topic after a fix (dry run by default; never the hopeless ones)',
@@ -356,7 +375,7 @@ export const dlqReplay: Command = {
             try {
               await producer.send([{ topic: to, messages: chunk.map((c) => c.message) }]);
             } catch (error) {
-              throw new CuilinkError('REPLAY_FAILED', `replay stopped: ${sent} of ${sends.length} sent for sure, the next ${chunk.length} may be in part (look for ${REPLAYED_FROM_HEADER} on ${to}): ${(error as Error).message}`, { cause: error });
+              throw replayStopped(error, `replay stopped: ${sent} of ${sends.length} sent for sure, the next ${chunk.length} may be in part (look for ${REPLAYED_FROM_HEADER} on ${to}): ${(error as Error).message}`);
             }
             sent += chunk.length;
             for (const c of chunk) console.log(messageLine('sent', c.entry, c.message, to));

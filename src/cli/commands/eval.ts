@@ -21,7 +21,9 @@ import { formatStageTable, stageBreakdown } from '../../eval/confidence/stage-br
 import { NON_ENTITY_EVAL_SEED, formatNonEntity, nonEntityReport, withNonEntitySpans, type NonEntityReport } from '../../eval/confidence/non-entity-spans.ts';
 import { HOLD_OUT_SEED, formatHoldOut, holdOutConcepts, holdOutReport, pooledHoldOutReport, type HoldOutReport } from '../../eval/confidence/held-out-concepts.ts';
 import type { OpenLinkerOptions } from '../../link/open-linker.ts';
-import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest } from '../linker-flags.ts';
+import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest, requireMemory } from '../linker-flags.ts';
+import { checkWritable } from '../output-files.ts';
+import type { GoldCorpus } from '../../eval/gold.ts';
 
 /** Draws one `eval --hold-out-seed` links the corpus for (each is a full linking pass). */
 const MAX_HOLD_OUT_SEEDS = 32;
@@ -107,6 +109,24 @@ async function typesOf(corpusFile: string): Promise<string> {
   return ` (the corpus has: ${[...counts].sort((a, b) => b[1] - a[1]).map(([t, n]) => `${t} ${n}`).join(', ')})`;
 }
 
+/**
+ * Whether the core's links carry a confidence (it runs with a calibration), read off one mention of
+ * the corpus linked alone; undefined when that mention got no candidate, which has no confidence
+ * either way.
+ */
+async function linksHaveConfidence(core: LinkingCore, corpus: GoldCorpus): Promise<boolean | undefined> {
+  const note = corpus.notes.find((n) => n.mentions.length > 0);
+  if (note === undefined) return undefined;
+  const [linked] = await core.linkNotes([{ ...note, mentions: [note.mentions[0]!] }]);
+  // The probe's link must not be served from the cache during the timed pass.
+  (core as { invalidateCache?: () => void }).invalidateCache?.();
+  const mention = linked?.mentions[0];
+  if (mention === undefined || mention.candidates.length === 0) return undefined;
+  return mention.confidence !== null;
+}
+
+const NO_CONFIDENCE = '--reliability: the links have no confidence (no calibration)';
+
 /** `cuilink eval`, given how to open a linking core (openLinker in the CLI, a fake in tests). */
 export function makeEvalCommand(openCore: LinkerOpener): Command {
   return {
@@ -142,6 +162,13 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       const holdOutSeeds = parseSeeds(values['hold-out-seed'], 'hold-out-seed', HOLD_OUT_SEED);
       if (holdOutFraction === undefined && values['hold-out-seed'] !== undefined) throw new InputError('--hold-out-seed: only with --hold-out F', 'BAD_FLAGS');
       if (values.split === undefined && values['split-seed'] !== undefined) throw new InputError('--split-seed: only with --split tune|learn', 'BAD_FLAGS');
+      if (values.reliability !== undefined && values.calibration === 'none') throw new InputError('--reliability: the links have no confidence with --calibration none', 'BAD_FLAGS');
+      requireMemory(values);
+      // A path that cannot be written fails now, not after the corpus was linked.
+      for (const flag of ['out', 'errors', 'predictions', 'reliability'] as const) {
+        const path = values[flag];
+        if (path !== undefined) checkWritable(path, flag);
+      }
       const corpus = await loadPubTatorCorpus(corpusFile, { types });
       if (split !== undefined) keepSplitPart(corpus, split, splitSeed);
       const nonEntities = values['non-entities'] === undefined ? undefined : parseNumberFlag(values['non-entities'], 'non-entities', 0, { min: 1, max: 20, integer: true });
@@ -157,6 +184,10 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       if (unknown.length > 0) process.stderr.write(`eval: ${unknown.length} of ${corpus.gold.size} gold mentions name no concept of the index's KB (e.g. ${unknown[0]!.ids[0]}): they cannot be linked right\n`);
       const heldOut = holdOutFraction === undefined ? undefined : holdOutConcepts(corpus, store, holdOutFraction, holdOutSeeds[0]!);
       const core = await openCore({ ...linkerRequest(values), indexDir, excludeConcepts: heldOut?.concepts });
+      if (values.reliability !== undefined && (await linksHaveConfidence(core, corpus)) === false) {
+        await core.close();
+        throw new InputError(NO_CONFIDENCE, 'BAD_FLAGS');
+      }
       let result;
       let nonEntity: NonEntityReport | undefined;
       // Redrawn on a terminal; a plain line every 5 s under a log collector, so a long run is never silent.
@@ -217,14 +248,6 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         console.log(formatHoldOut(holdOut));
       }
       if (nonEntity) console.log(formatNonEntity(nonEntity));
-      if (values.reliability !== undefined) {
-        if (!confidence) throw new InputError('--reliability: the links have no confidence (no calibration)', 'BAD_FLAGS');
-        try {
-          writeFileSync(values.reliability, reliabilitySvg(confidence.reliability, `${corpusFile.split('/').at(-1)}${split ? ` (${split})` : ''}: ECE ${confidence.ece?.toFixed(3)}, AUROC ${confidence.auroc?.toFixed(3)}`, confidence.calibratedEce));
-        } catch (error) {
-          throw new InputError(`cannot write ${values.reliability}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
-        }
-      }
       if (values.out !== undefined) writeJson(values.out, { ...report, confidence: confidence ?? null, byStage, holdOut: holdOut ?? null, nonEntity: nonEntity ?? null });
       if (values.errors !== undefined) {
         const misses = collectMisses(corpus.notes, result.scored, store, hierarchy);
@@ -245,6 +268,15 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         } catch (error) {
           if (error instanceof InputError) throw error;
           throw new InputError(`cannot write ${values.predictions}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
+        }
+      }
+      // Last: when no mention got a candidate the probe could not tell, and the other outputs are written by then.
+      if (values.reliability !== undefined) {
+        if (!confidence) throw new InputError(NO_CONFIDENCE, 'BAD_FLAGS');
+        try {
+          writeFileSync(values.reliability, reliabilitySvg(confidence.reliability, `${corpusFile.split('/').at(-1)}${split ? ` (${split})` : ''}: ECE ${confidence.ece?.toFixed(3)}, AUROC ${confidence.auroc?.toFixed(3)}`, confidence.calibratedEce));
+        } catch (error) {
+          throw new InputError(`cannot write ${values.reliability}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
         }
       }
       return 0;

@@ -79,8 +79,10 @@ export const evaluator: Command = {
     if (values.margin !== undefined && values.baseline === undefined) throw new InputError('--margin: only with --baseline A', 'BAD_FLAGS');
     const measure = values['learn-fraction'] === undefined ? undefined : { learnFraction: parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0.5, { min: 0, max: 1 }), seed: parseNumberFlag(values['split-seed'], 'split-seed', MEMORY_SPLIT_SEED, { integer: true }) };
     if ((values.index === undefined) === ((values.kb ?? []).length === 0)) throw new InputError('give the KB with exactly one of --index DIR or --kb FILE', 'BAD_FLAGS');
-    for (const flag of ['kb-supplement', 'xref-names'] as const) {
-      if (values.index !== undefined && (values[flag] ?? []).length > 0) throw new InputError(`--${flag} goes with --kb: an index already holds its KB`, 'BAD_FLAGS');
+    for (const flag of ['kb-supplement', 'xref-names', 'kb-format', 'all-synonyms', 'umls-lang', 'umls-sab', 'umls-tui', 'umls-keep-suppressed'] as const) {
+      const value = values[flag];
+      const given = Array.isArray(value) ? value.length > 0 : value !== undefined && value !== false;
+      if (values.index !== undefined && given) throw new InputError(`--${flag} goes with --kb: an index already holds its KB`, 'BAD_FLAGS');
     }
     const lastN = parseNumberFlag(values['window-count'], 'window-count', 1000, { min: 1, integer: true });
     const lastMs = parseNumberFlag(values['window-minutes'], 'window-minutes', 60, { above: 0 }) * 60_000;

@@ -60,6 +60,7 @@ export const goldSample: Command = {
     if ([reviewTopic, requestTopic, values.fraction].filter((v) => v !== undefined).length !== 1) throw new InputError('give exactly one of --fraction, --review-topic or --request-topic', 'BAD_FLAGS');
     const fraction = asked === undefined ? parseNumberFlag(values.fraction, 'fraction', 1, { min: 0, max: 1 }) : 0;
     const seed = parseNumberFlag(values.seed, 'seed', 1, { integer: true });
+    if (values.partitions !== undefined && !values['create-topics']) throw new InputError('--partitions: only with --create-topics (it sizes the topics that creates)', 'BAD_FLAGS');
     const partitions = parseNumberFlag(values.partitions, 'partitions', 1, { min: 1, integer: true });
     const goldTopic = values['gold-topic'] ?? 'cuilink.gold';
     const notesTopic = values['notes-topic'];

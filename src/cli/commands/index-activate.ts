@@ -1,5 +1,6 @@
 import type { Command } from '../command.ts';
 import { parseFlags, requireString } from '../args.ts';
+import { InputError } from '../../kb/errors.ts';
 import { activateIndexVersion, listIndexVersions, readCurrentVersion } from '../../retrieve/index-versions.ts';
 
 const usage = `Usage: cuilink index activate --root DIR --version NAME
@@ -25,6 +26,7 @@ export const indexActivate: Command = {
     const { values } = parseFlags(argv, { root: { type: 'string' }, version: { type: 'string' }, list: { type: 'boolean', default: false } });
     const root = requireString(values.root, 'root');
     if (values.list) {
+      if (values.version !== undefined) throw new InputError('give --list or --version NAME, not both', 'BAD_FLAGS');
       const current = readCurrentVersion(root);
       for (const v of listIndexVersions(root)) {
         console.log(`${v.name === current ? '*' : ' '} ${v.name}\t${v.manifest.indexVersion}\t${v.manifest.createdAt}\t${v.manifest.counts.concepts} concepts\t${v.manifest.model.id}`);

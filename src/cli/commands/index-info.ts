@@ -1,14 +1,15 @@
 import type { Command } from '../command.ts';
 import { parseFlags, requireString } from '../args.ts';
 import { readIndexManifest } from '../../retrieve/index-manifest.ts';
+import { resolveIndexDir } from '../../retrieve/index-versions.ts';
 
-const usage = `Usage: cuilink index info --index DIR [--json]
+const usage = `Usage: cuilink index info --index DIR|ROOT [--json]
 
-Prints an index directory's manifest: version, KB checksum and counts, model id and checksum,
+Prints an index directory's manifest (of an index root, the version its CURRENT names): version, KB checksum and counts, model id and checksum,
 dimensions, HNSW parameters and build timings.
 
 Options:
-  --index DIR   index directory (cuilink index build)
+  --index DIR   index directory (cuilink index build) or index root
   --json        print the manifest as JSON
   -h, --help    this text`;
 
@@ -18,12 +19,15 @@ export const indexInfo: Command = {
   usage,
   async run(argv) {
     const { values } = parseFlags(argv, { index: { type: 'string' }, json: { type: 'boolean', default: false } });
-    const manifest = readIndexManifest(requireString(values.index, 'index'));
+    // An index root (CURRENT + versions) is shown as linkers open it: the version CURRENT names.
+    const resolved = resolveIndexDir(requireString(values.index, 'index'));
+    const manifest = readIndexManifest(resolved.dir);
     if (values.json) {
       console.log(JSON.stringify(manifest, null, 2));
       return 0;
     }
     const rows: [string, string][] = [
+      ...(resolved.version === undefined ? [] : [['served version', `${resolved.version} (CURRENT)`] as [string, string]]),
       ['index version', manifest.indexVersion],
       ['created', manifest.createdAt],
       ['kb sources', manifest.kb.sources.join(', ')],

@@ -4,7 +4,8 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag } from '../args.ts';
-import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest } from '../linker-flags.ts';
+import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest, requireMemory } from '../linker-flags.ts';
+import { openReplacement, refuseClobbering, type Replacement } from '../output-files.ts';
 import { InputError } from '../../kb/errors.ts';
 import { openLinker } from '../../link/open-linker.ts';
 import { ensureDefaultIndex } from '../../link/default-index.ts';
@@ -33,17 +34,17 @@ async function write(out: Writable, text: string): Promise<void> {
   if (!out.write(text)) await once(out, 'drain');
 }
 
-/** Opens `--in` / `--out` now, or a one-line InputError naming the flag. */
-function openFile(path: string, mode: 'r' | 'w', flag: string): number {
+/** Opens `--in` now, or a one-line InputError naming the flag. */
+function openInput(path: string): number {
   let fd: number;
   try {
-    fd = openSync(path, mode);
+    fd = openSync(path, 'r');
   } catch (error) {
-    throw new InputError(`--${flag} ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' && mode === 'r' ? 'no such file' : (error as Error).message}`, 'BAD_FLAGS', error);
+    throw new InputError(`--in ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`, 'BAD_FLAGS', error);
   }
   if (fstatSync(fd).isDirectory()) {
     closeSync(fd);
-    throw new InputError(`--${flag} ${path}: a directory, not a file`, 'BAD_FLAGS');
+    throw new InputError(`--in ${path}: a directory, not a file`, 'BAD_FLAGS');
   }
   return fd;
 }
@@ -61,59 +62,78 @@ export const link: Command = {
     });
     const batchSize = parseNumberFlag(values.batch, 'batch', 32, { min: 1, max: 10_000, integer: true });
     const request = linkerRequest(values);
+    requireMemory(values);
+    refuseClobbering([['out', values.out]], [['in', values.in]]);
     // Both files are opened before the models load: a typo is a one-line error at once, not a
     // failure minutes later (an input stream that failed to open while they loaded never ended).
-    const input = values.in === '-' ? process.stdin : createReadStream('', { fd: openFile(values.in, 'r', 'in') });
-    const out = values.out === '-' ? process.stdout : createWriteStream('', { fd: openFile(values.out, 'w', 'out') });
+    const input = values.in === '-' ? process.stdin : createReadStream('', { fd: openInput(values.in) });
+    // --out is written beside itself and renamed over it at the end: a run that fails (a bad
+    // --index, a crash part way) leaves the previous output whole instead of empty or cut.
+    let replacement: Replacement | undefined;
+    try {
+      replacement = values.out === '-' ? undefined : openReplacement(values.out, 'out');
+    } catch (error) {
+      if (input !== process.stdin) input.destroy();
+      throw error;
+    }
+    const out = replacement === undefined ? process.stdout : createWriteStream('', { fd: replacement.fd });
     let writeError: Error | undefined;
     out.on('error', (error) => (writeError ??= error));
     const failIfUnwritable = () => {
       if (writeError !== undefined) throw new InputError(`cannot write ${values.out}: ${writeError.message}`, 'OUTPUT_ERROR', writeError);
     };
-    const indexDir = request.indexDir ?? (await ensureDefaultIndex({ log: (line) => console.error(`link: ${line}`) }));
-    const core = await openLinker({ ...request, indexDir });
     let bad = 0;
     let notes = 0;
     let mentions = 0;
-    const started = performance.now();
+    let started = 0;
     try {
-      let batch: NoteInput[] = [];
-      const flush = async () => {
-        if (batch.length === 0) return;
-        const linked = await core.linkNotes(batch);
-        for (const note of linked) await write(out, `${JSON.stringify(note)}\n`);
-        batch = [];
-      };
-      let lineNo = 0;
+      const indexDir = request.indexDir ?? (await ensureDefaultIndex({ log: (line) => console.error(`link: ${line}`) }));
+      const core = await openLinker({ ...request, indexDir });
+      started = performance.now();
       try {
-        for await (const line of createInterface({ input, crlfDelay: Infinity })) {
-          lineNo++;
-          if (line.trim() === '') continue;
-          try {
-            // The reason never quotes the line: it is note text.
-            const parsed = parseJsonSafely(line);
-            if ('reason' in parsed) throw new InputError(parsed.reason, 'BAD_INPUT');
-            const note = validateNote(parsed.value);
-            batch.push(note);
-            notes++;
-            mentions += note.mentions.length;
-          } catch (error) {
-            bad++;
-            console.error(`link: ${values.in === '-' ? 'stdin' : values.in}:${lineNo}: ${(error as Error).message}`);
-            continue;
+        let batch: NoteInput[] = [];
+        const flush = async () => {
+          if (batch.length === 0) return;
+          const linked = await core.linkNotes(batch);
+          for (const note of linked) await write(out, `${JSON.stringify(note)}\n`);
+          batch = [];
+        };
+        let lineNo = 0;
+        try {
+          for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+            lineNo++;
+            if (line.trim() === '') continue;
+            try {
+              // The reason never quotes the line: it is note text.
+              const parsed = parseJsonSafely(line);
+              if ('reason' in parsed) throw new InputError(parsed.reason, 'BAD_INPUT');
+              const note = validateNote(parsed.value);
+              batch.push(note);
+              notes++;
+              mentions += note.mentions.length;
+            } catch (error) {
+              bad++;
+              console.error(`link: ${values.in === '-' ? 'stdin' : values.in}:${lineNo}: ${(error as Error).message}`);
+              continue;
+            }
+            if (batch.length >= batchSize) await flush();
           }
-          if (batch.length >= batchSize) await flush();
+        } catch (error) {
+          failIfUnwritable();
+          throw new InputError(`cannot read ${values.in}: ${(error as Error).message}`, 'BAD_INPUT', error);
         }
-      } catch (error) {
-        failIfUnwritable();
-        throw new InputError(`cannot read ${values.in}: ${(error as Error).message}`, 'BAD_INPUT', error);
+        await flush();
+      } finally {
+        await core.close();
+        if (out !== process.stdout) await new Promise<void>((resolve) => (out as Writable).end(resolve));
       }
-      await flush();
+      failIfUnwritable();
+      replacement?.commit();
     } finally {
-      await core.close();
-      if (out !== process.stdout) await new Promise<void>((resolve) => (out as Writable).end(resolve));
+      if (out !== process.stdout && !out.closed) out.destroy();
+      if (input !== process.stdin) input.destroy();
+      replacement?.discard();
     }
-    failIfUnwritable();
     const seconds = (performance.now() - started) / 1000;
     console.error(`link: ${notes} notes, ${mentions} mentions in ${seconds.toFixed(2)} s (${(mentions / seconds).toFixed(1)} mentions/s)${bad > 0 ? `; ${bad} invalid line(s) skipped` : ''}`);
     return bad > 0 ? 3 : 0;

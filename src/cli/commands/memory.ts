@@ -140,7 +140,13 @@ take such a file back (rebuild from the labels' sources instead).`,
     if (!store.rawText) process.stderr.write('memory export: this memory keeps no raw text: the lines hold surface and note hashes, not text (not re-addable with memory add --jsonl)\n');
     const body = store.list().map((r) => JSON.stringify(r)).join('\n');
     if (values.out === undefined) process.stdout.write(body === '' ? '' : `${body}\n`);
-    else writeFileSync(values.out, body === '' ? '' : `${body}\n`);
+    else {
+      try {
+        writeFileSync(values.out, body === '' ? '' : `${body}\n`);
+      } catch (error) {
+        throw new InputError(`--out: cannot write ${values.out}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
+      }
+    }
     return 0;
   },
 };
@@ -157,6 +163,8 @@ for rollback (\`echo <version> > ROOT/CURRENT\`).`,
   async run(argv) {
     const { values } = parseFlags(argv, { memory: { type: 'string' }, seq: { type: 'string' }, surface: { type: 'string' }, concept: { type: 'string' }, source: { type: 'string' } });
     const root = requireString(values.memory, 'memory');
+    // --concept narrows a --surface match only; beside --seq or --source it would be ignored.
+    if (values.concept !== undefined && values.surface === undefined) throw new InputError('--concept: only with --surface TEXT', 'BAD_FLAGS');
     const resolved = resolveMemoryDir(root);
     if (resolved.root === undefined) throw new InputError(`${root}: remove needs a memory root (with CURRENT), not a version directory`, 'BAD_FLAGS');
     const store = MemoryStore.open(resolved.dir, normalizeName);

@@ -1,0 +1,28 @@
+// Flags a command accepted and then silently ignored: each such combination is refused up front,
+// before any broker or KB is touched.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { evaluator } from '../../../src/cli/commands/evaluator.ts';
+import { goldSample } from '../../../src/cli/commands/gold-sample.ts';
+
+const refused = (message: string) => (e: Error & { code?: string }) => e.code === 'BAD_FLAGS' && e.message === message;
+
+test('evaluator --index refuses every KB-loading flag that only --kb reads', async () => {
+  const cases: [string[], string][] = [
+    [['--kb-format', 'obo'], 'kb-format'],
+    [['--umls-sab', 'MSH'], 'umls-sab'],
+    [['--umls-lang', 'ENG'], 'umls-lang'],
+    [['--umls-tui', 'T047'], 'umls-tui'],
+    [['--all-synonyms'], 'all-synonyms'],
+    [['--umls-keep-suppressed'], 'umls-keep-suppressed'],
+    [['--kb-supplement', 'old.obo'], 'kb-supplement'],
+    [['--xref-names', 'other.obo'], 'xref-names'],
+  ];
+  for (const [args, flag] of cases) {
+    await assert.rejects(evaluator.run(['--index', 'test/fixtures/eval/index', '--brokers', '127.0.0.1:1', ...args]), refused(`--${flag} goes with --kb: an index already holds its KB`), flag);
+  }
+});
+
+test('gold-sample --partitions without --create-topics is refused (it sizes only topics that creates)', async () => {
+  await assert.rejects(goldSample.run(['--corpus', 'test/fixtures/eval/sample.PubTator', '--fraction', '0.5', '--partitions', '3', '--brokers', '127.0.0.1:1']), refused('--partitions: only with --create-topics (it sizes the topics that creates)'));
+});

@@ -1,0 +1,47 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { memoryExport, memoryRemove } from '../../../src/cli/commands/memory.ts';
+import { publishMemory } from '../../../src/link/memory-learner.ts';
+import { currentMemoryVersion } from '../../../src/retrieve/memory-root.ts';
+import { MemoryStore } from '../../../src/retrieve/memory-store.ts';
+import type { NewMemoryRecord } from '../../../src/retrieve/memory-record.ts';
+import { normalizeName } from '../../../src/text/normalize.ts';
+import { TrigramEncoder } from '../../support/trigram-encoder.ts';
+
+const REPO = fileURLToPath(new URL('../../..', import.meta.url));
+const encoder = new TrigramEncoder();
+const LABELS: NewMemoryRecord[] = [
+  { text: 'sugar sickness', label: 'Disease', ids: ['MESH:D003920'], source: 'test', time: 1, noteId: 'n1', mentionId: 'm1' },
+  { text: 'lung fire', label: 'Disease', ids: ['MESH:D011014'], source: 'other', time: 1, noteId: 'n2', mentionId: 'm1' },
+];
+let dir: string;
+let memory: string;
+
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'cuilink-memory-cmd-'));
+  memory = join(dir, 'mem');
+  const store = MemoryStore.empty({ id: 'test-trigram-encoder', sha256: 'd'.repeat(64), dims: encoder.dims }, normalizeName);
+  store.add(LABELS, LABELS.map((r) => encoder.vector(r.text)));
+  publishMemory(store, memory);
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('memory export --out into a missing directory: one line, exit 2, no stack trace', async () => {
+  await assert.rejects(memoryExport.run(['--memory', memory, '--out', join(dir, 'missing', 'x.jsonl')]), (e: Error & { code?: string }) => e.code === 'OUTPUT_ERROR' && /^--out: cannot write .*missing\/x\.jsonl: ENOENT/.test(e.message));
+  const cli = spawnSync(process.execPath, ['bin/cuilink.js', 'memory', 'export', '--memory', memory, '--out', '/nonexistent/x.jsonl'], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(cli.status, 2, cli.stderr);
+  assert.match(cli.stderr, /^cuilink memory export: --out: cannot write \/nonexistent\/x\.jsonl: ENOENT[^\n]*\n$/);
+});
+
+test('memory remove --concept without --surface is refused (it would be ignored), the memory unchanged', async () => {
+  const version = currentMemoryVersion(memory);
+  for (const args of [['--seq', '1'], ['--source', 'test']]) {
+    await assert.rejects(memoryRemove.run(['--memory', memory, ...args, '--concept', 'MESH:D003920']), (e: Error & { code?: string }) => e.code === 'BAD_FLAGS' && e.message === '--concept: only with --surface TEXT', args.join(' '));
+  }
+  assert.equal(currentMemoryVersion(memory), version);
+});
