@@ -1,4 +1,6 @@
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { checkWritable } from '../output-files.ts';
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
@@ -146,6 +148,8 @@ export const calibrate: Command = {
     const indexDir = requireString(values.index, 'index');
     const corpusFile = requireString(values.corpus, 'corpus');
     const out = requireString(values.out, 'out');
+    // Written only at the end, after minutes of linking: a path that cannot be written fails now.
+    checkWritable(out, 'out');
     if (values.calibration !== undefined) throw new InputError('--calibration: calibrate fits one; links are made without any', 'BAD_FLAGS');
     if (values.memory !== undefined) throw new InputError('--memory: calibrate links without a memory; --with-memory ROOT adds a pass with one', 'BAD_FLAGS');
     const split = parseSplitPart(values.split ?? 'learn')!;
@@ -186,48 +190,55 @@ export const calibrate: Command = {
       version: values.version ?? `calibration-${new Date().toISOString().slice(0, 10)}`,
       fit: { corpus: corpusFile.split('/').at(-1), split, seed },
     });
-    const write = () => {
+    const write = (path: string) => {
       try {
-        writeFileSync(out, `${JSON.stringify(file, null, 2)}\n`);
+        writeFileSync(path, `${JSON.stringify(file, null, 2)}\n`);
       } catch (error) {
-        throw new InputError(`cannot write ${out}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
+        throw new InputError(`cannot write ${path}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
       }
     };
-    write();
+    // The NIL rule links with the fitted file before its thresholds are chosen: that draft goes
+    // beside --out, so a run that fails part-way leaves --out (often the shipped file) as it was.
+    const draft = join(dirname(out), `.${basename(out)}.${process.pid}.draft`);
+    write(draft);
     let nilLine: string;
-    file.nilConfidence = nilFixed.confidence;
-    file.nilInKb = nilFixed.inKb;
-    if (nilRule.length > 0) {
-      // The rule reads the fitted confidence, so the file is written first and linked with.
-      const tune = split === 'tune' ? corpus : await loadPubTatorCorpus(corpusFile);
-      if (tune !== corpus) keepSplitPart(tune, 'tune', seed);
-      const runs: Parameters<typeof pooledHoldOutSweep>[0][number][] = [];
-      for (const ruleSeed of NIL_RULE_SEEDS) {
-        const heldOut = holdOutConcepts(tune, store, NIL_RULE_FRACTION, ruleSeed);
-        const blind = await openLinker({ ...linkerRequest(values), indexDir, calibration: out, excludeConcepts: heldOut.concepts, log: () => {} });
-        try {
-          runs.push({ result: await evaluateCorpus(blind, tune, kbOntologyView(store)), heldOut });
-        } finally {
-          await blind.close();
+    try {
+      file.nilConfidence = nilFixed.confidence;
+      file.nilInKb = nilFixed.inKb;
+      if (nilRule.length > 0) {
+        // The rule reads the fitted confidence, so the file is written first and linked with.
+        const tune = split === 'tune' ? corpus : await loadPubTatorCorpus(corpusFile);
+        if (tune !== corpus) keepSplitPart(tune, 'tune', seed);
+        const runs: Parameters<typeof pooledHoldOutSweep>[0][number][] = [];
+        for (const ruleSeed of NIL_RULE_SEEDS) {
+          const heldOut = holdOutConcepts(tune, store, NIL_RULE_FRACTION, ruleSeed);
+          const blind = await openLinker({ ...linkerRequest(values), indexDir, calibration: draft, excludeConcepts: heldOut.concepts, log: () => {} });
+          try {
+            runs.push({ result: await evaluateCorpus(blind, tune, kbOntologyView(store)), heldOut });
+          } finally {
+            await blind.close();
+          }
         }
+        // In order: each threshold is chosen with those before it in place (the loss counts them all).
+        const lines = nilRule.map((by) => {
+          const fixed = { confidence: file.nilConfidence!, inKb: file.nilInKb! };
+          const chosen = nilThresholdByRule({ sweep: pooledHoldOutSweep(runs, by, fixed) }, NIL_RULE_MAX_LOSS, by === 'inKb' ? NIL_RULE_MIN_PRECISION_IN_KB : 0);
+          if (by === 'inKb') file.nilInKb = chosen?.threshold ?? 0;
+          else file.nilConfidence = chosen?.threshold ?? 0;
+          const score = by === 'inKb' ? 'P(in KB)' : 'confidence';
+          return chosen
+            ? `NIL threshold on ${score} ${chosen.threshold} by the rule (tune part${split === 'tune' ? ', the fitted part itself' : ', held out from the fit'}, ${NIL_RULE_SEEDS.length} runs pooled, each holding out the concepts of ${NIL_RULE_FRACTION * 100}% of its mentions, seeds ${NIL_RULE_SEEDS.join(', ')}): NIL precision ${threeDecimals(chosen.nilPrecision)}, recall ${threeDecimals(chosen.nilRecall)}, F1 ${threeDecimals(chosen.nilF1)}; the others lose ${(chosen.othersLoss * 100).toFixed(2)} point(s) of linked acc@1 (${chosen.othersLost} right links, ${chosen.othersLostMentions} distinct mentions)`
+            : `NIL threshold on ${score} 0: at no threshold of the sweep do the tune part's other mentions lose at most ${NIL_RULE_MAX_LOSS * 100} point of linked acc@1${by === 'inKb' ? ` with NIL precision at least ${NIL_RULE_MIN_PRECISION_IN_KB}` : ''}`;
+        });
+        nilLine = lines.join('\n');
+      } else {
+        nilLine = 'NIL thresholds as given, no rule';
       }
-      // In order: each threshold is chosen with those before it in place (the loss counts them all).
-      const lines = nilRule.map((by) => {
-        const fixed = { confidence: file.nilConfidence!, inKb: file.nilInKb! };
-        const chosen = nilThresholdByRule({ sweep: pooledHoldOutSweep(runs, by, fixed) }, NIL_RULE_MAX_LOSS, by === 'inKb' ? NIL_RULE_MIN_PRECISION_IN_KB : 0);
-        if (by === 'inKb') file.nilInKb = chosen?.threshold ?? 0;
-        else file.nilConfidence = chosen?.threshold ?? 0;
-        const score = by === 'inKb' ? 'P(in KB)' : 'confidence';
-        return chosen
-          ? `NIL threshold on ${score} ${chosen.threshold} by the rule (tune part${split === 'tune' ? ', the fitted part itself' : ', held out from the fit'}, ${NIL_RULE_SEEDS.length} runs pooled, each holding out the concepts of ${NIL_RULE_FRACTION * 100}% of its mentions, seeds ${NIL_RULE_SEEDS.join(', ')}): NIL precision ${threeDecimals(chosen.nilPrecision)}, recall ${threeDecimals(chosen.nilRecall)}, F1 ${threeDecimals(chosen.nilF1)}; the others lose ${(chosen.othersLoss * 100).toFixed(2)} point(s) of linked acc@1 (${chosen.othersLost} right links, ${chosen.othersLostMentions} distinct mentions)`
-          : `NIL threshold on ${score} 0: at no threshold of the sweep do the tune part's other mentions lose at most ${NIL_RULE_MAX_LOSS * 100} point of linked acc@1${by === 'inKb' ? ` with NIL precision at least ${NIL_RULE_MIN_PRECISION_IN_KB}` : ''}`;
-      });
-      nilLine = lines.join('\n');
-    } else {
-      nilLine = 'NIL thresholds as given, no rule';
+      nilLine += ` (recorded: nilInKb ${file.nilInKb}, nilConfidence ${file.nilConfidence})`;
+      write(out);
+    } finally {
+      rmSync(draft, { force: true });
     }
-    nilLine += ` (recorded: nilInKb ${file.nilInKb}, nilConfidence ${file.nilConfidence})`;
-    write();
     const fitted = ConfidenceCalibrator.load(out);
     const points = rows.map((x, i) => ({ confidence: fitted.probability(x), correct: labels[i]!, group: pointGroups[i] }));
     const memoryPass = file.fit.memoryPass as { mentions: number; memoryDecided: number; memoryVersion: string } | undefined;

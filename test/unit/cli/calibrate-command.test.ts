@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,7 @@ test('calibrate: bad input is one line naming the flag or the split, exit 2, not
   const cases: [string[], RegExp][] = [
     [['--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json'], /--index/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator'], /--out/],
+    [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', '/nonexistent-dir/x.json'], /--out: cannot write \/nonexistent-dir\/x\.json/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--calibration', 'c.json'], /--calibration: calibrate fits one/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--nil-prevalence', '0.9'], /--nil-prevalence/],
     [['--index', INDEX, '--corpus', 'test/fixtures/eval/sample.PubTator', '--out', 'x.json', '--calibrator', 'forest'], /--calibrator: trees or logistic/],
@@ -71,6 +72,7 @@ test('calibrate --with-memory: a memory holding labels of the fitted part is ref
     const out = join(dir, 'calibration.json');
     const fitted = run(...base, '--out', out, '--with-memory', join(dir, 'memory-tune'));
     assert.equal(fitted.status, 0, fitted.stderr);
+    assert.deepEqual(readdirSync(dir).filter((name) => name.endsWith('.draft')), [], 'the NIL rule\'s draft file is removed');
     type Written = { format: string; right: { kind: string }; nonEntity?: { trainedPrevalence: number; assumedPrevalence: number }; nilConfidence?: number; nilInKb?: number; fit: { split: string; mentions: number; memoryPass?: { mentions: number; memoryDecided: number }; nonEntity?: { perNote: number; seed: number; positives: number } } };
     const file = JSON.parse(readFileSync(out, 'utf8')) as Written;
     assert.equal(file.fit.split, 'learn');
