@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
 import { WordPieceTokenizer } from '../text/tokenizer.ts';
-import type { ProviderChoice } from './execution-provider.ts';
+import { cudaProviderMissing, type ProviderChoice } from './execution-provider.ts';
 import { choosePrecision, modelChecksum, readModelManifest, verifyModelFile, type ModelManifest, type Precision } from './manifest.ts';
 import { OnnxSession } from './onnx-session.ts';
 import { CPU_BATCH_LIMITS, GPU_BATCH_LIMITS, type BatchLimits } from './length-batches.ts';
@@ -45,7 +45,8 @@ export async function openModelDirectory(dir: string, kind: ModelManifest['kind'
   // The model's identity is its manifest's hash: a tokenizer swapped under it must not pass as the same model.
   verifyModelFile(dir, manifest, manifest.tokenizer);
   const tokenizer = WordPieceTokenizer.load(join(dir, manifest.tokenizer));
-  const wantsGpu = options.provider !== 'cpu';
+  // With `auto` and no CUDA provider installed the CPU is certain: its file is the one to check and open.
+  const wantsGpu = options.provider === 'cuda' || (options.provider !== 'cpu' && cudaProviderMissing() === undefined);
   // The file depends on the provider, which is only known once a session has started.
   let precision = choosePrecision(manifest, wantsGpu, options.precision);
   verifyModelFile(dir, manifest, manifest.files[precision]!);
@@ -56,8 +57,15 @@ export async function openModelDirectory(dir: string, kind: ModelManifest['kind'
     verifyModelFile(dir, manifest, manifest.files[precision]!);
     session = await OnnxSession.open(join(dir, manifest.files[precision]!), { provider: 'cpu', deviceId: 0, threads: options.threads, spinning: options.spinning, log, debug: options.debug ?? defaultDebug });
   }
-  for (const name of manifest.inputNames) {
-    if (!session.inputNames.includes(name)) throw new InputError(`${dir}: the ONNX model has no input '${name}' (has ${session.inputNames.join(', ')})`, 'BAD_MODEL');
+  try {
+    for (const name of manifest.inputNames) {
+      if (!session.inputNames.includes(name)) throw new InputError(`${dir}: the ONNX model has no input '${name}' (has ${session.inputNames.join(', ')})`, 'BAD_MODEL');
+    }
+    // Checked at open: the first run would fail with a non-retriable error once the stage had started.
+    if (!session.outputNames.includes(manifest.outputName)) throw new InputError(`${dir}: the ONNX model has no output '${manifest.outputName}' (has ${session.outputNames.join(', ')})`, 'BAD_MODEL');
+  } catch (error) {
+    await session.close(); // its worker thread would keep the process alive
+    throw error;
   }
   const base = session.provider === 'cuda' ? GPU_BATCH_LIMITS : CPU_BATCH_LIMITS;
   log(`${manifest.kind} ${manifest.id} from ${dir}: ${precision} on ${session.provider}${session.provider === 'cuda' ? ` (device ${options.deviceId ?? 0})` : ` (${session.threads} thread${session.threads === 1 ? '' : 's'})`}`);

@@ -6,6 +6,9 @@ import { CuilinkError } from '../kb/errors.ts';
 import { cudaProviderMissing, CudaUnavailableError, missingCudaLibraries, type ProviderChoice } from './execution-provider.ts';
 import type { FeedTensor, Pooling, RunReply, WorkerReply, WorkerRequest } from './onnx-worker-protocol.ts';
 
+/** How long close() waits for the run in progress before it cuts the worker (a run that never ends). */
+const CLOSE_GRACE_MS = 60_000;
+
 export interface OnnxSessionOptions {
   provider: ProviderChoice;
   deviceId: number;
@@ -82,6 +85,7 @@ export class OnnxSession {
   readonly provider: 'cuda' | 'cpu';
   readonly threads: number;
   readonly inputNames: string[];
+  readonly outputNames: string[];
   /** Workers started after the first one died. */
   restarts = 0;
   private worker: Worker;
@@ -97,11 +101,12 @@ export class OnnxSession {
   private consecutiveFailures = 0;
   private readonly failedListeners: ((error: Error) => void)[] = [];
 
-  private constructor(worker: Worker, config: WorkerConfig, inputNames: string[], policy: RestartPolicy) {
+  private constructor(worker: Worker, config: WorkerConfig, inputNames: string[], outputNames: string[], policy: RestartPolicy) {
     this.config = config;
     this.provider = config.provider;
     this.threads = config.threads;
     this.inputNames = inputNames;
+    this.outputNames = outputNames;
     this.policy = policy;
     this.worker = worker;
     this.attach(worker);
@@ -139,8 +144,8 @@ export class OnnxSession {
   }
 
   private static async start(config: WorkerConfig, policy: RestartPolicy): Promise<OnnxSession> {
-    const { worker, inputNames } = await startWorker(config);
-    return new OnnxSession(worker, config, inputNames, policy);
+    const { worker, inputNames, outputNames } = await startWorker(config);
+    return new OnnxSession(worker, config, inputNames, outputNames, policy);
   }
 
   /** False while a replacement worker is starting, and for good once the session gave up or closed. */
@@ -175,6 +180,8 @@ export class OnnxSession {
   async killWorker(): Promise<void> {
     // A worker being replaced has already exited: wait for its successor, or the exit never comes.
     if (this.restarting) await this.restarting;
+    // Closed or given up: there is no worker left to exit.
+    if (this.closing !== undefined || this.failure !== undefined) return;
     const worker = this.worker;
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     worker.postMessage({ type: 'exit', code: 70 } satisfies WorkerRequest);
@@ -185,9 +192,18 @@ export class OnnxSession {
     this.closing ??= (async () => {
       openSessions.delete(this);
       await this.restarting?.catch(() => {});
-      this.worker.postMessage({ type: 'close' } satisfies WorkerRequest);
-      await new Promise((r) => setTimeout(r, 20));
-      await this.worker.terminate();
+      const worker = this.worker;
+      // A worker that died and was given up on has exited already.
+      if (this.failure === undefined) {
+        const exited = new Promise<boolean>((resolve) => worker.once('exit', () => resolve(true)));
+        worker.postMessage({ type: 'close' } satisfies WorkerRequest);
+        // The worker exits after the run it is in: terminate() inside a native run aborts the whole
+        // process (a stage draining on SIGTERM, a probe in flight). Only a run that never ends is cut.
+        let timer: NodeJS.Timeout | undefined;
+        const graceful = await Promise.race([exited, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS)))]);
+        clearTimeout(timer);
+        if (!graceful) await worker.terminate();
+      }
       this.failure ??= new CuilinkError('ENCODER_CLOSED', 'the encoder is closed');
       this.rejectPending(this.failure);
     })();
@@ -206,6 +222,7 @@ export class OnnxSession {
     if (!pending) return;
     this.pending.delete(reply.id);
     if (reply.type === 'result') pending.resolve(reply);
+    else if (this.closing !== undefined) pending.reject(new CuilinkError('ENCODER_CLOSED', 'the encoder is closed'));
     else pending.reject(new CuilinkError('INFERENCE_FAILED', `inference failed: ${reply.message}`));
   }
 
@@ -252,7 +269,7 @@ export class OnnxSession {
 }
 
 /** Spawns a worker and loads the model in it; rejects (and ends the worker) when it cannot. */
-function startWorker(config: WorkerConfig): Promise<{ worker: Worker; inputNames: string[] }> {
+function startWorker(config: WorkerConfig): Promise<{ worker: Worker; inputNames: string[]; outputNames: string[] }> {
   const worker = spawnWorker();
   return new Promise((resolve, reject) => {
     const onError = (error: Error) => {
@@ -266,7 +283,7 @@ function startWorker(config: WorkerConfig): Promise<{ worker: Worker; inputNames
       worker.off('error', onError);
       worker.off('exit', onExit);
       if (reply.type === 'ready') {
-        resolve({ worker, inputNames: reply.inputNames });
+        resolve({ worker, inputNames: reply.inputNames, outputNames: reply.outputNames });
       } else {
         void worker.terminate();
         reject(new CuilinkError('BAD_MODEL', `cannot load ${config.modelPath}: ${reply.type === 'error' ? reply.message : 'unexpected reply'}`));

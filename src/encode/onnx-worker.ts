@@ -3,12 +3,13 @@
 // heartbeats and HTTP probes.
 import { parentPort } from 'node:worker_threads';
 import ort from 'onnxruntime-node';
-import { poolHidden } from './pooling.ts';
+import { outputAsFloat32, poolHidden } from './pooling.ts';
 import type { InitRequest, RunRequest, WorkerReply, WorkerRequest } from './onnx-worker-protocol.ts';
 
 const port = parentPort!;
 let session: ort.InferenceSession | undefined;
 let queue: Promise<void> = Promise.resolve();
+let closing = false;
 
 function reply(message: WorkerReply, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
@@ -37,10 +38,11 @@ async function run(request: RunRequest): Promise<void> {
   const runMs = performance.now() - t0;
   const output = outputs[request.outputName]!;
   const dims = [...output.dims];
-  let data = output.data as Float32Array;
+  let data = outputAsFloat32(output.type, output.data, request.outputName);
   if (request.pooling !== 'none') {
     const [batch, seq, width] = dims as [number, number, number];
-    const mask = request.feeds.find((f) => f.name === 'attention_mask')!.data;
+    // Only mean pooling reads the mask: a CLS-pooling model may take no attention_mask input.
+    const mask = request.feeds.find((f) => f.name === 'attention_mask')?.data;
     data = poolHidden(data, mask, batch, seq, width, request.pooling, request.normalize);
     dims.splice(1, 1);
   } else {
@@ -51,7 +53,10 @@ async function run(request: RunRequest): Promise<void> {
 
 port.on('message', (request: WorkerRequest) => {
   if (request.type === 'close') {
-    void session?.release().finally(() => port.close());
+    // After the run in progress (a thread ended inside a native run aborts the whole process);
+    // the runs queued behind it are answered without running.
+    closing = true;
+    queue = queue.then(() => session?.release()).finally(() => process.exit(0));
     return;
   }
   if (request.type === 'exit') {
@@ -60,6 +65,12 @@ port.on('message', (request: WorkerRequest) => {
     return;
   }
   // One run at a time: concurrent runs on one session only fight over the same intra-op threads.
-  queue = queue.then(() => (request.type === 'init' ? init(request) : run(request)));
+  queue = queue.then(async () => {
+    if (request.type === 'init') return init(request);
+    // A close that arrived while the previous run blocked this thread is handled before the next run starts.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (closing) return reply({ type: 'error', id: request.id, message: 'the encoder is closed' });
+    return run(request);
+  });
   queue = queue.catch((error: unknown) => reply({ type: 'error', id: request.type === 'run' ? request.id : undefined, message: error instanceof Error ? error.message : String(error) }));
 });

@@ -15,6 +15,9 @@ export const CURRENT_VERSION_FILE = 'CURRENT';
 const VERSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 /** index-builder.ts writes `<outDir>.building-<pid>` and renames it when complete. */
 const STAGING_MARK = '.building-';
+/** An old version moved aside while `index build --force` replaces it (index-builder.ts): never a version. */
+const REPLACED_MARK = '.replaced-';
+const isLeftover = (name: string) => name.includes(STAGING_MARK) || name.includes(REPLACED_MARK);
 
 export interface IndexVersion {
   name: string;
@@ -31,7 +34,7 @@ export interface ResolvedIndex {
 }
 
 function checkVersionName(version: string, where: string): void {
-  if (!VERSION_NAME.test(version) || version.includes(STAGING_MARK)) {
+  if (!VERSION_NAME.test(version) || isLeftover(version)) {
     throw new InputError(`${where}: '${version}' is not a version name (one path segment of letters, digits, '.', '_' or '-')`, 'BAD_INDEX_VERSION');
   }
 }
@@ -51,9 +54,10 @@ export function listIndexVersions(root: string): IndexVersion[] {
   }
   const versions: IndexVersion[] = [];
   for (const name of names) {
-    if (!VERSION_NAME.test(name) || name.includes(STAGING_MARK)) continue;
+    if (!VERSION_NAME.test(name) || isLeftover(name)) continue;
     const dir = join(root, name);
-    if (!statSync(dir).isDirectory() || !existsSync(join(dir, INDEX_MANIFEST_FILE))) continue;
+    // A dangling link, or an entry removed since readdir: not a version, and no crash.
+    if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory() || !existsSync(join(dir, INDEX_MANIFEST_FILE))) continue;
     try {
       versions.push(versionAt(root, name));
     } catch {

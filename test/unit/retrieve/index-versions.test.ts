@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildIndex } from '../../../src/retrieve/index-builder.ts';
@@ -39,8 +39,12 @@ test('a root lists its complete versions only, and serves none until one is acti
   writeFileSync(join(root, 'kb-2026-12.building-4242', 'manifest.json'), '{}');
   mkdirSync(join(root, 'kb-broken'));
   writeFileSync(join(root, 'kb-broken', 'manifest.json'), '{"formatVersion": 1}');
+  // What a rebuild in place moves aside (a whole index), and a dangling link.
+  cpSync(join(root, 'kb-2026-10'), join(root, 'kb-2026-10.replaced-4242'), { recursive: true });
+  symlinkSync(join(root, 'gone'), join(root, 'kb-dangling'));
   try {
     assert.deepEqual(listIndexVersions(root).map((v) => v.name), ['kb-2026-10', 'kb-2026-11']);
+    assert.throws(() => activateIndexVersion(root, 'kb-2026-10.replaced-4242'), (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX_VERSION');
     // A directory that merely contains indexes is not silently served: CURRENT must say which.
     assert.throws(() => resolveIndexDir(root), (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX' && /manifest\.json: no such file.*cuilink index activate/.test(e.message));
     assert.throws(() => activateIndexVersion(root, 'kb-broken'), (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX');
@@ -48,6 +52,8 @@ test('a root lists its complete versions only, and serves none until one is acti
   } finally {
     rmSync(join(root, 'kb-2026-12.building-4242'), { recursive: true });
     rmSync(join(root, 'kb-broken'), { recursive: true });
+    rmSync(join(root, 'kb-2026-10.replaced-4242'), { recursive: true });
+    rmSync(join(root, 'kb-dangling'));
   }
 });
 
