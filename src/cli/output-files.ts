@@ -1,4 +1,4 @@
-import { accessSync, closeSync, constants, fchmodSync, openSync, realpathSync, renameSync, rmSync, statSync, type Stats } from 'node:fs';
+import { accessSync, closeSync, constants, fchmodSync, openSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { InputError } from '../kb/errors.ts';
 
@@ -69,6 +69,15 @@ export function checkWritable(path: string, flag: string): void {
   }
   closeSync(fd);
   if (stats === undefined) rmSync(path, { force: true });
+}
+
+/** Writes a command's output file, or one line naming the flag and why (exit 2, no stack trace). */
+export function writeOutput(path: string, text: string, flag: string): void {
+  try {
+    writeFileSync(path, text);
+  } catch (error) {
+    throw new InputError(`--${flag}: cannot write ${path}: ${reason(error)}`, 'OUTPUT_ERROR', error);
+  }
 }
 
 /** An output written whole or not at all: see openReplacement. */

@@ -5,7 +5,7 @@ import { mentionsToReview } from '../stream/review-selection.ts';
 import { InputError } from '../kb/errors.ts';
 import type { StageConfig } from '../stream/stage-config.ts';
 import type { InboundRecord, KafkaClient, KafkaProducerClient } from '../stream/kafka/client-types.ts';
-import { parseJsonSafely } from '../kb/safe-json.ts';
+import { isObject, parseJsonSafely } from '../kb/safe-json.ts';
 
 export interface DemoNotes {
   notes: NoteInput[];
@@ -28,8 +28,8 @@ export function readDemoNotes(file: string): DemoNotes {
     // Notes are PHI: the parser's own message would quote the line.
     const json = parseJsonSafely(line);
     if ('reason' in json) skipped.push({ line: i + 1, reason: json.reason });
-    else if (typeof json.value !== 'object' || json.value === null || typeof (json.value as NoteInput).noteId !== 'string') skipped.push({ line: i + 1, reason: 'not a note event object with a noteId' });
-    else notes.push(json.value as NoteInput);
+    else if (!isObject(json.value) || typeof json.value.noteId !== 'string') skipped.push({ line: i + 1, reason: 'not a note event object with a noteId' });
+    else notes.push(json.value as unknown as NoteInput);
   });
   return { notes, skipped };
 }

@@ -115,6 +115,10 @@ export class Linker implements LinkingCore {
     return this.parts.memory?.current()?.knowsSurface(text) ?? false;
   }
 
+  get calibrated(): boolean {
+    return this.parts.calibrator !== undefined;
+  }
+
   get config(): LinkConfig {
     return this.parts.config;
   }

@@ -102,6 +102,8 @@ export interface LinkingCore {
   readonly versions: { linkerVersion: string; modelVersion: string; indexVersion: string; memoryVersion?: string | null };
   /** The link options in force (a linker's; a test double may have none). */
   readonly config?: { nil: { confidence: number; inKb: number } };
+  /** Whether links carry a calibrated confidence (a linker says; a test double may not). */
+  readonly calibrated?: boolean;
   /** Whether the memory now served holds labels for the surface (false without a memory). */
   knowsSurface?(text: string): boolean;
   /**

@@ -179,12 +179,17 @@ export class CandidateRetriever {
       }
     }
     const hits = [...best.values()];
-    // A looser match's real similarity, before the sort: its nearest name's cosine (dense search may
-    // not have reached it). Sorted as 1 instead, a name the search missed led those it reached.
-    for (const hit of hits) if (Number.isNaN(hit.similarity)) hit.similarity = dense.get(hit.conceptIndex) ?? this.nearestNameSimilarity(vector, hit.conceptIndex);
+    // A looser match's real similarity: its nearest name's cosine (dense search may not have reached
+    // it). Lexical hits need it before the sort: sorted as 1, a name the search missed led those it reached.
+    const fill = (hit: ConceptHit) => {
+      if (Number.isNaN(hit.similarity)) hit.similarity = dense.get(hit.conceptIndex) ?? this.nearestNameSimilarity(vector, hit.conceptIndex);
+    };
+    for (const hit of hits) if (hit.lexical) fill(hit);
     const key = (hit: ConceptHit) => dense.get(hit.conceptIndex) ?? (hit.lexical ? hit.similarity : hit.score);
     hits.sort((a, b) => Number(b.lexical) - Number(a.lexical) || (tier.get(a.conceptIndex) ?? 0) - (tier.get(b.conceptIndex) ?? 0) || key(b) - key(a) || a.conceptIndex - b.conceptIndex);
-    return hits.slice(0, k);
+    const out = hits.slice(0, k);
+    for (const hit of out) fill(hit);
+    return out;
   }
 
   /** Cosine similarity of a vector to the nearest of a concept's name vectors. */

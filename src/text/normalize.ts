@@ -7,11 +7,10 @@ export function normalizeName(text: string): string {
   return (
     text
       // Before NFKD, which turns an acute accent used as an apostrophe ("Alzheimer´s") into a space.
-      .replace(/['’ʼ´`′]s\b/giu, '')
+      .replace(/['’ʼ´`′＇]s\b/giu, '')
       .normalize('NFKD')
       .replace(/\p{M}+/gu, '')
       .toLowerCase()
-      .replace(/['’]s\b/g, '') // what NFKD made an apostrophe (a full-width one)
       .replace(/[^\p{L}\p{N}]+/gu, ' ')
       .trim()
   );

@@ -1,6 +1,6 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { checkWritable } from '../output-files.ts';
+import { checkWritable, writeOutput } from '../output-files.ts';
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag, requireString } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
@@ -190,13 +190,7 @@ export const calibrate: Command = {
       version: values.version ?? `calibration-${new Date().toISOString().slice(0, 10)}`,
       fit: { corpus: corpusFile.split('/').at(-1), split, seed },
     });
-    const write = (path: string) => {
-      try {
-        writeFileSync(path, `${JSON.stringify(file, null, 2)}\n`);
-      } catch (error) {
-        throw new InputError(`cannot write ${path}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
-      }
-    };
+    const write = (path: string) => writeOutput(path, `${JSON.stringify(file, null, 2)}\n`, 'out');
     // The NIL rule links with the fitted file before its thresholds are chosen: that draft goes
     // beside --out, so a run that fails part-way leaves --out (often the shipped file) as it was.
     const draft = join(dirname(out), `.${basename(out)}.${process.pid}.draft`);

@@ -1,10 +1,10 @@
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
-import { writeFileSync } from 'node:fs';
 import { readPredictions } from '../../eval/prediction-file.ts';
 import { missChanges, readMisses, type MissRecord } from '../../eval/error-report.ts';
 import { approximateRandomization, pairPredictions, type ComparisonResult } from '../../eval/randomization-test.ts';
+import { writeOutput } from '../output-files.ts';
 
 const usage = `Usage: cuilink compare A.jsonl B.jsonl [--shuffles 10000] [--seed N] [--out FILE.json]
                       [--misses A-misses.jsonl,B-misses.jsonl]
@@ -58,11 +58,7 @@ export const compare: Command = {
       for (const c of changes) console.log(`${c.errorClass.padEnd(14)}${String(c.fixed).padStart(7)}${String(c.broken).padStart(8)}${String(c.stillMissed).padStart(11)}`);
     }
     if (values.out !== undefined) {
-      try {
-        writeFileSync(values.out, `${JSON.stringify({ a: names[0], b: names[1], ...result, ...(changes ? { missChanges: changes } : {}) }, null, 2)}\n`);
-      } catch (error) {
-        throw new InputError(`cannot write ${values.out}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
-      }
+      writeOutput(values.out, `${JSON.stringify({ a: names[0], b: names[1], ...result, ...(changes ? { missChanges: changes } : {}) }, null, 2)}\n`, 'out');
     }
     return 0;
   },

@@ -1,4 +1,3 @@
-import { writeFileSync } from 'node:fs';
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag, parseTypesFlag, requireString } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
@@ -22,8 +21,7 @@ import { NON_ENTITY_EVAL_SEED, formatNonEntity, nonEntityReport, withNonEntitySp
 import { HOLD_OUT_SEED, formatHoldOut, holdOutConcepts, holdOutReport, pooledHoldOutReport, type HoldOutReport } from '../../eval/confidence/held-out-concepts.ts';
 import type { OpenLinkerOptions } from '../../link/open-linker.ts';
 import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest, requireMemory } from '../linker-flags.ts';
-import { checkWritable } from '../output-files.ts';
-import type { GoldCorpus } from '../../eval/gold.ts';
+import { checkWritable, writeOutput } from '../output-files.ts';
 
 /** Draws one `eval --hold-out-seed` links the corpus for (each is a full linking pass). */
 const MAX_HOLD_OUT_SEEDS = 32;
@@ -93,36 +91,12 @@ ${LINKER_FLAGS_HELP}
 
 export type LinkerOpener = (options: OpenLinkerOptions) => Promise<LinkingCore>;
 
-function writeJson(file: string, value: unknown): void {
-  try {
-    writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
-  } catch (error) {
-    throw new InputError(`cannot write ${file}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
-  }
-}
-
 /** The corpus's NER types with their mention counts, for a --types that matched none of them. */
 async function typesOf(corpusFile: string): Promise<string> {
   const counts = new Map<string, number>();
   for (const g of (await loadPubTatorCorpus(corpusFile)).gold.values()) counts.set(g.label, (counts.get(g.label) ?? 0) + 1);
   if (counts.size === 0) return ' (the corpus has no annotated mentions at all)';
   return ` (the corpus has: ${[...counts].sort((a, b) => b[1] - a[1]).map(([t, n]) => `${t} ${n}`).join(', ')})`;
-}
-
-/**
- * Whether the core's links carry a confidence (it runs with a calibration), read off one mention of
- * the corpus linked alone; undefined when that mention got no candidate, which has no confidence
- * either way.
- */
-async function linksHaveConfidence(core: LinkingCore, corpus: GoldCorpus): Promise<boolean | undefined> {
-  const note = corpus.notes.find((n) => n.mentions.length > 0);
-  if (note === undefined) return undefined;
-  const [linked] = await core.linkNotes([{ ...note, mentions: [note.mentions[0]!] }]);
-  // The probe's link must not be served from the cache during the timed pass.
-  (core as { invalidateCache?: () => void }).invalidateCache?.();
-  const mention = linked?.mentions[0];
-  if (mention === undefined || mention.candidates.length === 0) return undefined;
-  return mention.confidence !== null;
 }
 
 const NO_CONFIDENCE = '--reliability: the links have no confidence (no calibration)';
@@ -184,7 +158,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       if (unknown.length > 0) process.stderr.write(`eval: ${unknown.length} of ${corpus.gold.size} gold mentions name no concept of the index's KB (e.g. ${unknown[0]!.ids[0]}): they cannot be linked right\n`);
       const heldOut = holdOutFraction === undefined ? undefined : holdOutConcepts(corpus, store, holdOutFraction, holdOutSeeds[0]!);
       const core = await openCore({ ...linkerRequest(values), indexDir, excludeConcepts: heldOut?.concepts });
-      if (values.reliability !== undefined && (await linksHaveConfidence(core, corpus)) === false) {
+      if (values.reliability !== undefined && core.calibrated === false) {
         await core.close();
         throw new InputError(NO_CONFIDENCE, 'BAD_FLAGS');
       }
@@ -248,14 +222,10 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         console.log(formatHoldOut(holdOut));
       }
       if (nonEntity) console.log(formatNonEntity(nonEntity));
-      if (values.out !== undefined) writeJson(values.out, { ...report, confidence: confidence ?? null, byStage, holdOut: holdOut ?? null, nonEntity: nonEntity ?? null });
+      if (values.out !== undefined) writeOutput(values.out, `${JSON.stringify({ ...report, confidence: confidence ?? null, byStage, holdOut: holdOut ?? null, nonEntity: nonEntity ?? null }, null, 2)}\n`, 'out');
       if (values.errors !== undefined) {
         const misses = collectMisses(corpus.notes, result.scored, store, hierarchy);
-        try {
-          writeFileSync(values.errors, misses.map((m) => `${JSON.stringify(m)}\n`).join(''));
-        } catch (error) {
-          throw new InputError(`cannot write ${values.errors}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
-        }
+        writeOutput(values.errors, misses.map((m) => `${JSON.stringify(m)}\n`).join(''), 'errors');
         console.log('');
         console.log(`misses: ${misses.length} (written to ${values.errors})`);
         for (const c of summarizeMisses(misses)) console.log(`  ${c.errorClass.padEnd(13)} ${String(c.count).padStart(4)}  gold in top 5: ${c.goldInTop5}`);
@@ -270,14 +240,10 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
           throw new InputError(`cannot write ${values.predictions}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
         }
       }
-      // Last: when no mention got a candidate the probe could not tell, and the other outputs are written by then.
+      // Last, for a core that does not say whether it is calibrated: the other outputs are written by then.
       if (values.reliability !== undefined) {
         if (!confidence) throw new InputError(NO_CONFIDENCE, 'BAD_FLAGS');
-        try {
-          writeFileSync(values.reliability, reliabilitySvg(confidence.reliability, `${corpusFile.split('/').at(-1)}${split ? ` (${split})` : ''}: ECE ${confidence.ece?.toFixed(3)}, AUROC ${confidence.auroc?.toFixed(3)}`, confidence.calibratedEce));
-        } catch (error) {
-          throw new InputError(`cannot write ${values.reliability}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
-        }
+        writeOutput(values.reliability, reliabilitySvg(confidence.reliability, `${corpusFile.split('/').at(-1)}${split ? ` (${split})` : ''}: ECE ${confidence.ece?.toFixed(3)}, AUROC ${confidence.auroc?.toFixed(3)}`, confidence.calibratedEce), 'reliability');
       }
       return 0;
     },

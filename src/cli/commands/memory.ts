@@ -1,4 +1,3 @@
-import { writeFileSync } from 'node:fs';
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag, parseTypesFlag, requireString } from '../args.ts';
 import { ENCODER_FLAG_OPTIONS, ENCODER_FLAGS_HELP, encoderRequest } from '../encoder-flags.ts';
@@ -14,6 +13,7 @@ import { MemoryLearner, publishMemory, type LabelledMention } from '../../link/m
 import { kbOntologyView, loadIndexKb } from '../../eval/kb-ontology-view.ts';
 import { labelledMentionsFromJsonl, labelledMentionsFromPubTator } from '../../eval/memory-sources.ts';
 import { TUNING_SPLIT_SEED, parseSplitPart } from '../../eval/tuning-split.ts';
+import { writeOutput } from '../output-files.ts';
 
 const addUsage = `Usage: cuilink memory add --memory ROOT (--corpus FILE.PubTator | --jsonl FILE) [options]
 
@@ -141,11 +141,7 @@ take such a file back (rebuild from the labels' sources instead).`,
     const body = store.list().map((r) => JSON.stringify(r)).join('\n');
     if (values.out === undefined) process.stdout.write(body === '' ? '' : `${body}\n`);
     else {
-      try {
-        writeFileSync(values.out, body === '' ? '' : `${body}\n`);
-      } catch (error) {
-        throw new InputError(`--out: cannot write ${values.out}: ${(error as Error).message}`, 'OUTPUT_ERROR', error);
-      }
+      writeOutput(values.out, body === '' ? '' : `${body}\n`, 'out');
     }
     return 0;
   },

@@ -33,6 +33,7 @@ function opener(confidence?: number) {
     const core = fakeLinker(SAMPLE_TABLE);
     return {
       versions: core.versions,
+      calibrated: confidence !== undefined,
       async linkNotes(notes) {
         state.calls++;
         const linked = await core.linkNotes(notes);
@@ -58,7 +59,7 @@ test('eval --reliability from a linker without a calibration: refused once it op
     const { state, open } = opener();
     const out = join(dir, 'report.json');
     await assert.rejects(quietly(() => makeEvalCommand(open).run(['--index', INDEX, '--corpus', CORPUS, '--batch', '1', '--out', out, '--reliability', join(dir, 'r.svg')])), /^InputError: --reliability: the links have no confidence \(no calibration\)$/);
-    assert.equal(state.calls, 1, 'one probe mention, not the corpus (3 notes at --batch 1)');
+    assert.equal(state.calls, 0, 'nothing linked');
     assert.equal(state.closed, 1);
     assert.ok(!existsSync(out));
   });
