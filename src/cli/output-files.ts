@@ -138,6 +138,20 @@ export function openReplacement(path: string, flag: string): Replacement {
     fail(reason(error), error);
   }
   let settled = false;
+  // Ctrl-C or a SIGTERM part way would otherwise leave the hidden temporary file behind for good:
+  // Node's default exit on a signal runs no cleanup. The exit code is the shell's for that signal.
+  const onSignal = (signal: NodeJS.Signals) => {
+    settle();
+    rmSync(temporary, { force: true });
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  const settle = () => {
+    settled = true;
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   return {
     fd,
     commit() {
@@ -148,12 +162,12 @@ export function openReplacement(path: string, flag: string): Replacement {
         rmSync(temporary, { force: true });
         fail(`cannot write: ${reason(error)}`, error);
       } finally {
-        settled = true;
+        settle();
       }
     },
     discard() {
       if (settled) return;
-      settled = true;
+      settle();
       rmSync(temporary, { force: true });
     },
   };

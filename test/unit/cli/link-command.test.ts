@@ -1,6 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -72,6 +74,27 @@ test('link that succeeds replaces --out whole, leaving no temporary file', async
   assert.deepEqual(linked.map((n) => n.noteId), ['n1', 'n2']);
   assert.equal(linked[0]!.mentions[0]!.conceptId, 'MESH:D003920');
   assert.deepEqual(readdirSync(work), ['out.jsonl']);
+});
+
+test('link stopped by SIGINT or SIGTERM part way leaves the previous --out and no temporary file, and exits 130 / 143', async () => {
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    const { work, out } = withPrevious(`signal-${signal}`);
+    // stdin stays open: the run is part way for as long as the test wants.
+    const child = spawn(process.execPath, ['bin/cuilink.js', 'link', '--index', index, '--out', out, ...FAST], { cwd: REPO, stdio: ['pipe', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = once(child, 'exit');
+    child.stdin.write(NOTES);
+    for (let waited = 0; !readdirSync(work).some((name) => name.endsWith('.partial')); waited += 20) {
+      assert.ok(waited < 60_000, `no temporary file appeared: ${stderr}`);
+      await sleep(20);
+    }
+    child.kill(signal);
+    const [exitCode] = (await exited) as [number | null];
+    assert.equal(exitCode, code, stderr);
+    assert.equal(readFileSync(out, 'utf8'), 'previous run\n');
+    assert.deepEqual(readdirSync(work), ['out.jsonl']);
+  }
 });
 
 test('link --memory naming no memory is refused (a one-shot run would link without one and not say so)', async () => {
