@@ -141,6 +141,29 @@ test('compose.yaml loads with compose-go (docker compose config) and wires the s
   assert.match(services.cuilink!.environment.CUILINK_OTLP_ENDPOINT, /^http:\/\/otel-collector:4318$/);
 });
 
+test('a compose service of the cuilink image that serves no /healthz on CUILINK_HTTP_PORT has a healthcheck of its own or none', async (t) => {
+  if (skip) return t.skip(skip);
+  // The image's HEALTHCHECK asks /healthz on CUILINK_HTTP_PORT (8080), which only the stage (`run`)
+  // serves. A service running another command inherits it unless compose overrides it, and then
+  // turns unhealthy once the start period is over: `docker compose ps` shows it so, and
+  // `docker compose up --wait` (what CI runs) fails on it.
+  const dockerfile = readFileSync('deploy/docker/Dockerfile', 'utf8').replace(/\\\n/g, ' ');
+  assert.match(dockerfile.slice(dockerfile.lastIndexOf('\nFROM ')), /^HEALTHCHECK .*CUILINK_HTTP_PORT.*\/healthz/m);
+  const result = await run(lint!, ['compose', 'deploy/compose/compose.yaml']);
+  assert.equal(result.code, 0, result.stderr);
+  const services = Object.entries((JSON.parse(result.stdout) as Json).services as Record<string, Json>).filter(([, s]) => s.build?.dockerfile === 'deploy/docker/Dockerfile');
+  assert.deepEqual(services.map(([name]) => name).sort(), ['cuilink', 'evaluator', 'memory-updater', 'sample-notes']);
+  for (const [name, service] of services) {
+    const command: string[] = [...(service.entrypoint ?? []), ...(service.command ?? ['run'])];
+    if (service.entrypoint == null && command[0] === 'run') continue;
+    const own = service.healthcheck as Json | undefined;
+    assert.ok(own, `${name} runs \`${command.slice(0, 2).join(' ')}\`, which serves no /healthz on CUILINK_HTTP_PORT, yet inherits the image's HEALTHCHECK: it turns unhealthy (give it a healthcheck of its own, or \`disable: true\`)`);
+    if (own.disable === true) continue;
+    const port = command[command.indexOf('--port') + 1];
+    assert.ok(command.includes('--port') && (own.test as string[]).join(' ').includes(`:${port}/healthz`), `${name}: its healthcheck asks /healthz on the port it serves (--port ${port})`);
+  }
+});
+
 test('compose-go refuses a broken compose file (the check is live)', async (t) => {
   if (skip) return t.skip(skip);
   const broken = readFileSync('deploy/compose/compose.yaml', 'utf8').replace('    stop_grace_period: 45s', '    stop_grace_period: [45]');
