@@ -61,8 +61,8 @@ function withRootLock<T>(root: string, fn: () => T): T {
       break;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-      if (age > STALE_LOCK_MS) rmSync(lock, { recursive: true, force: true });
+      const age = lockAge(lock);
+      if (age > STALE_LOCK_MS) breakStaleLock(lock);
       else if (attempt >= 200) throw new CuilinkError('MEMORY_LOCKED', `${root}: another writer holds ${LOCK_DIR} (for ${Math.round(age / 1000)} s)`, { retriable: true });
       else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
     }
@@ -71,5 +71,32 @@ function withRootLock<T>(root: string, fn: () => T): T {
     return fn();
   } finally {
     rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+function lockAge(lock: string): number {
+  return Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+}
+
+/**
+ * Removes `lock` if it is stale when looked at again under a second lock (`<lock>.break`) that
+ * every breaker takes: the look and the removal are then one step. Removed on an earlier look, a
+ * lock another writer took since (having broken the same stale one first) would be removed too,
+ * and both writers would go on holding it.
+ */
+function breakStaleLock(lock: string): void {
+  const breaking = `${lock}.break`;
+  try {
+    mkdirSync(breaking);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    // Another writer is breaking it (one look and one removal); a breaker that died doing so left this.
+    if (lockAge(breaking) > STALE_LOCK_MS) rmSync(breaking, { recursive: true, force: true });
+    return;
+  }
+  try {
+    if (lockAge(lock) > STALE_LOCK_MS) rmSync(lock, { recursive: true, force: true });
+  } finally {
+    rmSync(breaking, { recursive: true, force: true });
   }
 }
