@@ -64,6 +64,7 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 process.exitCode = await main(process.argv.slice(2));
-// Every command has closed what it opened by now (the demo its broker too); this only guards
-// against a stray handle keeping the process up, so it is armed after the command, not before.
+// Every command has closed what it opened by now (the demo its broker too), except a `cuilink run`
+// stopped during a start-up step that cannot be cut short (it abandons it); this guards against
+// such handles keeping the process up, so it is armed after the command, not before.
 setTimeout(() => process.exit(), 5000).unref();

@@ -29,6 +29,8 @@ export interface StartStageRuntimeOptions {
   spanProcessors?: SpanProcessor[];
   /** Open the linker differently (tests), passing `memory` on to openLinker; openLinker over the configured or default index otherwise. */
   openCore?: (memory: MemoryEvents) => Promise<LinkingCore>;
+  /** Once aborted, the start is given up (rejects, after closing what it opened) before the consumer joins its group. */
+  signal?: AbortSignal;
 }
 
 /** Where the linker reports memory swaps and versions it could not load. */
@@ -61,9 +63,10 @@ export async function startStageRuntime(config: StageConfig, options: StartStage
     }
     linker = options.openCore ? await options.openCore(memoryEvents) : await openConfiguredLinker(config, logger, memoryEvents);
     logger.info('linker loaded', { ...linker.versions });
+    options.signal?.throwIfAborted();
     const recordCodec = createRecordCodec({ schemaRegistry: schemaRegistryOf(config) });
     stage = new LinkingStage({ config, linker, codec: new AvroStageCodec(recordCodec), logger, brokers: options.brokers, tracer: telemetry.tracer, meter: telemetry.meter });
-    await stage.start();
+    await stage.start(options.signal);
     const started = { stage, linker, recordCodec };
     let closing: Promise<boolean> | undefined;
     return {

@@ -151,8 +151,8 @@ export class LinkingStage {
     this.flushDueLabels = () => handler.flushDueLabels();
   }
 
-  /** Connects, checks the topics exist, joins the group and starts consuming. */
-  async start(): Promise<void> {
+  /** Connects, checks the topics exist, joins the group and starts consuming; `signal` aborted gives up before the consumer runs. */
+  async start(signal?: AbortSignal): Promise<void> {
     const { config } = this.options;
     const { input, output, deadLetter, review, labelRequests, measureRequests } = config.topics;
     await requireTopics(this.kafka, [input, output, deadLetter, review, labelRequests, measureRequests].filter((t) => t !== undefined));
@@ -171,6 +171,8 @@ export class LinkingStage {
       if (!restarting) this.fail('consumer failed', error);
     });
     await this.delivery.connect();
+    // Each step above can wait on the broker for its request timeout; a stop asked meanwhile must not join the group.
+    signal?.throwIfAborted();
     await this.consumer.run({
       topics: [config.topics.input],
       fromBeginning: config.consumer.fromBeginning,

@@ -133,7 +133,7 @@ test('at-least-once: SIGKILL mid-stream loses nothing after a restart; SIGTERM d
   }
 });
 
-test('SIGTERM while the stage is still loading its linker: it starts, drains nothing, commits nothing and exits 0', async () => {
+test('SIGTERM while the stage is still loading its linker: it does not start, commits nothing and exits 0', async () => {
   const t = await topics('early');
   const config = stageConfig('early', t);
   const stage = startStage('early-1', config);

@@ -19,7 +19,8 @@ then these flags; docs/stream.md lists them all with their defaults.
 Brokers must be configured (CUILINK_BROKERS or "brokers" in the config); without them it exits 2
 at once with a one-line reason (it never starts a broker of its own: that is 'cuilink demo').
 The topics must exist ('cuilink topics create' with the same --config); a missing one exits 3
-naming it. The stage runs until SIGTERM/SIGINT, then drains in-flight batches, commits and exits 0.
+naming it. The stage runs until SIGTERM/SIGINT, then drains in-flight batches, commits and exits 0
+(a signal during start-up ends it there, before it consumes anything, and exits 0).
 
 Options:
   --config FILE         stage configuration (JSON)
@@ -78,7 +79,7 @@ function untilSignal(): Promise<string> {
 }
 
 /**
- * Exit codes of `cuilink run` (docs/stream.md): 0 stopped on a signal after a full drain; 1 an
+ * Exit codes of `cuilink run` (docs/stream.md): 0 stopped on a signal after a full drain or during start-up; 1 an
  * internal fault while running (consumer gave up, encoder could not be restarted) or a drain
  * that did not finish; 2 usage or configuration error; 3 could not start (brokers unreachable,
  * topics missing, index or model not loadable); 130 a second signal during the drain.
@@ -87,8 +88,8 @@ export const EXIT = { stopped: 0, fault: 1, usage: 2, startFailed: 3 } as const;
 
 /**
  * Serves until a signal or a fatal stage error; the demo's --follow uses it too. `stopSignal` is
- * listened for before the runtime starts where the caller can, so that a SIGTERM during startup
- * (a pod rescheduled while it loads its model) still ends in a clean drain and exit 0.
+ * listened for before the runtime starts where the caller can (a signal during `cuilink run`'s
+ * start-up ends it there, exit 0: runService).
  */
 export async function serveUntilStopped(runtime: StageRuntime, stopSignal: Promise<string> = untilSignal()): Promise<number> {
   let cause: unknown;
@@ -108,10 +109,25 @@ export async function serveUntilStopped(runtime: StageRuntime, stopSignal: Promi
 async function runService(config: StageConfig, options: { createTopics: boolean; configFile?: string }): Promise<number> {
   const stopSignal = untilSignal();
   const logger = createLogger({ level: config.telemetry.logLevel, fields: { service: config.telemetry.serviceName } });
+  const abandon = new AbortController();
+  const starting = (async () => {
+    if (options.createTopics) await createTopics(config, logger);
+    abandon.signal.throwIfAborted();
+    return startStageRuntime(config, { signal: abandon.signal });
+  })();
   let runtime: StageRuntime;
   try {
-    if (options.createTopics) await createTopics(config, logger);
-    runtime = await startStageRuntime(config);
+    const first = await Promise.race([starting, stopSignal]);
+    if (typeof first === 'string') {
+      // A start-up step can wait for minutes (a first default index, a broker that does not answer)
+      // and none of them can be cut short: the stage is told not to consume, and the process ends
+      // now instead of after the pod's grace period. Nothing was taken, so nothing is committed.
+      abandon.abort();
+      starting.then((late) => late.close(), () => {}).catch(() => {});
+      logger.info('exiting', { exitCode: EXIT.stopped, reason: first, started: false });
+      return EXIT.stopped;
+    }
+    runtime = first;
   } catch (error) {
     // A broker that is down, a missing topic or index: one JSON line with the cause, no stack trace.
     const cause = error instanceof TopicMissingError ? new TopicMissingError(error.missing, `'cuilink topics create${options.configFile === undefined ? '' : ` --config ${options.configFile}`}' (or, on a local broker, start with 'cuilink run --create-topics')`) : error;
