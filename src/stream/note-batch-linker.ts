@@ -85,29 +85,35 @@ export class NoteBatchLinker {
     return this.tracer.startActiveSpan('cuilink.stream.batch', { root: true, links, attributes }, async (span): Promise<NoteOutcome[]> => {
       const started = performance.now();
       try {
-        const batchContext = span.spanContext();
-        try {
-          const linked = await this.linkWithRetry(items.map((i) => i.note));
-          return linked.map((note): NoteOutcome => ({ kind: 'linked', linked: note, batchContext }));
-        } catch (error) {
-          if (isRetriable(error) || INTERNAL_FAULT_CODES.has(codeOf(error)) || items.length === 1) throw error;
-          this.logger.warn('linking batch failed; linking its notes one by one', { notes: items.length, code: codeOf(error) });
-          return await this.linkOneByOne(items, batchContext);
-        }
+        const outcomes = await this.outcomesOf(items, span.spanContext());
+        // Counted once it has outcomes: a batch that failed is handed back and counted when read again and linked.
+        this.metrics.recordBatch(items.reduce((sum, item, i) => sum + (outcomes[i]!.kind === 'linked' ? item.mentionCount : 0), 0));
+        return outcomes;
       } catch (error) {
-        if (isRecordFault(error) && items.length === 1) {
-          trace.getActiveSpan()?.addEvent('note failed', { 'cuilink.error.code': error.code });
-          return [{ kind: 'failed', error } satisfies NoteOutcome];
-        }
         if (isInternalFault(error)) this.fatal(error, items.length === 1 ? items[0]!.note.noteId : typeof error === 'object' && error !== null ? this.faultNotes.get(error) : undefined);
         span.setStatus({ code: SpanStatusCode.ERROR, message: codeOf(error) });
         throw error;
       } finally {
-        this.metrics.recordBatch(mentions);
         this.metrics.recordPhase('link', (performance.now() - started) / 1000);
         span.end();
       }
     });
+  }
+
+  /** One outcome per item, in order; rejects with a retriable failure or an internal fault. */
+  private async outcomesOf(items: QueuedNote[], batchContext: SpanContext): Promise<NoteOutcome[]> {
+    try {
+      const linked = await this.linkWithRetry(items.map((i) => i.note));
+      return linked.map((note): NoteOutcome => ({ kind: 'linked', linked: note, batchContext }));
+    } catch (error) {
+      if (isRecordFault(error) && items.length === 1) {
+        trace.getActiveSpan()?.addEvent('note failed', { 'cuilink.error.code': error.code });
+        return [{ kind: 'failed', error }];
+      }
+      if (isRetriable(error) || INTERNAL_FAULT_CODES.has(codeOf(error)) || items.length === 1) throw error;
+      this.logger.warn('linking batch failed; linking its notes one by one', { notes: items.length, code: codeOf(error) });
+      return await this.linkOneByOne(items, batchContext);
+    }
   }
 
   private async linkWithRetry(notes: NoteInput[]): Promise<LinkedNote[]> {

@@ -9,7 +9,9 @@ export interface StageCounts {
   produced: number;
   deadLettered: number;
   deadLetteredByCode: Record<string, number>;
+  /** Linking batches that completed; one that failed is counted when it is read again and links. */
   batches: number;
+  /** Mentions of the notes linked (not of dead-lettered notes, nor of failed attempts). */
   mentionsLinked: number;
   retries: number;
   /** Produced mentions by the stage that chose their concept (`via`), NIL ones under `nil`. */
@@ -63,7 +65,7 @@ export class StageMetrics {
     this.labelRequests = meter.createCounter('cuilink.stream.label_requests', { description: 'Mentions asked of annotators, by stream: learn (chosen by need under the budget) or measure (random slice)' });
     this.links = meter.createCounter('cuilink.stream.links', { description: 'Mentions produced, by the linking stage that chose the concept (via; NIL ones as nil)' });
     this.batchMentions = meter.createHistogram('cuilink.stream.batch.mentions', {
-      description: 'Mentions per linking batch',
+      description: 'Mentions linked per completed linking batch',
       advice: { explicitBucketBoundaries: [1, 4, 16, 32, 64, 128, 256, 512, 1024] },
     });
     // Series at 0 from start, so that increase()/rate() alerts see the first event after a restart.

@@ -37,10 +37,11 @@ function core(fail: (notes: NoteInput[], call: number) => unknown): LinkingCore 
 function setUp(linker: LinkingCore) {
   const lines: string[] = [];
   const logger = createLogger({ level: 'debug', sink: (l) => lines.push(l) });
-  const batch = new NoteBatchLinker(linker, trace.getTracer('test'), new StageMetrics(() => 0), { maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 }, logger);
+  const metrics = new StageMetrics(() => 0);
+  const batch = new NoteBatchLinker(linker, trace.getTracer('test'), metrics, { maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 }, logger);
   const fatal: unknown[] = [];
   batch.onFatal((error) => fatal.push(error));
-  return { batch, fatal, lines };
+  return { batch, fatal, lines, metrics };
 }
 
 const kinds = (outcomes: NoteOutcome[]) => outcomes.map((o) => (o.kind === 'failed' ? `failed:${o.error.code}` : 'linked'));
@@ -89,6 +90,18 @@ test('record faults (InputError with a listed code) are dead-lettered note by no
   assert.deepEqual(kinds(await batch.link([note('bad')])), ['failed:BAD_SPAN']);
   assert.deepEqual(fatal, []);
   assert.equal(batch.available, true);
+});
+
+test('batches and mentionsLinked count what was linked: not the mentions of dead-lettered notes, nor a batch that failed', async () => {
+  const { batch, metrics } = setUp(core((notes, call) => (call === 1 ? new CuilinkError('ENCODER_RESTARTING', 'worker died; restarting it', { retriable: true }) : notes.some((n) => n.noteId === 'bad') ? new InputError('note bad mention #0: span outside the text', 'BAD_SPAN') : undefined)));
+  const counted = () => ({ batches: metrics.counts.batches, mentionsLinked: metrics.counts.mentionsLinked });
+  await batch.link([note('a'), note('b')]);
+  assert.deepEqual(counted(), { batches: 1, mentionsLinked: 2 }, 'a retried attempt is not a batch of its own');
+  await batch.link([note('c'), note('bad'), note('d')]);
+  assert.deepEqual(counted(), { batches: 2, mentionsLinked: 4 }, 'the dead-lettered note\'s mention was not linked');
+  const down = setUp(core(() => new CuilinkError('ENCODER_RESTARTING', 'worker died; restarting it', { retriable: true })));
+  await assert.rejects(down.batch.link([note('e')]));
+  assert.deepEqual({ batches: down.metrics.counts.batches, mentionsLinked: down.metrics.counts.mentionsLinked }, { batches: 0, mentionsLinked: 0 }, 'handed back: counted when it is read again and linked');
 });
 
 test('ENCODER_FAILED is fatal at once, without linking the notes one by one', async () => {

@@ -2,10 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { trace, type SpanContext } from '@opentelemetry/api';
 import { CuilinkError } from '../../../src/kb/errors.ts';
-import type { LinkedNote, NoteInput } from '../../../src/link/types.ts';
+import type { LinkedNote, LinkingCore, NoteInput } from '../../../src/link/types.ts';
 import type { InboundRecord, InputCommit, KafkaConsumerClient, KafkaProducerClient, PartitionBatch, TopicRecords } from '../../../src/stream/kafka/client-types.ts';
 import { MentionBatcher, type MentionBatcherOptions } from '../../../src/stream/mention-batcher.ts';
-import type { NoteOutcome, QueuedNote } from '../../../src/stream/note-batch-linker.ts';
+import { NoteBatchLinker, type NoteOutcome, type QueuedNote } from '../../../src/stream/note-batch-linker.ts';
 import { OutputDelivery } from '../../../src/stream/output-delivery.ts';
 import { OutputFitter } from '../../../src/stream/output-fitter.ts';
 import { PartitionBatchHandler } from '../../../src/stream/partition-batch-handler.ts';
@@ -115,7 +115,7 @@ function fakeConsumer(fail: (call: number) => unknown = () => undefined): FakeCo
 
 const brokerDown = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9092'), { retriable: true });
 
-async function setUp(options: { producer?: FakeProducer; consumer?: FakeConsumer; batcher?: MentionBatcher<QueuedNote, NoteOutcome> } = {}) {
+async function setUp(options: { producer?: FakeProducer; consumer?: FakeConsumer; batcher?: MentionBatcher<QueuedNote, NoteOutcome>; metrics?: StageMetrics } = {}) {
   const producer = options.producer ?? fakeProducer();
   const consumer = options.consumer ?? fakeConsumer();
   const batcher = options.batcher ?? batcherOf();
@@ -125,12 +125,12 @@ async function setUp(options: { producer?: FakeProducer; consumer?: FakeConsumer
   // The handler's retry also retries the commit alone (fixed code): both retry quickly here.
   const delivery = new OutputDelivery(() => producer, consumer, config, sizes, retry);
   const progress = new StageProgress();
-  const metrics = new StageMetrics(() => batcher.inFlightMentions);
+  const metrics = options.metrics ?? new StageMetrics(() => batcher.inFlightMentions);
   const handler = new PartitionBatchHandler({
     config, codec, batcher, delivery, sizes, fitter: new OutputFitter(codec, sizes),
     metrics, tracer: trace.getTracer('test'), logger, retry, progress, isStopping: () => false,
   });
-  return { handler, producer, consumer, progress, batcher };
+  return { handler, producer, consumer, progress, batcher, metrics };
 }
 
 const notesOut = (producer: FakeProducer) => producer.sent.filter((r) => r.topic === OUTPUT).flatMap((r) => r.messages.map((m) => JSON.parse(String(m.value)) as LinkedNote).map((n) => n.noteId));
@@ -223,4 +223,29 @@ test('a record that cannot be decoded for an internal reason hands the batch bac
   await new Promise((resolve) => setTimeout(resolve, 150));
   assert.deepEqual({ sent: notesOut(producer), committed: consumer.committed.map((c) => c.offset) }, atRejection, 'nothing produced or committed once handle() has rejected');
   assert.equal(deadOut(producer).length, 0, 'an internal fault is never dead-lettered');
+});
+
+test('a linking batch handed back and read again counts once, when it links: batches and mentionsLinked say what was linked', async () => {
+  // The stage's own wiring: the batcher links through a NoteBatchLinker that counts into the handler's metrics.
+  const metrics = new StageMetrics(() => 0);
+  let calls = 0;
+  const core: LinkingCore = {
+    versions: { linkerVersion: 'l', modelVersion: 'm', indexVersion: 'i' },
+    async linkNotes(notes) {
+      // Every attempt of the first read fails (a worker being restarted); the second read links.
+      if (++calls <= retry.maxAttempts) throw new CuilinkError('ENCODER_RESTARTING', 'worker died; restarting it', { retriable: true });
+      return notes.map(linked);
+    },
+    async close() {},
+  };
+  const noteLinker = new NoteBatchLinker(core, trace.getTracer('test'), metrics, retry, createLogger({ level: 'error', sink: () => {} }));
+  const batcher = new MentionBatcher<QueuedNote, NoteOutcome>({ maxMentions: 128, maxWaitMs: 0, maxInFlightMentions: 1024 }, (q) => q.mentionCount, (items) => noteLinker.link(items));
+  const { handler, producer, consumer } = await setUp({ batcher, metrics });
+  const batch = batchOf([note(1, 2), note(2, 3)]);
+  await assert.rejects(handler.handle(batch), (error: unknown) => (error as CuilinkError).code === 'ENCODER_RESTARTING');
+  assert.deepEqual({ batches: metrics.counts.batches, mentionsLinked: metrics.counts.mentionsLinked }, { batches: 0, mentionsLinked: 0 }, 'nothing linked yet');
+  await handler.handle(batch);
+  assert.deepEqual(notesOut(producer), ['n-1', 'n-2']);
+  assert.deepEqual(consumer.committed.map((c) => c.offset), ['2']);
+  assert.deepEqual({ batches: metrics.counts.batches, mentionsLinked: metrics.counts.mentionsLinked }, { batches: 1, mentionsLinked: 5 }, 'one batch of 5 mentions linked, whatever the failed reads before it');
 });
