@@ -145,8 +145,10 @@ export class MentionBatcher<T, R> {
    * what queued meanwhile. A free slot beside a running batch starts on the next turn, no linger.
    */
   private scheduleStart(): void {
-    if (this.cancelStart || this.queue.length === 0 || this.running.size >= this.options.maxConcurrentBatches) return;
+    if (this.queue.length === 0 || this.running.size >= this.options.maxConcurrentBatches) return;
+    // Before the pending-start check: a batch that fills while a partial one lingers must not wait out its timer.
     if (this.queuedMentions >= this.options.maxMentions) return this.startNow();
+    if (this.cancelStart) return;
     const delay = this.running.size > 0 ? 0 : this.queue[0]!.enqueuedAt + this.options.maxWaitMs - performance.now();
     if (delay <= 0) {
       const handle = setImmediate(() => this.startNow());

@@ -157,3 +157,16 @@ test('a failing batch rejects exactly its own items and later batches still run'
   assert.equal(batcher.stats.failedBatches, 1);
   await batcher.shutdown();
 });
+
+test('a batch that fills while an idle linker waits out maxWaitMs starts at once, not when the wait ends', { timeout: 5000 }, async () => {
+  const r = recorder();
+  const batcher = new MentionBatcher<Item, string>({ maxMentions: 4, maxWaitMs: 60_000, maxInFlightMentions: 1000 }, (i) => i.mentions, (items) => r.process(items));
+  const first = batcher.submit(item('a', 1)); // partial: the idle linker waits up to maxWaitMs for more
+  await sleep(5);
+  assert.deepEqual(r.batches, []);
+  const second = batcher.submit(item('b', 3)); // now full
+  await sleep(5);
+  assert.deepEqual(r.batches, [['a', 'b']], 'a full batch does not wait for the partial one’s timer');
+  assert.deepEqual(await Promise.all([first, second]), ['linked:a', 'linked:b']);
+  await batcher.shutdown();
+});
