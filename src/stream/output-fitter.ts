@@ -28,7 +28,8 @@ export class OutputFitter {
   async linked(topic: string, note: LinkedNote, toMessage: (encoded: EncodedRecord) => Message): Promise<Message | undefined> {
     const full = toMessage(await this.codec.encodeLinkedNote(note, topic));
     if (this.sizes.fits(topic, full)) return full;
-    const most = Math.max(0, ...note.mentions.map((m) => m.candidates.length));
+    // Not Math.max(...): a note may have more mentions than a call takes arguments (RangeError).
+    const most = note.mentions.reduce((max, m) => Math.max(max, m.candidates.length), 0);
     for (let keep = Math.floor(most / 2); ; keep = Math.floor(keep / 2)) {
       const cut: LinkedNote = { ...note, mentions: note.mentions.map((m) => ({ ...m, candidates: m.candidates.slice(0, keep) })) };
       const encoded = toMessage(await this.codec.encodeLinkedNote(cut, topic));

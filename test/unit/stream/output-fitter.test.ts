@@ -5,6 +5,7 @@ import type { KafkaClient } from '../../../src/stream/kafka/client-types.ts';
 import type { LinkedNote } from '../../../src/link/types.ts';
 import { AvroStageCodec, PlainAvroCodec } from '../../../src/stream/avro/index.ts';
 import { CANDIDATES_CUT_HEADER, OutputFitter } from '../../../src/stream/output-fitter.ts';
+import type { StageCodec } from '../../../src/stream/stage-codec.ts';
 import { recordBytes, TopicSizeLimits } from '../../../src/stream/topic-size-limits.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
 
@@ -71,4 +72,14 @@ test('produce requests are cut so that their records together fit one batch; a r
   const lowered = sizes.lower('out', 3000);
   assert.ok(lowered < before && lowered < 3000 + 128);
   assert.ok(sizes.lower('out', 100_000) < lowered, 'never raised, always lowered');
+});
+
+test('a LinkedNote with more mentions than a call takes arguments (limits.maxMentionsPerNote has no ceiling) is refused, not a RangeError', async () => {
+  const sizes = await limits(8192);
+  // Sized, not encoded: 250,000 mentions through Avro would only slow the test down.
+  const sized = { encodeLinkedNote: async (note: LinkedNote) => ({ value: Buffer.alloc(note.mentions.length), headers: {} }) } as unknown as StageCodec;
+  const fitter = new OutputFitter(sized, sizes);
+  const toMessage = (encoded: { value: Buffer; headers: Record<string, string | Buffer> }) => ({ key: 'n-1', value: encoded.value, headers: encoded.headers });
+  // A RangeError is an internal fault: the partition's batch would be handed back for good instead of the note dead-lettered OUTPUT_TOO_LARGE.
+  assert.equal(await fitter.linked('out', linkedNote(250_000, 1), toMessage), undefined);
 });
