@@ -52,12 +52,14 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
     if (!existsSync(path)) throw new InputError(`cannot read ${path}: no such file`, 'INPUT_NOT_FOUND');
   }
   const store = new ConceptStore();
+  const sideTables = options.format === undefined && paths.some((p) => /MRCONSO\.RRF(\.gz)?$/i.test(p)) ? paths.filter((p) => UMLS_SIDE_TABLE.test(basename(p))) : [];
+  const mainOptions = sideTables.length > 0 ? withSideTables(options, sideTables) : options;
   for (const path of paths) {
-    // MRSTY/MRREL passed next to MRCONSO (a shell glob) are read through MRCONSO.
-    if (options.format === undefined && UMLS_SIDE_TABLE.test(basename(path)) && paths.some((p) => /MRCONSO\.RRF(\.gz)?$/i.test(p))) continue;
+    // MRSTY/MRREL passed with MRCONSO (a shell glob) are read through MRCONSO.
+    if (sideTables.includes(path)) continue;
     const format = options.format ?? (await detectKbFormat(path));
     let count = 0;
-    for await (const concept of readConcepts(path, format, options)) {
+    for await (const concept of readSome(path, format, mainOptions)) {
       store.add(concept);
       count++;
     }
@@ -67,7 +69,7 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
     const format = options.format ?? (await detectKbFormat(path));
     // Judged against the store before this file: two lines of one supplement may share an id.
     const retired = [];
-    for await (const concept of readConcepts(path, format, options)) {
+    for await (const concept of readSome(path, format, options)) {
       if (!store.has(concept.id) && !concept.altIds.some((alt) => store.has(alt))) retired.push(concept);
     }
     for (const concept of retired) store.add(concept);
@@ -76,7 +78,7 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
   for (const path of xrefNameSources) {
     const format = options.format ?? (await detectKbFormat(path));
     const named = new Set<string>();
-    for await (const source of readConcepts(path, format, options)) {
+    for await (const source of readSome(path, format, options)) {
       const target = soleTarget(store, source);
       if (target === undefined) continue;
       const own = new Set([target.name, ...target.synonyms].map((n) => n.toLowerCase()));
@@ -90,6 +92,34 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
     options.onFile?.(path, format, named.size);
   }
   return store;
+}
+
+/**
+ * The UMLS options with MRSTY/MRREL paths given among the KB files: they may sit in another
+ * directory than MRCONSO (a subset written elsewhere), where the sibling lookup would miss them.
+ */
+function withSideTables(options: KbLoadOptions, sideTables: readonly string[]): KbLoadOptions {
+  const pick = (table: string): string | undefined => {
+    const given = sideTables.filter((p) => basename(p).toUpperCase().startsWith(`${table}.`));
+    if (given.length > 1) throw new InputError(`more than one ${table}.RRF given: ${given.join(', ')}`, 'BAD_FLAGS');
+    return given[0];
+  };
+  const umls = options.umls ?? {};
+  return { ...options, umls: { ...umls, mrsty: umls.mrsty ?? pick('MRSTY'), mrrel: umls.mrrel ?? pick('MRREL') } };
+}
+
+/**
+ * readConcepts, but a file that yields no concept is an InputError: an empty file, a file that is
+ * not the format its name says (JSONL named .obo reads as an OBO header) or filters that keep
+ * nothing (a lower-case --umls-lang) would otherwise load as an empty part of the KB.
+ */
+async function* readSome(path: string, format: KbFormat, options: KbLoadOptions): AsyncGenerator<Concept> {
+  let any = false;
+  for await (const concept of readConcepts(path, format, options)) {
+    any = true;
+    yield concept;
+  }
+  if (!any) throw new InputError(`${path}: no concepts read as ${format} (empty, another format, or filters that keep nothing)`, 'EMPTY_KB');
 }
 
 /** The one KB concept a concept of another vocabulary denotes (by its id, alt ids or xrefs); undefined when none or several. */

@@ -102,3 +102,33 @@ test('loadKb: an xref-name source gives names only to the one KB concept its id 
   assert.equal(store.get('DOID:300'), undefined);
   await assert.rejects(loadKb([fixture('ctd-tiny.tsv')], { xrefNameSources: ['/nonexistent/doid.obo'] }), (e: unknown) => e instanceof InputError && e.message === 'cannot read /nonexistent/doid.obo: no such file');
 });
+
+test('loadKb: a KB file that yields no concept is an InputError naming it, not an empty part of the KB', async () => {
+  const tmp = tempDir();
+  try {
+    const empty = tmp.file('empty.jsonl', '');
+    // A concept JSONL saved under an .obo name: read as OBO it is all header lines.
+    const misnamed = tmp.file('kb.obo', '{"id":"X:1","name":"a"}\n');
+    for (const path of [empty, misnamed]) {
+      await assert.rejects(loadKb([fixture('tiny.jsonl'), path]), (e: unknown) => e instanceof InputError && e.message.startsWith(`${path}: no concepts`));
+    }
+    // LAT values are upper case: a lower-case --umls-lang keeps no row.
+    await assert.rejects(loadKb([fixture('umls/MRCONSO.RRF')], { umls: { languages: ['eng'] } }), (e: unknown) => e instanceof InputError && /MRCONSO\.RRF: no concepts/.test(e.message));
+    await assert.rejects(loadKb([fixture('tiny.jsonl')], { supplements: [empty] }), (e: unknown) => e instanceof InputError && e.message.startsWith(`${empty}: no concepts`));
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('loadKb: MRSTY.RRF and MRREL.RRF passed with an MRCONSO.RRF from another directory are read, not skipped', async () => {
+  const tmp = tempDir();
+  try {
+    const mrconso = tmp.file('MRCONSO.RRF', readFileSync(fixture('umls/MRCONSO.RRF')));
+    const store = await loadKb([mrconso, fixture('umls/MRSTY.RRF'), fixture('umls/MRREL.RRF')]);
+    assert.deepEqual(store.get('UMLS:C0011849')!.semanticTypes, ['T047']);
+    assert.deepEqual(store.get('UMLS:C0011860')!.parents, ['UMLS:C0011849']);
+    await assert.rejects(loadKb([mrconso, fixture('umls/MRSTY.RRF'), tmp.file('MRSTY.RRF.gz', gzipSync(readFileSync(fixture('umls/MRSTY.RRF'))))]), (e: unknown) => e instanceof InputError && /MRSTY/.test(e.message));
+  } finally {
+    tmp.cleanup();
+  }
+});
