@@ -11,6 +11,8 @@ import { conceptToJsonLine } from './jsonl-format.ts';
 export class ConceptStore implements Iterable<Concept> {
   private readonly byId = new Map<string, Concept>();
   private readonly byAltId = new Map<string, string>();
+  // Concepts whose claim on an alt id lost to an earlier one (rare), so a primary can release them too.
+  private readonly laterClaims = new Map<string, string[]>();
   private names = 0;
   private sortedCache: Concept[] | undefined;
 
@@ -22,12 +24,13 @@ export class ConceptStore implements Iterable<Concept> {
       this.names -= 1 + existing.synonyms.length;
       mergeConcept(existing, concept);
       this.names += 1 + existing.synonyms.length;
-      for (const alt of concept.altIds) this.indexAlt(alt, existing.id);
+      this.indexAlts(existing);
       return;
     }
     this.byId.set(concept.id, concept);
     this.names += 1 + concept.synonyms.length;
-    for (const alt of concept.altIds) this.indexAlt(alt, concept.id);
+    this.releaseAlt(concept.id);
+    this.indexAlts(concept);
   }
 
   /**
@@ -98,10 +101,35 @@ export class ConceptStore implements Iterable<Concept> {
     return primary === undefined ? undefined : this.byId.get(primary);
   }
 
-  private indexAlt(alt: string, primary: string): void {
-    // A primary id always wins over someone else's alt id; the first claim on an alt id wins.
-    if (alt === primary || this.byAltId.has(alt)) return;
-    this.byAltId.set(alt, primary);
+  /**
+   * Indexes the concept's alt ids. A primary id always wins over someone else's alt id, and is
+   * dropped from the concept's altIds: they are exported, and the evaluator and the training
+   * pipeline read them as "a gold id equal to one is a hit" for this concept. The first claim on
+   * an alt id wins the lookup.
+   */
+  private indexAlts(concept: Concept): void {
+    if (concept.altIds.some((alt) => this.byId.has(alt))) concept.altIds = concept.altIds.filter((alt) => !this.byId.has(alt));
+    for (const alt of concept.altIds) {
+      const first = this.byAltId.get(alt);
+      if (first === undefined) this.byAltId.set(alt, concept.id);
+      else if (first !== concept.id) {
+        const later = this.laterClaims.get(alt);
+        if (!later) this.laterClaims.set(alt, [concept.id]);
+        else if (!later.includes(concept.id)) later.push(concept.id);
+      }
+    }
+  }
+
+  /** A new primary id that an earlier concept claimed as an alt id stops being that concept's alt id. */
+  private releaseAlt(id: string): void {
+    const claimant = this.byAltId.get(id);
+    if (claimant === undefined) return;
+    for (const primary of [claimant, ...(this.laterClaims.get(id) ?? [])]) {
+      const other = this.byId.get(primary);
+      if (other) other.altIds = other.altIds.filter((alt) => alt !== id);
+    }
+    this.byAltId.delete(id);
+    this.laterClaims.delete(id);
   }
 
   /** Builds a store from concepts (tests and small tools). */

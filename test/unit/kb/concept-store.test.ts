@@ -43,3 +43,16 @@ test('store checksum: independent of insertion order, sensitive to content', () 
   second.add({ ...newConcept('X:2', 'two'), synonyms: ['deux'] });
   assert.notEqual(first.checksum(), second.checksum());
 });
+
+test('store: an alt id that is another concept\'s own id is not kept as an alt id, whichever comes first', () => {
+  const claims = () => ({ ...newConcept('X:1', 'one'), altIds: ['X:2', 'X:9'] });
+  const alsoClaims = () => ({ ...newConcept('X:3', 'three'), altIds: ['X:2'] });
+  for (const order of [[claims(), alsoClaims(), newConcept('X:2', 'two')], [newConcept('X:2', 'two'), claims(), alsoClaims()]]) {
+    const store = ConceptStore.from(order);
+    assert.equal(store.resolveId('X:2'), 'X:2');
+    assert.deepEqual(store.get('X:1')!.altIds, ['X:9'], 'X:2 denotes its own concept, not X:1');
+    assert.deepEqual(store.get('X:3')!.altIds, [], 'nor the second concept that claimed it');
+    store.add({ ...newConcept('X:1', 'one'), altIds: ['X:2'] });
+    assert.deepEqual(store.get('X:1')!.altIds, ['X:9'], 'also when a second file repeats the claim');
+  }
+});
