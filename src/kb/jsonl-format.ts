@@ -1,6 +1,8 @@
 import type { Concept } from './concept.ts';
 import { normalizeId } from './ids.ts';
 
+const FIELDS: ReadonlySet<string> = new Set(['id', 'name', 'synonyms', 'semanticTypes', 'parents', 'xrefs', 'altIds', 'xrefNames', 'definition']);
+
 /**
  * One concept as one JSONL line (docs/kb-jsonl.md). Field order is fixed and every list is
  * written even when empty, so the output is canonical (the store checksum hashes exactly this)
@@ -29,6 +31,8 @@ export function conceptFromJsonLine(text: string): Concept | string {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
   const o = value as Record<string, unknown>;
+  // A misspelt field ("synonym", "alt_ids") would otherwise drop its data without a word.
+  for (const key of Object.keys(o)) if (!FIELDS.has(key)) return `unknown field ${JSON.stringify(key.length > 40 ? `${key.slice(0, 37)}...` : key)}`;
   if (typeof o.id !== 'string' || o.id.trim().length === 0) return 'missing or empty "id"';
   if (typeof o.name !== 'string' || o.name.length === 0) return 'missing or empty "name"';
   if (o.definition !== undefined && o.definition !== null && typeof o.definition !== 'string') return '"definition" must be a string';

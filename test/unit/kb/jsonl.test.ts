@@ -63,3 +63,13 @@ test('export → load round trip reproduces the store and its checksum', async (
     tmp.cleanup();
   }
 });
+
+test('JSONL: a misspelt field is a ParseError naming it, not silently dropped data', async () => {
+  const tmp = tempDir();
+  try {
+    const path = tmp.file('typo.jsonl', '{"id":"X:1","name":"a"}\n{"id":"X:2","name":"b","synonym":["bee"]}\n');
+    await assert.rejects(collect(readConceptJsonl(path)), (e: unknown) => e instanceof ParseError && e.line === 2 && /unknown field "synonym"/.test(e.message));
+  } finally {
+    tmp.cleanup();
+  }
+});
