@@ -13,7 +13,9 @@ const META_KEYS = new Set(['id', 'annotator', 'annotation_id', 'created_at', 'up
  * same code. A record with no answer and no annotation id is a task nobody annotated.
  */
 export function jsonMinRecordToTask(record: Record<string, unknown>): Omit<ExportedTask, 'line'> {
-  const controls = new Set<string>(Object.values(CONTROL));
+  // Answer controls only: the Text tag produces no answer, and its name is the note's data key
+  // (`text`), which the code-point span conversion needs.
+  const controls = new Set<string>([CONTROL.span, CONTROL.concept, CONTROL.none, CONTROL.otherId]);
   const data: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(record)) if (!META_KEYS.has(key) && !controls.has(key)) data[key] = value;
   const result: unknown[] = [];

@@ -193,3 +193,19 @@ test('a note with characters outside the Basic Multilingual Plane: the region is
   assert.deepEqual(answer.submission.span, { start: request.start, end: request.end });
   assert.deepEqual(answer.submission.taskSpan, { start: request.start, end: request.end });
 });
+
+test('a JSON-MIN record of a note with characters outside the Basic Multilingual Plane: its data text is kept, so the code-point region reads back as the requested span', () => {
+  const base = joined[0]!;
+  const prefix = '🐱 𝛽-blocker note: ';
+  const shift = prefix.length;
+  const request = { ...base.request, start: base.request.start + shift, end: base.request.end + shift };
+  const task = buildLabelStudioTask({ ...base, request, noteText: prefix + base.noteText });
+  const ledger = new TaskLedger();
+  ledger.addFile('tasks.json', JSON.stringify([task]));
+  const region = task.predictions[0]!.result[0]!.value;
+  // JSON-MIN: the task data's fields, Label Studio's meta keys and each control's answer side by side.
+  const record = { ...task.data, id: 7, annotator: 'coder1@example.org', annotation_id: 70, updated_at: '2026-01-05T10:10:03Z', span: [region], concept: task.data.candidates[0]!.value };
+  const result = importLabelStudioExport('min.json', JSON.stringify([record]), new AnnotationJudge(ledger, kb, { now: () => 42 }));
+  assert.deepEqual(result.refused.map((r) => `${r.kind}: ${r.reason}`), []);
+  assert.deepEqual(result.accepted.map((a) => [a.gold.start, a.gold.end]), [[request.start, request.end]]);
+});
