@@ -199,8 +199,11 @@ export class MemoryUpdater {
       return;
     }
     const note = this.notes.get(gold.noteId);
-    if (!note) {
-      // Gold ahead of its note: held (bounded like the notes) until the note arrives.
+    const mention = note?.mentions.get(gold.mentionId);
+    // Gold ahead of its note, or for another version of it (a note sent again with its mention ids
+    // reassigned: the id now names another span): held (bounded like the notes) until the version
+    // the label was given on arrives, never learned for whatever mention holds the id now.
+    if (!note || (mention !== undefined && (mention.start !== gold.start || mention.end !== gold.end))) {
       const list = this.waiting.get(gold.noteId) ?? [];
       if (list.length === 0 && this.waiting.size >= (this.options.maxNotes ?? 50_000)) return;
       list.push(gold);
@@ -208,7 +211,7 @@ export class MemoryUpdater {
       this.stats.waiting++;
       return;
     }
-    const text = note.mentions.get(gold.mentionId)?.text ?? note.text.slice(gold.start, gold.end);
+    const text = mention?.text ?? note.text.slice(gold.start, gold.end);
     if (text.trim() === '') return;
     this.known.add(key);
     this.pending.push({

@@ -90,7 +90,7 @@ export class MentionJoiner {
     this.expire(now);
     const key = mentionKey(gold.noteId, gold.mentionId);
     const waiting = this.predictions.get(key);
-    if (waiting) {
+    if (waiting && sameSpan(gold, waiting.value)) {
       this.predictions.delete(key);
       this.countJoin(waiting.value);
       return waiting.value;
@@ -106,7 +106,7 @@ export class MentionJoiner {
     this.expire(now);
     const key = mentionKey(prediction.noteId, prediction.mention.mentionId);
     const waiting = this.gold.get(key);
-    if (waiting) {
+    if (waiting && sameSpan(waiting.value, prediction)) {
       this.gold.delete(key);
       this.countJoin(prediction);
       return waiting.value;
@@ -158,4 +158,12 @@ function dropOlder<T>(map: Map<string, Pending<T>>, cutoff: number): number {
     dropped++;
   }
   return dropped;
+}
+
+/**
+ * A note sent again in another version may reuse a mention id for another span: the pair is the
+ * gold's only when the prediction covers the span the label was given on; otherwise each waits.
+ */
+function sameSpan(gold: GoldMention, prediction: Prediction): boolean {
+  return gold.start === prediction.mention.start && gold.end === prediction.mention.end;
 }

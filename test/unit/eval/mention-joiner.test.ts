@@ -80,3 +80,17 @@ test('a pair whose prediction had its candidates cut counts as candidatesCut, no
   assert.equal(j.addGold(gold('n1', 'b'), 3)?.cut, true);
   assert.deepEqual([j.counters.joined, j.counters.candidatesCut], [0, 2]);
 });
+
+test('a prediction whose mention id names another span (the note linked again in another version) is not joined with the gold of that id', () => {
+  const elsewhere = (note: string, mention: string): Prediction => {
+    const p = prediction(note, mention);
+    return { ...p, mention: { ...p.mention, start: 10, end: 20 } };
+  };
+  const j = new MentionJoiner({ ttlMs: 1000, maxPending: 10 });
+  j.addPrediction(elsewhere('n1', 'a'), 0);
+  assert.equal(j.addGold(gold('n1', 'a'), 10), undefined, 'gold first met by a prediction of another span');
+  assert.equal(j.addPrediction(prediction('n1', 'a'), 20)?.mentionId, 'a', 'and joined with the one of its own span');
+  assert.equal(j.addGold(gold('n1', 'b'), 30), undefined);
+  assert.equal(j.addPrediction(elsewhere('n1', 'b'), 40), undefined, 'prediction second');
+  assert.equal(j.counters.joined, 1);
+});
