@@ -84,6 +84,11 @@ export class LabelSelector {
   private readonly outstanding = new Map<LabelProposal, { key: string; entry: PoolEntry } | undefined>();
   private windowStart: number | undefined;
   private measureLeft: number;
+  /**
+   * Learn labels of this window put back after a failed produce: chosen again at the next take,
+   * not a window later, or a failed delivery would leave its window's budget unspent.
+   */
+  private learnOwed = 0;
 
   constructor(options: LabelSelectorOptions) {
     if (!(options.budget >= 0) || !(options.windowMs > 0)) throw new RangeError('budget must be ≥ 0 and windowMs > 0');
@@ -144,12 +149,18 @@ export class LabelSelector {
     const out = this.measureQueue;
     this.measureQueue = [];
     for (const p of out) this.outstanding.set(p, undefined);
-    if (this.windowStart !== undefined && (options.closeWindow || now - this.windowStart >= this.options.windowMs)) {
-      for (const { proposal, key, entry } of this.chooseLearn(now)) {
+    const closes = this.windowStart !== undefined && (options.closeWindow || now - this.windowStart >= this.options.windowMs);
+    // A closing window brings its own budget; what a failed produce owed the old one is in the pool it chooses from.
+    const due = closes ? this.options.budget : this.learnOwed;
+    if (due > 0) {
+      for (const { proposal, key, entry } of this.chooseLearn(now, due)) {
         this.outstanding.set(proposal, { key, entry });
         out.push(proposal);
       }
-      const elapsed = now - this.windowStart;
+    }
+    this.learnOwed = 0;
+    if (closes) {
+      const elapsed = now - this.windowStart!;
       this.windowStart = options.closeWindow && elapsed < this.options.windowMs ? now : now - (elapsed % this.options.windowMs);
       this.measureLeft = this.options.measureBudget;
     }
@@ -171,7 +182,7 @@ export class LabelSelector {
     for (const p of proposals) if (this.outstanding.delete(p)) this.stats.discarded++;
   }
 
-  /** The produce failed: the proposals wait to be taken again (learn ones unasked, back in the pool). */
+  /** The produce failed: the proposals wait to be taken again (learn ones unasked, back in the pool, their share of the window's budget chosen again at the next take). */
   putBack(proposals: readonly LabelProposal[]): void {
     for (const p of proposals) {
       if (!this.outstanding.has(p)) continue;
@@ -183,6 +194,7 @@ export class LabelSelector {
       }
       if (isNeedDriven(this.options.policy)) this.asked.delete(origin.key);
       this.pool.set(origin.key, origin.entry);
+      this.learnOwed++;
     }
     this.stats.pool = this.pool.size;
   }
@@ -228,9 +240,9 @@ export class LabelSelector {
     this.stats.poolDropped += Math.max(0, ranked.length - keep);
   }
 
-  private chooseLearn(now: number): { proposal: LabelProposal; key: string; entry: PoolEntry }[] {
+  private chooseLearn(now: number, count: number): { proposal: LabelProposal; key: string; entry: PoolEntry }[] {
     const ranked = this.prioritized().sort((a, b) => b.priority - a.priority || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const chosen = ranked.slice(0, this.options.budget);
+    const chosen = ranked.slice(0, count);
     const out: { proposal: LabelProposal; key: string; entry: PoolEntry }[] = [];
     for (const { key, entry, priority, recurrence } of chosen) {
       this.pool.delete(key);

@@ -147,3 +147,16 @@ test('a proposal that can never be sent is discarded and counted, not confirmed 
   assert.deepEqual(s.confirm(taken).map((p) => p.mention.mentionId), [taken[1]!.mention.mentionId], 'only the sent one is confirmed');
   assert.deepEqual([s.stats.discarded, s.stats.proposedLearn, s.stats.pool], [1, 1, 0]);
 });
+
+test('a failed produce gives its share of the budget back to its window: the next take asks again at once, not a window later', () => {
+  const s = selector({ budget: 1 });
+  feed(s, [note('1', [['DM', 0.1], ['ataxia', 0.5]])], 0);
+  const first = s.take(100);
+  assert.deepEqual(labelled(first), ['1/m0']);
+  s.putBack(first);
+  const again = s.take(101);
+  assert.deepEqual(labelled(again), ['1/m0'], 'the redelivery asks the window\'s label again');
+  s.confirm(again);
+  assert.deepEqual(s.take(150), [], 'the window\'s budget is spent: no more before it closes');
+  assert.deepEqual(labelled(s.take(200)), ['1/m1'], 'the next window has its own budget');
+});
