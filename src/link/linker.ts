@@ -302,9 +302,11 @@ export class Linker implements LinkingCore {
   /** Index vectors of mentions that are exactly one concept's name, when that cannot change a top-1. */
   private storedVectors(work: MentionWork[]): (Float32Array | undefined)[] {
     const { exactVectors, config, reranker } = this.parts;
-    // With `always`, the reranker reorders even a unique exact hit against the dense tail.
-    if (!exactVectors || !config.exactVectors || (reranker && config.rerank.policy === 'always')) return work.map(() => undefined);
-    return work.map((w) => exactVectors.vectorFor(w.exactTexts, this.allowFor(w.mention.label)));
+    const policy = reranker ? config.rerank.policy : 'never';
+    // With `always`, the reranker reorders even a unique exact hit against the dense tail; with
+    // `inexact`, a long form's hit (`abbreviation`, exact only when the short form is a name too).
+    if (!exactVectors || !config.exactVectors || policy === 'always') return work.map(() => undefined);
+    return work.map((w) => (policy === 'inexact' && w.expandedFrom !== null ? undefined : exactVectors.vectorFor(w.exactTexts, this.allowFor(w.mention.label))));
   }
 
   private async rerank(work: MentionWork[], memory?: MemoryEvidence): Promise<void> {

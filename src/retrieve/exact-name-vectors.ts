@@ -1,3 +1,4 @@
+import { ontologyRoots } from './candidate-retriever.ts';
 import type { LinkIndex } from './link-index.ts';
 
 /**
@@ -13,6 +14,7 @@ export class ExactNameVectors {
   private readonly normalize: (s: string) => string;
   /** normalized name → its first vector label, per concept: `${conceptIndex}\u0000${key}`. */
   private labels: Map<string, number> | undefined;
+  private roots: Set<number> | undefined;
 
   constructor(index: LinkIndex, normalize: (s: string) => string) {
     this.index = index;
@@ -24,10 +26,12 @@ export class ExactNameVectors {
    * names exactly one concept and `texts[0]` is one of its names; undefined otherwise.
    */
   vectorFor(texts: readonly string[], allow?: (conceptIndex: number) => boolean): Float32Array | undefined {
+    // The retriever never returns a whole-ontology root, so its name is no exact hit: the vector would pick the top-1.
+    this.roots ??= ontologyRoots(this.index.concepts);
     let only: number | undefined;
     for (const text of texts) {
       for (const conceptIndex of this.index.exact.lookup(text)) {
-        if (allow && !allow(conceptIndex)) continue;
+        if (this.roots.has(conceptIndex) || (allow && !allow(conceptIndex))) continue;
         if (only !== undefined && only !== conceptIndex) return undefined;
         only = conceptIndex;
       }
