@@ -103,6 +103,27 @@ def pool(hidden: np.ndarray, mask: np.ndarray, pooling: str, normalize: bool = T
     return v
 
 
+# How far each ONNX file may be from torch on the sample inputs (the bounds tests/test_export.py
+# holds the shipped files to): pooled cosine for a bi-encoder; |logit difference| for a
+# cross-encoder, times max(1, largest |torch logit|).
+MIN_COSINE = {"fp32": 0.999, "fp16": 0.999, "int8": 0.97}
+MAX_LOGIT_DIFF = {"fp32": 1e-3, "fp16": 0.05, "int8": 0.5}
+
+
+def drift_beyond_bounds(kind: str, check: dict, ref_logits: np.ndarray | None = None) -> list[str]:
+    """The precisions of `check` (precision -> figure) whose outputs are further from torch than allowed."""
+    bad = []
+    for prec, value in check.items():
+        if kind == "bi-encoder":
+            if not value >= MIN_COSINE[prec]:
+                bad.append(f"{prec}: min pooled cosine {value:.4f} < {MIN_COSINE[prec]}")
+        else:
+            bound = MAX_LOGIT_DIFF[prec] * max(1.0, float(np.abs(ref_logits).max()))
+            if not value <= bound:
+                bad.append(f"{prec}: max |logit - torch| {value:.4f} > {bound:.4f}")
+    return bad
+
+
 def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
     b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
@@ -323,6 +344,12 @@ def export_model(
             }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    bad = drift_beyond_bounds(kind, check, None if kind == "bi-encoder" else ref)
+    if bad:
+        # No half export is left behind: a directory without its manifest is not a model.
+        for name in files.values():
+            (out_dir / name).unlink(missing_ok=True)
+        raise RuntimeError(f"{model_id}: ONNX outputs differ from torch beyond tolerance on the sample inputs ({'; '.join(bad)})")
 
     # calling the HF tokenizer with padding/truncation leaves that state in the backend: clear it
     tok.backend_tokenizer.no_padding()

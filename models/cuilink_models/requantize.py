@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -57,8 +58,9 @@ def _padded(encs):
     return ids, mask, types
 
 
-def torch_check(kind: str, wrapper, int8: Path, tokenizer_file: Path, pooling: str) -> tuple[str, float]:
-    """(manifest check key, value): the int8 file against torch on the export's sample inputs."""
+def torch_check(kind: str, wrapper, int8: Path, tokenizer_file: Path, pooling: str) -> tuple[str, float, list[str]]:
+    """(manifest check key, value, what is beyond export's bounds): the int8 file against torch on
+    the export's sample inputs."""
     import torch
     from tokenizers import Tokenizer
 
@@ -71,12 +73,14 @@ def torch_check(kind: str, wrapper, int8: Path, tokenizer_file: Path, pooling: s
         with torch.no_grad():
             want = E.pool(wrapper(torch.from_numpy(ids), torch.from_numpy(mask)).numpy(), mask, pooling)
         got = E.pool(session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask})[0], mask, pooling)
-        return "minCosine_int8", round(float(E.cosine_rows(got, want).min()), 6)
+        value = float(E.cosine_rows(got, want).min())
+        return "minCosine_int8", round(value, 6), E.drift_beyond_bounds(kind, {"int8": value})
     ids, mask, types = _padded(tok.encode_batch([tuple(p) for p in E.SAMPLE_PAIRS]))
     with torch.no_grad():
         want = wrapper(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types)).numpy()
     got = session.run(["logits"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
-    return "maxAbsLogitDiff_int8", round(float(np.abs(got - want).max()), 6)
+    value = float(np.abs(got - want).max())
+    return "maxAbsLogitDiff_int8", round(value, 6), E.drift_beyond_bounds(kind, {"int8": value}, want)
 
 
 def requantize(model_dir: Path, date: str, per_token: bool = False) -> dict:
@@ -96,10 +100,14 @@ def requantize(model_dir: Path, date: str, per_token: bool = False) -> dict:
     int8 = model_dir / manifest["files"]["int8"]
     before = {"sha256": manifest["sha256"][int8.name], "recipe": manifest["onnx"].get("int8", E.INT8_RECIPE)}
     with tempfile.TemporaryDirectory(prefix="cuilink-requantize-") as tmp:
-        fp32 = Path(tmp) / "model.onnx"
+        fp32, new_int8 = Path(tmp) / "model.onnx", Path(tmp) / "model.int8.onnx"
         E.export_fp32(wrapper, kind, fp32, manifest["architecture"]["vocab"])
-        recipe = E.quantize_int8(fp32, int8, reduce_range=True, per_token=per_token)
-    key, check = torch_check(kind, wrapper, int8, model_dir / manifest["tokenizer"], manifest.get("pooling", "mean"))
+        recipe = E.quantize_int8(fp32, new_int8, reduce_range=True, per_token=per_token)
+        # Checked before it replaces the shipped file: a refused file leaves the directory as it was.
+        key, check, bad = torch_check(kind, wrapper, new_int8, model_dir / manifest["tokenizer"], manifest.get("pooling", "mean"))
+        if bad:
+            raise RuntimeError(f"{model_dir}: the re-quantized int8 file differs from torch beyond tolerance ({'; '.join(bad)}); nothing changed")
+        shutil.copyfile(new_int8, int8)
     manifest["sha256"][int8.name] = sha256_file(int8)
     manifest["onnx"]["int8"] = recipe
     manifest["onnx"]["int8Activations"] = E.int8_activations(per_token)

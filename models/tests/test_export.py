@@ -236,3 +236,68 @@ def test_per_token_rewrite_refuses_a_graph_without_dynamic_quantization(tmp_path
     _, fp32 = _tiny_export(tmp_path, "bi-encoder")
     with pytest.raises(ValueError, match="DynamicQuantizeLinear"):
         per_token_file(fp32, tmp_path / "out.onnx")
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. an export (or a re-quantization) whose ONNX files drift from torch is refused, not shipped
+
+
+def _tiny_minilm_shape(outlier):
+    """A tiny BERT over the shipped vocabulary. With `outlier`, one dimension of the hidden state
+    after each attention block is that many times larger than the rest: one activation scale per
+    tensor (dynamic int8) then leaves the other dimensions no resolution."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=30524, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                  intermediate_size=64, max_position_embeddings=64)
+    model = transformers.BertModel(cfg)
+    with torch.no_grad():
+        for p in model.parameters():  # distinct tensors, as a trained model has (see test_distill.py)
+            p.add_(torch.randn_like(p) * (1e-4 if outlier else 1e-2))
+        if outlier:
+            for layer in model.encoder.layer:
+                layer.attention.output.LayerNorm.weight[0] = outlier
+    return model.eval()
+
+
+def _checkpoint(tmp_path, model):
+    import shutil
+
+    ckpt = tmp_path / "ckpt"
+    model.save_pretrained(ckpt)
+    shutil.copy(DEFAULT / "biencoder" / "tokenizer.json", ckpt / "tokenizer.json")  # [M] and [/M] included
+    return ckpt
+
+
+def test_export_refuses_an_int8_file_far_from_torch(tmp_path):
+    from cuilink_models import export as E
+
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match=r"int8: min pooled cosine"):
+        E.export_model("bi-encoder", str(_checkpoint(tmp_path, _tiny_minilm_shape(1000.0))), out, "drifting")
+    assert not (out / "manifest.json").exists() and not (out / "model.int8.onnx").exists()
+    # the same architecture without the outlier exports
+    m = E.export_model("bi-encoder", str(_checkpoint(tmp_path / "ok", _tiny_minilm_shape(None))), tmp_path / "ok" / "out", "fine")
+    assert m["onnx"]["checkAgainstTorch"]["minCosine_int8"] >= E.MIN_COSINE["int8"]
+
+
+def test_requantize_refuses_a_drifting_int8_file_and_changes_nothing(tmp_path):
+    from cuilink_models import export as E
+    from cuilink_models.common import sha256_file
+    from cuilink_models.requantize import requantize
+
+    out = tmp_path / "out"
+    E.export_model("bi-encoder", str(_checkpoint(tmp_path, _tiny_minilm_shape(None))), out, "bi")
+    # fp16 weights that quantize badly (what requantize rebuilds the int8 file from)
+    fp32 = tmp_path / "drifting.onnx"
+    E.export_fp32(E.bi_wrapper(_tiny_minilm_shape(1000.0)), "bi-encoder", fp32, 30524)
+    E.convert_fp16(fp32, out / "model.fp16.onnx")
+    m = json.loads((out / "manifest.json").read_text())
+    m["sha256"]["model.fp16.onnx"] = sha256_file(out / "model.fp16.onnx")
+    (out / "manifest.json").write_text(json.dumps(m))
+    int8_before, manifest_before = sha256_file(out / "model.int8.onnx"), (out / "manifest.json").read_text()
+    with pytest.raises(RuntimeError, match=r"int8: min pooled cosine"):
+        requantize(out, "2026-01-01")
+    assert sha256_file(out / "model.int8.onnx") == int8_before, "the shipped int8 file was replaced"
+    assert (out / "manifest.json").read_text() == manifest_before
