@@ -67,6 +67,10 @@ def read_concepts(path: Path | str) -> list[Concept]:
                     altIds=list(obj.get("altIds") or []),
                 )
             )
+    if not out:
+        # An empty export (a failed `cuilink kb export`, a wrong path to a .gz) is never a KB to
+        # train on or evaluate against: every caller would go on with nothing to learn or match.
+        raise ValueError(f"{path}: no concept (an empty concept JSONL)")
     return out
 
 

@@ -70,6 +70,8 @@ def read_pubtator(path: Path | str, context_chars: int = 64) -> list[Mention]:
             block.append(line)
     if block:
         blocks.append(block)
+    if not any(re.match(r"^\d+\|[ta]\|", line) for b in blocks for line in b):
+        raise ValueError(f"{path}: no PubTator document (no 'PMID|t|title' or 'PMID|a|abstract' line)")
     for block in blocks:
         title = abstract = ""
         doc = None
@@ -103,6 +105,36 @@ def read_pubtator(path: Path | str, context_chars: int = 64) -> list[Mention]:
                 Mention(cols[0], start, end, mention, [ids], text[max(0, start - context_chars) : start], text[end : end + context_chars])
             )
     return mentions
+
+
+# src/eval/tuning-split.ts: every default, weight and model is chosen on the `tune` part of
+# NCBI-disease train; `learn` is the rest, what a memory or a fine-tune may learn from.
+TUNING_SPLIT_SEED = 20261123
+TUNING_SPLIT_SIZE = 100
+
+
+def note_draw(note_id: str, seed: int) -> float:
+    """src/stream/label-selection/note-draw.ts noteDraw: FNV-1a over UTF-16 code units, then
+    MurmurHash3's finalizer, in [0, 1)."""
+    h = 0x811C9DC5
+    data = f"{seed}\u0000{note_id}".encode("utf-16-le")
+    for i in range(0, len(data), 2):
+        h = ((h ^ (data[i] | data[i + 1] << 8)) * 0x01000193) & 0xFFFFFFFF
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    return h / 4294967296
+
+
+def tune_document_ids(document_ids, seed: int = TUNING_SPLIT_SEED, size: int = TUNING_SPLIT_SIZE) -> set[str]:
+    """As src/eval/tuning-split.ts tuneDocumentIds: the `size` documents with the smallest draw."""
+    unique = list(dict.fromkeys(document_ids))
+    if size >= len(unique):
+        raise ValueError(f"tuning split of {size} documents needs more than {len(unique)} documents")
+    ranked = sorted(unique, key=lambda d: (note_draw(d, seed), d))
+    return set(ranked[:size])
 
 
 class Dictionary:
@@ -421,9 +453,11 @@ def main(argv=None):
     ap.add_argument("--preferred-only", action="store_true", help="dense ranking over preferred names only (exact match still over all names)")
     ap.add_argument("--out", help="write JSON results here")
     a = ap.parse_args(argv)
-    setup_torch()
     d = Dictionary(read_concepts(a.dict))
     mentions = read_pubtator(a.corpus)
+    if not mentions:
+        raise SystemExit(f"{a.corpus}: no annotated mention with a gold concept to evaluate")
+    setup_torch()
     res: dict = {"corpus": a.corpus, "mentions": len(mentions), "dictionaryNames": len(d.names), "denseOverPreferredNamesOnly": a.preferred_only}
     exact_hits = [exact_first(d, m.text, [], 1) for m in mentions]
     res["exactOnly"] = accuracy(d, mentions, exact_hits)

@@ -55,6 +55,20 @@ def evaluate(model_dir, args, out_json, rerank=None, lexical=False, preferred_on
     return ev.main(argv)
 
 
+def refuse_leaky_finetune(a) -> None:
+    """A fine-tune on gold (--pubtator) never writes models/default (models/README.md: the shipped
+    models are trained from ontologies alone) and never learns from the documents it is evaluated on."""
+    from .evaluate import read_pubtator
+
+    default = (MODELS_DIR / "default").resolve()
+    out = Path(a.out).resolve()
+    if out == default or out.is_relative_to(default):
+        raise SystemExit(f"refusing to write a fine-tuned model into {rel(default)}: pass --out (e.g. models/finetuned)")
+    shared = {m.doc for m in read_pubtator(a.pubtator)} & {m.doc for m in read_pubtator(a.corpus)}
+    if shared:
+        raise SystemExit(f"{a.pubtator} shares {len(shared)} documents with the evaluation corpus {a.corpus}: fine-tuning on them would leak it")
+
+
 def up_to_date(done_marker: Path, inputs=()) -> bool:
     """A stage's output exists and is newer than every input it was made from: after a stage
     earlier in the run is redone (its output moved away, as models/README.md says to retrain),
@@ -98,6 +112,8 @@ def main(argv=None):
     ap.add_argument("--rerank-top", type=int, default=5,
                     help="candidates the cross-encoder reranks (its cost is linear in them); shipped in its manifest")
     ap.add_argument("--pubtator", help="fine-tune: annotated PubTator mentions as extra synonyms (opt-in)")
+    ap.add_argument("--pubtator-split", choices=["learn", "all"], default="learn",
+                    help="fine-tune on the learn part of --pubtator's tuning split (default) or on all of it")
     ap.add_argument("--init-bi", help="fine-tune: start the bi-encoder from this checkpoint")
     ap.add_argument("--skip-ce", action="store_true")
     ap.add_argument("--ablation-steps", type=int, default=40, help="steps of each short ablation run (0: none)")
@@ -109,6 +125,8 @@ def main(argv=None):
     ap.add_argument("--fixtures", action="store_true", help="write tests/fixtures/reference_*.json (default output only)")
     a = ap.parse_args(argv)
     a.kb_dir = Path(a.kb_dir)
+    if a.pubtator:
+        refuse_leaky_finetune(a)
     t0 = time.time()
     work = WORK_DIR / ("finetune" if a.pubtator else "pipeline")
     work.mkdir(parents=True, exist_ok=True)
@@ -135,7 +153,7 @@ def main(argv=None):
     if a.init_bi:
         targs += ["--init", a.init_bi]
     if a.pubtator:
-        targs += ["--pubtator", a.pubtator]
+        targs += ["--pubtator", a.pubtator, "--pubtator-split", a.pubtator_split]
     bi_info = resumable(a, bi_run / "training.json", tb.train, tb.parser().parse_args(targs))
     bi_dir = work / "export-bi"
     resumable(a, bi_dir / "manifest.json", ex.export_model, "bi-encoder", str(bi_run / "final"), bi_dir, BI_ID, training=bi_info,

@@ -137,10 +137,13 @@ def neighbours_by_embedding(torch, model, tok, groups, pooling, k=8, batch=256, 
     return nb
 
 
-def add_pubtator_mentions(groups, anchor_concepts, path) -> int:
+def add_pubtator_mentions(groups, anchor_concepts, path, split: str = "learn") -> int:
     """Opt-in fine-tuning data: each annotated mention with a single gold id found in the anchor
-    KB becomes one more name of that concept's group."""
-    from .evaluate import norm_gold_id, read_pubtator
+    KB becomes one more name of that concept's group. With split 'learn' (the default) only the
+    learn part of the corpus's fixed tuning split is used: the tune part is what link settings and
+    models are chosen on (src/eval/tuning-split.ts), so a fine-tune never sees it; 'all' uses every
+    document (a corpus that is not split, e.g. gold samples collected by the evaluator)."""
+    from .evaluate import norm_gold_id, read_pubtator, tune_document_ids
 
     key_to_id = {}
     for c in anchor_concepts:
@@ -148,7 +151,13 @@ def add_pubtator_mentions(groups, anchor_concepts, path) -> int:
             key_to_id.setdefault(norm_gold_id(k), c.id)
     by_id = {g.id: g for g in groups}
     added = 0
-    for m in read_pubtator(path):
+    mentions = read_pubtator(path)
+    if split == "learn":
+        tune = tune_document_ids(m.doc for m in mentions)
+        mentions = [m for m in mentions if m.doc not in tune]
+    elif split != "all":
+        raise ValueError(f"split must be learn or all, not {split!r}")
+    for m in mentions:
         ids = m.gold[0]
         if len(ids) != 1:
             continue
@@ -172,7 +181,7 @@ def train(args):
         kbs[name] = read_concepts(path)
     groups = build_groups(kbs, anchor=args.anchor, merge=not args.no_merge)
     if args.pubtator:
-        added = add_pubtator_mentions(groups, kbs[args.anchor], args.pubtator)
+        added = add_pubtator_mentions(groups, kbs[args.anchor], args.pubtator, args.pubtator_split)
         print(f"fine-tuning: {added} annotated mention strings added as names of their gold concepts", flush=True)
     src = args.init or str(base_model_dir())
     tok = load_tokenizer(src)
@@ -269,6 +278,8 @@ def parser():
     ap.add_argument("--no-merge", action="store_true")
     ap.add_argument("--out", required=True)
     ap.add_argument("--pubtator", help="opt-in fine-tuning: annotated PubTator mentions become extra names of their gold concepts")
+    ap.add_argument("--pubtator-split", choices=["learn", "all"], default="learn",
+                    help="learn: the corpus's learn part only (its tune part, src/eval/tuning-split.ts, is never trained on); all: every document")
     ap.add_argument("--init", help="start from this checkpoint instead of the base weights")
     ap.add_argument("--pooling", choices=["mean", "cls"], default="mean")
     ap.add_argument("--steps", type=int, default=1200)

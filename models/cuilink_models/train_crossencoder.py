@@ -71,6 +71,8 @@ def make_queries(groups, d: Dictionary, rng, n_queries: int, fallback_share: flo
             fallback.extend(Query(n, parents, frozenset([ci])) for n in g.names)
     rng.shuffle(synonym)
     rng.shuffle(fallback)
+    if not synonym and not fallback:
+        raise ValueError("no training query: no concept of the training KBs is in the dictionary (is --dict the anchor KB?)")
     n_fallback = min(len(fallback), int(round(n_queries * fallback_share)))
     out = synonym[: n_queries - n_fallback] + fallback[:n_fallback]
     rng.shuffle(out)

@@ -135,7 +135,7 @@ def test_finetune_adds_single_gold_mentions_as_names(tmp_path):
                  "7\t0\t16\tbreast carcinoma\tSpecificDisease\tD001943\n"
                  "7\t20\t26\ttumour\tDiseaseClass\tD009371|D001943\n"  # composite: ambiguous, not used
                  "7\t31\t44\tBreast Cancer\tSpecificDisease\tD001943\n")  # already a name
-    assert add_pubtator_mentions(groups, kb, p) == 1
+    assert add_pubtator_mentions(groups, kb, p, split="all") == 1  # one document: not a split corpus
     names = {g.id: g.names for g in groups}["MESH:D001943"]
     assert names[-1] == "breast carcinoma" and names.count("Breast Cancer") == 1
 
@@ -176,3 +176,84 @@ def test_cross_encoder_queries_reading_order_and_parent_fallback():
     golds, negs = mine(OneHotEncoder(), d, [q], k=3)
     assert golds == [site]
     assert breast not in negs[0] and site not in negs[0] and len(negs[0]) == 2  # 4 concepts - excluded - positive
+
+
+def test_an_empty_kb_is_refused_not_trained_on(tmp_path):
+    # `cuilink kb export` writing nothing (or a wrong path) must stop the run here, not give
+    # 0-step training runs, 0-name dictionaries and acc@1 0 reports.
+    p = tmp_path / "medic.jsonl"
+    p.write_text("\n")
+    with pytest.raises(ValueError, match=r"medic.jsonl: no concept"):
+        read_concepts(p)
+
+
+def test_cross_encoder_queries_refuse_a_dictionary_the_kbs_do_not_share():
+    import random
+
+    from cuilink_models.train_crossencoder import make_queries
+
+    groups = build_groups({"medic": read_concepts(FIX / "tiny_kb.jsonl")})
+    other = Dictionary(read_concepts(FIX / "tiny_doid.jsonl"))  # --dict naming another KB than the anchor
+    with pytest.raises(ValueError, match="no training query"):
+        make_queries(groups, other, random.Random(0), 100)
+
+
+def test_evaluate_refuses_a_corpus_with_nothing_to_evaluate(tmp_path):
+    from cuilink_models import evaluate
+
+    not_pubtator = tmp_path / "dev.jsonl"  # e.g. a concept file passed as --corpus
+    not_pubtator.write_text((FIX / "tiny_kb.jsonl").read_text())
+    with pytest.raises(ValueError, match="no PubTator document"):
+        evaluate.main(["--dict", str(FIX / "tiny_kb.jsonl"), "--corpus", str(not_pubtator)])
+    unannotated = tmp_path / "dev.txt"
+    unannotated.write_text("1|t|Breast cancer.\n1|a|No annotation here.\n\n")
+    with pytest.raises(SystemExit, match="no annotated mention"):
+        evaluate.main(["--dict", str(FIX / "tiny_kb.jsonl"), "--corpus", str(unannotated)])
+
+
+def _gold_corpus(path, doc_ids):
+    """One annotated mention per document, its text naming the document."""
+    path.write_text("".join(f"{d}|t|name{d}.\n{d}|a|x\n{d}\t0\t{4 + len(d)}\tname{d}\tSpecificDisease\tD001943\n\n" for d in doc_ids))
+    return path
+
+
+def test_tuning_split_is_the_typescript_one():
+    from cuilink_models.evaluate import note_draw, tune_document_ids
+
+    # values printed by src/stream/label-selection/note-draw.ts and src/eval/tuning-split.ts
+    assert note_draw("10021369", 20261123) == 0.7319917513523251
+    assert note_draw("é-note", 20261123) == 0.3493704858701676
+    assert tune_document_ids([str(9000 + i) for i in range(120)], size=5) == {"9010", "9024", "9043", "9077", "9112"}
+
+
+def test_finetune_never_learns_from_the_tune_split(tmp_path):
+    from cuilink_models.evaluate import tune_document_ids
+    from cuilink_models.train_biencoder import add_pubtator_mentions
+
+    kb = read_concepts(FIX / "tiny_kb.jsonl")
+    docs = [str(5000 + i) for i in range(130)]
+    corpus = _gold_corpus(tmp_path / "train.pubtator", docs)
+    groups = build_groups({"medic": kb})
+    added = add_pubtator_mentions(groups, kb, corpus)
+    names = set({g.id: g.names for g in groups}["MESH:D001943"])
+    tune = tune_document_ids(docs)
+    assert len(tune) == 100 and added == 30
+    assert not {f"name{d}" for d in tune} & names, "a tune document's mention was trained on"
+    assert {f"name{d}" for d in docs if d not in tune} <= names
+
+
+def test_finetune_refuses_models_default_and_the_evaluation_documents(tmp_path, monkeypatch):
+    from cuilink_models import export, pipeline
+
+    monkeypatch.setattr(pipeline, "WORK_DIR", tmp_path / "work")
+    monkeypatch.setattr(export, "export_model", lambda *a, **k: pytest.fail("started the run"))
+    train = _gold_corpus(tmp_path / "train.pubtator", [str(5000 + i) for i in range(130)])
+    dev = _gold_corpus(tmp_path / "dev.pubtator", ["7001", "7002"])
+    # no --out: the default is models/default, which a fine-tune never writes (models/README.md)
+    with pytest.raises(SystemExit, match="refusing to write a fine-tuned model"):
+        pipeline.main(["--corpus", str(dev), "--pubtator", str(train)])
+    with pytest.raises(SystemExit, match="refusing"):
+        pipeline.main(["--corpus", str(dev), "--pubtator", str(train), "--out", str(pipeline.MODELS_DIR / "default" / "..") + "/default/"])
+    # fine-tuning on the evaluation corpus itself
+    with pytest.raises(SystemExit, match="shares 2 documents with the evaluation corpus"):
+        pipeline.main(["--corpus", str(dev), "--pubtator", str(dev), "--out", str(tmp_path / "ft")])
