@@ -22,6 +22,11 @@ export interface LocalBroker {
   dataDir: string;
   /** Process id of the broker JVM. */
   pid: number;
+  /**
+   * Resolves, saying how it ended and with its log's last lines, when the JVM exits before stop()
+   * was called (a crash, the OOM killer, a kill); never resolves otherwise.
+   */
+  died: Promise<string>;
   /** Idempotent; SIGTERM, then SIGKILL after the stop timeout. */
   stop(): Promise<void>;
 }
@@ -52,6 +57,20 @@ export interface LocalBrokerOptions {
 }
 
 const JVM_HEAP = ['-Xms256m', '-Xmx512m'];
+
+/** Rejects when `port` cannot be bound on loopback, before the JVM is spawned. */
+async function requireFreePort(port: number): Promise<void> {
+  await new Promise<void>((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      // Our start probe would otherwise be answered by whatever listens there (another Kafka) and
+      // report a broker that is exiting on its bind error as ready.
+      const message = error.code === 'EADDRINUSE' ? `port ${port} on 127.0.0.1 is already in use (another Kafka broker?): stop it or choose another port` : `cannot listen on 127.0.0.1:${port}: ${error.message}`;
+      reject(new CuilinkError('BROKER_START_FAILED', message, { cause: error }));
+    });
+    server.listen(port, '127.0.0.1', () => server.close(() => resolvePort()));
+  });
+}
 
 async function freeLoopbackPort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
@@ -228,6 +247,12 @@ export async function startLocalBroker(options: LocalBrokerOptions = {}): Promis
   }
   const { port, extraListeners, logFile } = prepared;
   const pid = child.pid!;
+  let stopCalled = false;
+  const died = new Promise<string>((resolveDied) => {
+    child.once('exit', (code, signal) => {
+      if (!stopCalled) resolveDied(`${signal === null ? `exit code ${code}` : `signal ${signal}`}; the end of its server.log: ${tail(logFile)}`);
+    });
+  });
 
   // A test that crashes must not leave a JVM behind: on a normal exit the handler kills it; when
   // this process is killed outright, the watchdog sees its stdin close and kills the broker.
@@ -239,6 +264,7 @@ export async function startLocalBroker(options: LocalBrokerOptions = {}): Promis
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
+    stopCalled = true;
     stopping ??= (async () => {
       process.removeListener('exit', killOnExit);
       if (!exited(child)) await terminateProcess(pid, options.stopTimeoutMs ?? 15_000);
@@ -258,13 +284,14 @@ export async function startLocalBroker(options: LocalBrokerOptions = {}): Promis
   log(`Kafka broker ready on ${brokers[0]} (pid ${pid}, data ${dataDir})`);
   const listeners: Record<string, string[]> = { PLAINTEXT: brokers };
   for (const l of extraListeners) listeners[l.name] = [`127.0.0.1:${l.port}`];
-  return { brokers, listeners, dataDir, pid, stop };
+  return { brokers, listeners, dataDir, pid, died, stop };
 }
 
 /** The broker's files in `dataDir`: its ports, config and formatted storage. */
 async function prepareBroker(dataDir: string, options: LocalBrokerOptions, lib: string) {
   mkdirSync(join(dataDir, 'logs'), { recursive: true });
   const port = options.port !== undefined && options.port !== 0 ? options.port : await freeLoopbackPort();
+  if (options.port !== undefined && options.port !== 0) await requireFreePort(port);
   const controllerPort = await freeLoopbackPort();
   const extraListeners: ExtraListener[] = [];
   for (const l of options.listeners ?? []) {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { startLocalBroker } from '../../src/stream/local-broker.ts';
 import { createKafkaClient } from '../../src/stream/kafka-client.ts';
 import { waitForLeaders } from '../support/stream-fixtures.ts';
+import { CuilinkError } from '../../src/kb/errors.ts';
 
 test('a local KRaft broker on a free loopback port carries a message from our client\'s producer to its consumer, and stops idempotently', async () => {
   const broker = await startLocalBroker();
@@ -138,4 +139,28 @@ test('a process killed outright (Ctrl-C, SIGKILL) leaves neither its broker nor 
   const before = new Set(readdirSync(tmpdir()).filter((n) => n.startsWith('cuilink-kafka-')));
   await assert.rejects(startLocalBroker({ listeners: [{ name: 'PLAINTEXT', protocol: 'SASL_PLAINTEXT' }] }), /listener name/);
   assert.deepEqual(readdirSync(tmpdir()).filter((n) => n.startsWith('cuilink-kafka-') && !before.has(n)), [], 'no data dir left by a broker that never started');
+});
+
+test('a port already taken by another Kafka broker fails the start, instead of that broker answering the probe for ours', async () => {
+  const other = await startLocalBroker();
+  const dataDir = mkdtempSync(join(tmpdir(), 'cuilink-kafka-taken-'));
+  try {
+    const port = Number(other.brokers[0]!.split(':')[1]);
+    await assert.rejects(startLocalBroker({ port, dataDir, startTimeoutMs: 20_000 }), (e: unknown) => e instanceof CuilinkError && e.code === 'BROKER_START_FAILED' && e.message.includes(`port ${port}`) && /in use/.test(e.message));
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+    await other.stop();
+  }
+});
+
+test('died: settles with how the JVM ended when the broker exits on its own; a stopped broker never settles it', async () => {
+  const broker = await startLocalBroker();
+  process.kill(broker.pid, 'SIGKILL');
+  assert.match(await broker.died, /^signal SIGKILL; the end of its server\.log: /);
+  await broker.stop();
+
+  const stopped = await startLocalBroker();
+  await stopped.stop();
+  const outcome = await Promise.race([stopped.died.then(() => 'settled'), new Promise((resolve) => setTimeout(() => resolve('pending'), 500))]);
+  assert.equal(outcome, 'pending');
 });

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { Command } from '../command.ts';
 import { parseFlags } from '../args.ts';
 import { connectionOf, type StageConfig } from '../../stream/stage-config.ts';
+import { CuilinkError } from '../../kb/errors.ts';
 import { startLocalBroker, type LocalBroker } from '../../stream/local-broker.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
 import { ensureTopics } from '../../stream/topics.ts';
@@ -10,7 +11,7 @@ import { stageConfigFromFlags } from '../stage-flags.ts';
 import { startStageRuntime, type StageRuntime } from '../stage-runtime.ts';
 import { publishAndCollect, readDemoNotes, type DemoResult } from '../run-demo.ts';
 import { describeDecision } from '../link-decision.ts';
-import { serveUntilStopped } from './run.ts';
+import { serveUntilStopped, untilSignal } from './run.ts';
 import type { NoteInput } from '../../link/types.ts';
 
 const DEFAULT_SAMPLES = join(REPO_ROOT, 'samples', 'notes.jsonl');
@@ -73,32 +74,45 @@ async function runDemo(config: StageConfig, samplesFile: string, follow: boolean
   for (const s of skipped) console.error(`demo: ${samplesFile}:${s.line}: skipped (${s.reason})`);
   console.error('demo: starting a local Kafka broker (the first run fetches its jars from Maven Central)');
   const broker: LocalBroker = await startLocalBroker();
+  // Nothing restarts the demo's own broker: without this the stage would retry it for ever
+  // (--follow) or the samples wait out their timeout, and the cause go with the temporary data dir.
+  const died = broker.died.then((how): never => {
+    throw new CuilinkError('KAFKA_BROKER_EXITED', `the demo's Kafka broker on ${broker.brokers.join(',')} (pid ${broker.pid}) exited unexpectedly (${how})`);
+  });
+  died.catch(() => {});
+  const opened: { runtime?: StageRuntime } = {};
   try {
-    const kafka = createKafkaClient(connectionOf(config, broker.brokers), () => {});
-    // The demo shows the review route too: unsure mentions also go to a review topic.
-    config.topics.review ??= 'cuilink.review';
-    await ensureTopics(kafka, [config.topics.input, config.topics.output, config.topics.deadLetter, config.topics.review], { partitions: 3 });
-    console.error(`demo: broker ${broker.brokers.join(',')}, topics ${config.topics.input} → ${config.topics.output} (dead letters: ${config.topics.deadLetter})`);
-    console.error('demo: loading the linker (the first run builds the default HPO index, a few minutes)');
-    const runtime = await startStageRuntime(config, { brokers: broker.brokers });
-    try {
-      await runtime.stage.whenJoined();
-      // A cold start's first inference (ONNX sessions sizing their buffers) is not the samples' latency: run it first, past the link cache.
-      await runtime.linker.probe?.();
-      const result = await publishAndCollect(kafka, runtime.recordCodec, config, notes, 120_000);
-      printDemo(notes, result, runtime, config);
-      const accounted = result.linked.size + result.deadLettered.size;
-      if (accounted < notes.length) console.error(`demo: only ${accounted} of ${notes.length} notes came back within 120 s`);
-      if (follow) {
-        console.log(`\nFollowing: publish NoteEvent records to '${config.topics.input}' at ${broker.brokers.join(',')}; ${runtime.health ? `${runtime.health.url}/metrics; ` : ''}Ctrl-C to stop.`);
-        return await serveUntilStopped(runtime);
-      }
-      return accounted === notes.length ? 0 : 1;
-    } finally {
-      await runtime.close();
-    }
+    return await Promise.race([linkSamples(config, broker, notes, follow, died, opened), died]);
   } finally {
+    await opened.runtime?.close();
     await broker.stop();
+  }
+}
+
+async function linkSamples(config: StageConfig, broker: LocalBroker, notes: NoteInput[], follow: boolean, died: Promise<never>, opened: { runtime?: StageRuntime }): Promise<number> {
+  const kafka = createKafkaClient(connectionOf(config, broker.brokers), () => {});
+  // The demo shows the review route too: unsure mentions also go to a review topic.
+  config.topics.review ??= 'cuilink.review';
+  await ensureTopics(kafka, [config.topics.input, config.topics.output, config.topics.deadLetter, config.topics.review], { partitions: 3 });
+  console.error(`demo: broker ${broker.brokers.join(',')}, topics ${config.topics.input} → ${config.topics.output} (dead letters: ${config.topics.deadLetter})`);
+  console.error('demo: loading the linker (the first run builds the default HPO index, a few minutes)');
+  const runtime = await startStageRuntime(config, { brokers: broker.brokers });
+  opened.runtime = runtime;
+  try {
+    await runtime.stage.whenJoined();
+    // A cold start's first inference (ONNX sessions sizing their buffers) is not the samples' latency: run it first, past the link cache.
+    await runtime.linker.probe?.();
+    const result = await publishAndCollect(kafka, runtime.recordCodec, config, notes, 120_000);
+    printDemo(notes, result, runtime, config);
+    const accounted = result.linked.size + result.deadLettered.size;
+    if (accounted < notes.length) console.error(`demo: only ${accounted} of ${notes.length} notes came back within 120 s`);
+    if (follow) {
+      console.log(`\nFollowing: publish NoteEvent records to '${config.topics.input}' at ${broker.brokers.join(',')}; ${runtime.health ? `${runtime.health.url}/metrics; ` : ''}Ctrl-C to stop.`);
+      return await serveUntilStopped(runtime, Promise.race([untilSignal(), died]));
+    }
+    return accounted === notes.length ? 0 : 1;
+  } finally {
+    await runtime.close();
   }
 }
 

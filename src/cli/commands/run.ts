@@ -64,7 +64,7 @@ async function createTopics(config: StageConfig, logger: Logger): Promise<void> 
 }
 
 /** Resolves on the first SIGTERM/SIGINT; a second one exits at once. */
-function untilSignal(): Promise<string> {
+export function untilSignal(): Promise<string> {
   return new Promise((resolve) => {
     const onSignal = (signal: string) => {
       process.off('SIGTERM', onSignal);
