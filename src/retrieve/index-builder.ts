@@ -9,6 +9,7 @@ import { INDEX_FORMAT_VERSION, INDEX_MANIFEST_FILE, type IndexManifest } from '.
 import { NameTable } from './name-table.ts';
 import type { NameEncoder } from './name-encoder.ts';
 import { BuildProgress } from './build-progress.ts';
+import { markBuilder, removeAbandonedBuilds, unmarkBuilder } from './abandoned-builds.ts';
 
 export interface IndexBuildInput {
   concepts: readonly Concept[];
@@ -38,8 +39,10 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
   if (input.concepts.length === 0) throw new InputError('the knowledge base has no concepts', 'EMPTY_KB');
   const params: HnswParams = { ...DEFAULT_HNSW_PARAMS, ...input.hnsw };
   const staging = `${input.outDir}.building-${process.pid}`;
+  removeAbandonedBuilds(input.outDir, '.building-');
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
+  markBuilder(staging);
   try {
     const names = NameTable.fromConcepts(input.concepts, input.normalize);
     const exact = ExactMatchTable.fromConcepts(input.concepts, input.normalize);
@@ -81,6 +84,7 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
       files: { concepts: 'concepts.jsonl', names: 'names.json', hnsw: 'names.hnsw' },
     };
     writeFileSync(join(staging, INDEX_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+    unmarkBuilder(staging);
     // The old index is moved aside before the new one is moved in and deleted only after: two
     // renames leave no moment with a half-deleted directory at outDir, and a crash between them
     // leaves the old index whole beside it.

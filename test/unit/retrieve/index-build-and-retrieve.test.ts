@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildIndex } from '../../../src/retrieve/index-builder.ts';
 import { LinkIndex } from '../../../src/retrieve/link-index.ts';
@@ -178,6 +179,31 @@ test('a root over the whole ontology (MEDIC MESH:C "Diseases") is never a candid
     const sense = retriever.retrieve(['Dz'], encoder.vector('Dz'), { k: 5, senses: ['diseases'], senseLookups: [(t: string) => index.exact.lookup(t)] });
     assert.ok(sense.every((h) => index.concepts[h.conceptIndex]!.id !== 'MESH:C'), 'nor as an abbreviation inventory sense');
     assert.equal(index.indexOf('MESH:C'), 0, 'still in the KB (hierarchy, metrics)');
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a build removes what an interrupted build on this host left (its process gone), and only that', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-abandoned-'));
+  try {
+    const out = join(root, 'idx');
+    // A pid that was ours a moment ago and is gone now.
+    const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    const deadPid = Number(child.stdout);
+    const staging = (name: string, builder?: object) => {
+      const dir = `${out}.building-${name}`;
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'names.hnsw'), 'half written');
+      if (builder) writeFileSync(join(dir, 'builder.json'), JSON.stringify(builder));
+    };
+    staging('abandoned', { host: hostname(), pid: deadPid });
+    staging('running', { host: hostname(), pid: process.pid });
+    staging('other-host', { host: `${hostname()}-elsewhere`, pid: deadPid });
+    staging('unmarked');
+    await build(out);
+    assert.deepEqual(readdirSync(root).sort(), ['idx', 'idx.building-other-host', 'idx.building-running', 'idx.building-unmarked']);
+    assert.ok(!existsSync(join(out, 'builder.json')), 'the mark is no part of the index');
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

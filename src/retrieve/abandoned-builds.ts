@@ -1,0 +1,56 @@
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+
+/** Written into a staging directory when it is made: whose it is. */
+const BUILDER_FILE = 'builder.json';
+
+/** Marks `staging` as this process's, so that a later build can tell it was abandoned. */
+export function markBuilder(staging: string): void {
+  writeFileSync(join(staging, BUILDER_FILE), `${JSON.stringify({ host: hostname(), pid: process.pid })}\n`);
+}
+
+/** The mark is no part of the index: taken out just before the staging directory is renamed into place. */
+export function unmarkBuilder(staging: string): void {
+  rmSync(join(staging, BUILDER_FILE), { force: true });
+}
+
+/**
+ * Removes the staging directories (`<outDir><mark><pid>`) of builds on this host whose process is
+ * gone: a build stopped by Ctrl-C or a kill never reaches its own cleanup, and each leaves the
+ * vectors written so far behind. Another host's (a shared volume: its pids mean nothing here), a
+ * live process's and an unmarked one are left alone. Returns the names removed.
+ */
+export function removeAbandonedBuilds(outDir: string, mark: string): string[] {
+  const parent = dirname(outDir);
+  if (!existsSync(parent)) return [];
+  const prefix = `${basename(outDir)}${mark}`;
+  const removed: string[] = [];
+  for (const name of readdirSync(parent)) {
+    if (!name.startsWith(prefix)) continue;
+    const builder = readBuilder(join(parent, name, BUILDER_FILE));
+    if (builder === undefined || builder.host !== hostname() || isAlive(builder.pid)) continue;
+    rmSync(join(parent, name), { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
+function readBuilder(path: string): { host: string; pid: number } | undefined {
+  try {
+    const value = JSON.parse(readFileSync(path, 'utf8')) as { host?: unknown; pid?: unknown };
+    return typeof value.host === 'string' && Number.isInteger(value.pid) ? { host: value.host, pid: value.pid as number } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: alive, another user's.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
