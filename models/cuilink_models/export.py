@@ -103,8 +103,8 @@ def pool(hidden: np.ndarray, mask: np.ndarray, pooling: str, normalize: bool = T
     return v
 
 
-# How far each ONNX file may be from torch on the sample inputs (the bounds tests/test_export.py
-# holds the shipped files to): pooled cosine for a bi-encoder; |logit difference| for a
+# How far each ONNX file may be from torch on the sample inputs (tests/test_export.py holds the
+# shipped files to the same): pooled cosine for a bi-encoder; |logit difference| for a
 # cross-encoder, times max(1, largest |torch logit|).
 MIN_COSINE = {"fp32": 0.999, "fp16": 0.999, "int8": 0.97}
 MAX_LOGIT_DIFF = {"fp32": 1e-3, "fp16": 0.05, "int8": 0.5}

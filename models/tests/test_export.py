@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuilink_models.export import cosine_rows, pool
+from cuilink_models.export import MAX_LOGIT_DIFF, MIN_COSINE, cosine_rows, pool
 
 MODELS = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures"
@@ -165,13 +165,11 @@ def test_shipped_onnx_matches_recorded_torch_outputs(sub, fixture):
         if m["kind"] == "bi-encoder":
             h = sess.run([m["outputName"]], {"input_ids": ids, "attention_mask": mask})[0]
             cos = cosine_rows(pool(h, mask, m["pooling"]), np.array(ref["embeddings"], dtype=np.float32))
-            bound = {"fp32": 0.999, "fp16": 0.999, "int8": 0.97}[prec]
-            assert cos.min() >= bound, (prec, cos)
+            assert cos.min() >= MIN_COSINE[prec], (prec, cos)
         else:
             logits = sess.run([m["outputName"]], {"input_ids": ids, "attention_mask": mask, "token_type_ids": tt})[0][:, 0]
             want = np.array(ref["logits"], dtype=np.float32)
-            tol = {"fp32": 1e-3, "fp16": 0.05, "int8": 0.5}[prec]
-            assert np.abs(logits - want).max() <= tol * max(1.0, float(np.abs(want).max())), (prec, logits, want)
+            assert np.abs(logits - want).max() <= MAX_LOGIT_DIFF[prec] * max(1.0, float(np.abs(want).max())), (prec, logits, want)
 
 
 def test_context_cross_encoder_int8_has_no_u8s8_saturation_recipe():
