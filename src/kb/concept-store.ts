@@ -11,8 +11,6 @@ import { conceptToJsonLine } from './jsonl-format.ts';
 export class ConceptStore implements Iterable<Concept> {
   private readonly byId = new Map<string, Concept>();
   private readonly byAltId = new Map<string, string>();
-  // Concepts whose claim on an alt id lost to an earlier one (rare), so a primary can release them too.
-  private readonly laterClaims = new Map<string, string[]>();
   private names = 0;
   private sortedCache: Concept[] | undefined;
 
@@ -109,27 +107,15 @@ export class ConceptStore implements Iterable<Concept> {
    */
   private indexAlts(concept: Concept): void {
     if (concept.altIds.some((alt) => this.byId.has(alt))) concept.altIds = concept.altIds.filter((alt) => !this.byId.has(alt));
-    for (const alt of concept.altIds) {
-      const first = this.byAltId.get(alt);
-      if (first === undefined) this.byAltId.set(alt, concept.id);
-      else if (first !== concept.id) {
-        const later = this.laterClaims.get(alt);
-        if (!later) this.laterClaims.set(alt, [concept.id]);
-        else if (!later.includes(concept.id)) later.push(concept.id);
-      }
-    }
+    for (const alt of concept.altIds) if (!this.byAltId.has(alt)) this.byAltId.set(alt, concept.id);
   }
 
-  /** A new primary id that an earlier concept claimed as an alt id stops being that concept's alt id. */
+  /** A new primary id that earlier concepts claimed as an alt id stops being their alt id. */
   private releaseAlt(id: string): void {
-    const claimant = this.byAltId.get(id);
-    if (claimant === undefined) return;
-    for (const primary of [claimant, ...(this.laterClaims.get(id) ?? [])]) {
-      const other = this.byId.get(primary);
-      if (other) other.altIds = other.altIds.filter((alt) => alt !== id);
-    }
+    if (!this.byAltId.has(id)) return;
+    // Rare (MEDIC 2012 has one): a scan finds every claimant, the one that won the lookup and any later one.
+    for (const other of this.byId.values()) if (other.id !== id && other.altIds.includes(id)) other.altIds = other.altIds.filter((alt) => alt !== id);
     this.byAltId.delete(id);
-    this.laterClaims.delete(id);
   }
 
   /** Builds a store from concepts (tests and small tools). */

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { isProcessAlive } from '../kb/process-alive.ts';
 
 /** Written into a staging directory when it is made: whose it is. */
 const BUILDER_FILE = 'builder.json';
@@ -29,7 +30,7 @@ export function removeAbandonedBuilds(outDir: string, mark: string): string[] {
   for (const name of readdirSync(parent)) {
     if (!name.startsWith(prefix)) continue;
     const builder = readBuilder(join(parent, name, BUILDER_FILE));
-    if (builder === undefined || builder.host !== hostname() || isAlive(builder.pid)) continue;
+    if (builder === undefined || builder.host !== hostname() || isProcessAlive(builder.pid)) continue;
     rmSync(join(parent, name), { recursive: true, force: true });
     removed.push(name);
   }
@@ -42,15 +43,5 @@ function readBuilder(path: string): { host: string; pid: number } | undefined {
     return typeof value.host === 'string' && Number.isInteger(value.pid) ? { host: value.host, pid: value.pid as number } : undefined;
   } catch {
     return undefined;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, another user's.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

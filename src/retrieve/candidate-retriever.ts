@@ -73,6 +73,15 @@ export interface RetrieveOptions {
  * UMLS subset) is a real concept and stays. Applied at retrieval, so no index needs a rebuild.
  */
 export function ontologyRoots(concepts: readonly { id: string; parents: readonly string[] }[]): Set<number> {
+  let roots = rootsOf.get(concepts);
+  if (roots === undefined) rootsOf.set(concepts, (roots = findOntologyRoots(concepts)));
+  return roots;
+}
+
+/** One computation per concept list: the retriever and the exact-name vectors both need the roots. */
+const rootsOf = new WeakMap<readonly object[], Set<number>>();
+
+function findOntologyRoots(concepts: readonly { id: string; parents: readonly string[] }[]): Set<number> {
   const indexOf = new Map<string, number>();
   concepts.forEach((c, i) => indexOf.set(c.id, i));
   const children = new Map<number, number[]>();

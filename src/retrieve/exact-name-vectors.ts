@@ -14,11 +14,13 @@ export class ExactNameVectors {
   private readonly normalize: (s: string) => string;
   /** normalized name → its first vector label, per concept: `${conceptIndex}\u0000${key}`. */
   private labels: Map<string, number> | undefined;
-  private roots: Set<number> | undefined;
+  /** The retriever never returns a whole-ontology root, so its name is no exact hit: its vector would pick the top-1. */
+  private readonly roots: ReadonlySet<number>;
 
   constructor(index: LinkIndex, normalize: (s: string) => string) {
     this.index = index;
     this.normalize = normalize;
+    this.roots = ontologyRoots(index.concepts);
   }
 
   /**
@@ -26,8 +28,6 @@ export class ExactNameVectors {
    * names exactly one concept and `texts[0]` is one of its names; undefined otherwise.
    */
   vectorFor(texts: readonly string[], allow?: (conceptIndex: number) => boolean): Float32Array | undefined {
-    // The retriever never returns a whole-ontology root, so its name is no exact hit: the vector would pick the top-1.
-    this.roots ??= ontologyRoots(this.index.concepts);
     let only: number | undefined;
     for (const text of texts) {
       for (const conceptIndex of this.index.exact.lookup(text)) {

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { isProcessAlive } from '../kb/process-alive.ts';
 import { KAFKA_HOME } from './kafka-jars.ts';
 import { startLocalBroker, terminateProcess } from './local-broker.ts';
 
@@ -15,15 +16,6 @@ const BACKGROUND_DATA_DIR = join(KAFKA_HOME, 'data');
 
 const recordSchema = z.object({ pid: z.number().int().positive(), brokers: z.array(z.string()).min(1), dataDir: z.string(), startedAt: z.string() });
 export type BackgroundBrokerRecord = z.infer<typeof recordSchema>;
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The process's command line, or undefined where neither /proc nor ps can tell. */
 function commandLine(pid: number): string | undefined {
@@ -41,7 +33,7 @@ function commandLine(pid: number): string | undefined {
  * pid in a stale record may belong to any process, which `stop` would otherwise kill.
  */
 function isRecordedBroker(record: BackgroundBrokerRecord): boolean {
-  if (!isAlive(record.pid)) return false;
+  if (!isProcessAlive(record.pid)) return false;
   const args = commandLine(record.pid);
   return args === undefined || (args.includes('kafka.Kafka') && args.includes(join(record.dataDir, 'server.properties')));
 }

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { CuilinkError } from '../kb/errors.ts';
+import { isProcessAlive } from '../kb/process-alive.ts';
 import { ensureKafkaJars, requireTool } from './kafka-jars.ts';
 import { createKafkaClient } from './kafka-client.ts';
 
@@ -196,14 +197,7 @@ function tail(file: string): string {
 
 /** Sends SIGTERM, then SIGKILL when `pid` is still alive after `timeoutMs`; resolves once it is gone. */
 export async function terminateProcess(pid: number, timeoutMs: number): Promise<void> {
-  const alive = (): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const alive = (): boolean => isProcessAlive(pid);
   if (!alive()) return;
   process.kill(pid, 'SIGTERM');
   const deadline = Date.now() + timeoutMs;
