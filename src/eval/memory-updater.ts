@@ -27,9 +27,11 @@ export interface MemoryUpdaterOptions {
   splitSeed?: number;
   /** A new snapshot at most this often (ms) while labels arrive. */
   flushMs?: number;
-  /** Notes kept to resolve gold that arrives later (oldest dropped first). */
+  /** Notes kept to resolve gold that arrives later (oldest dropped first); gold waits for this many notes at most. */
   maxNotes?: number;
   log: (line: string) => void;
+  /** The clock that spaces the dropped-gold warnings (default Date.now). */
+  now?: () => number;
 }
 
 export interface MemoryUpdaterStats {
@@ -37,11 +39,17 @@ export interface MemoryUpdaterStats {
   measureSkipped: number;
   duplicates: number;
   waiting: number;
+  /** Gold that came before its note while the gold of `maxNotes` notes already waited: not learned (a restart reads it again). */
+  goldDropped: number;
   /** Gold of notes whose labels were erased (cuilink memory erase): never learned again. */
   erasedSkipped: number;
   snapshots: number;
   version: string | undefined;
 }
+
+const DEFAULT_MAX_NOTES = 50_000;
+/** Dropped gold is logged at most this often: a backlog of early gold must not flood the log. */
+const DROPPED_GOLD_WARN_EVERY_MS = 60_000;
 
 interface NoteText {
   text: string;
@@ -71,6 +79,8 @@ export class MemoryUpdater {
   private readonly waiting = new Map<string, GoldMention[]>();
   private pending: LabelledMention[] = [];
   private timer: NodeJS.Timeout | undefined;
+  private lastDropWarnAt = Number.NEGATIVE_INFINITY;
+  private droppedWarned = 0;
   private flushing: Promise<void> = Promise.resolve();
   private fail: (error: Error) => void = () => {};
   /**
@@ -80,7 +90,7 @@ export class MemoryUpdater {
   readonly failed: Promise<never> = new Promise<never>((_, reject) => {
     this.fail = reject;
   });
-  readonly stats: MemoryUpdaterStats = { learned: 0, measureSkipped: 0, duplicates: 0, waiting: 0, erasedSkipped: 0, snapshots: 0, version: undefined };
+  readonly stats: MemoryUpdaterStats = { learned: 0, measureSkipped: 0, duplicates: 0, waiting: 0, goldDropped: 0, erasedSkipped: 0, snapshots: 0, version: undefined };
 
   constructor(options: MemoryUpdaterOptions) {
     this.options = options;
@@ -169,10 +179,12 @@ export class MemoryUpdater {
     if (this.timer) clearInterval(this.timer);
     await this.consumer.close();
     await this.flush();
+    // Drops since the last warning would otherwise go unreported.
+    if (this.stats.goldDropped > this.droppedWarned) this.warnDropped();
   }
 
   private onNote(note: ReturnType<typeof noteEventToNoteInput>): void {
-    const max = this.options.maxNotes ?? 50_000;
+    const max = this.options.maxNotes ?? DEFAULT_MAX_NOTES;
     this.notes.delete(note.noteId);
     this.notes.set(note.noteId, { text: note.text, mentions: new Map(note.mentions.map((m) => [m.id, m])) });
     while (this.notes.size > max) this.notes.delete(this.notes.keys().next().value!);
@@ -205,7 +217,10 @@ export class MemoryUpdater {
     // the label was given on arrives, never learned for whatever mention holds the id now.
     if (!note || (mention !== undefined && (mention.start !== gold.start || mention.end !== gold.end))) {
       const list = this.waiting.get(gold.noteId) ?? [];
-      if (list.length === 0 && this.waiting.size >= (this.options.maxNotes ?? 50_000)) return;
+      if (list.length === 0 && this.waiting.size >= (this.options.maxNotes ?? DEFAULT_MAX_NOTES)) {
+        this.dropGold();
+        return;
+      }
       list.push(gold);
       this.waiting.set(gold.noteId, list);
       this.stats.waiting++;
@@ -218,6 +233,23 @@ export class MemoryUpdater {
       record: { text, label: gold.label, ids: gold.ids, source: `gold-topic:${this.options.goldTopic}`, time: Date.now(), noteId: gold.noteId, mentionId: gold.mentionId },
       note: { text: note.text, start: gold.start, end: gold.end },
     });
+  }
+
+  /** Counts a label that found no room to wait. */
+  private dropGold(): void {
+    this.stats.goldDropped++;
+    const now = (this.options.now ?? Date.now)();
+    if (now - this.lastDropWarnAt < DROPPED_GOLD_WARN_EVERY_MS) return;
+    this.lastDropWarnAt = now;
+    this.warnDropped();
+  }
+
+  /** How many labels were dropped so far: counts only (gold and its note are PHI). */
+  private warnDropped(): void {
+    const n = this.stats.goldDropped;
+    this.droppedWarned = n;
+    const max = this.options.maxNotes ?? DEFAULT_MAX_NOTES;
+    this.options.log(`memory-updater: ${n} gold label${n === 1 ? '' : 's'} dropped so far, not learned: ahead of ${n === 1 ? 'its note' : 'their notes'} while gold already waited for ${max} note${max === 1 ? '' : 's'}, the most held (a restart reads the topics again)`);
   }
 }
 

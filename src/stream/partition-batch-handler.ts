@@ -252,7 +252,7 @@ export class PartitionBatchHandler {
 
   /** A measure request with no measure topic is not asked; its note stays out of learning all the same. */
   private routed(taken: LabelProposal[]): LabelProposal[] {
-    this.deps.labels?.selector.confirm(taken.filter((p) => this.labelTopic(p) === undefined));
+    this.deps.labels?.selector.dropUnsent(taken.filter((p) => this.labelTopic(p) === undefined));
     return taken.filter((p) => this.labelTopic(p) !== undefined);
   }
 

@@ -33,8 +33,11 @@ export interface LabelSelectorOptions {
 export interface LabelSelectorStats {
   observedNotes: number;
   observedMentions: number;
+  /** Requests sent to their stream's topic (confirmed after the produce). */
   proposedLearn: number;
   proposedMeasure: number;
+  /** Requests never sent because their stream has no topic (the measure slice without a measure topic): not in proposed*. */
+  notSent: number;
   /** Learn candidates skipped: surface already asked, or already in the memory. */
   skippedAsked: number;
   skippedInMemory: number;
@@ -74,7 +77,7 @@ export interface ObservedNote {
  */
 export class LabelSelector {
   readonly options: LabelSelectorOptions;
-  readonly stats: LabelSelectorStats = { observedNotes: 0, observedMentions: 0, proposedLearn: 0, proposedMeasure: 0, skippedAsked: 0, skippedInMemory: 0, poolDropped: 0, measureDropped: 0, repeatedNotes: 0, discarded: 0, pool: 0 };
+  readonly stats: LabelSelectorStats = { observedNotes: 0, observedMentions: 0, proposedLearn: 0, proposedMeasure: 0, notSent: 0, skippedAsked: 0, skippedInMemory: 0, poolDropped: 0, measureDropped: 0, repeatedNotes: 0, discarded: 0, pool: 0 };
   private readonly recurrence: BoundedRecencyMap<string, number>;
   private readonly asked: BoundedRecencyMap<string, true>;
   private readonly seenNotes: BoundedRecencyMap<string, true>;
@@ -175,6 +178,11 @@ export class LabelSelector {
       else this.stats.proposedMeasure++;
     }
     return confirmed;
+  }
+
+  /** Proposals with no topic to go to: dropped for good, counted as not sent (their notes stay out of learning all the same). */
+  dropUnsent(proposals: readonly LabelProposal[]): void {
+    for (const p of proposals) if (this.outstanding.delete(p)) this.stats.notSent++;
   }
 
   /** Proposals that can never be sent (not encodable): dropped for good, counted. */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MemoryUpdater } from '../../../src/eval/memory-updater.ts';
+import { MemoryUpdater, type MemoryUpdaterOptions } from '../../../src/eval/memory-updater.ts';
 import type { BiEncoder } from '../../../src/encode/bi-encoder.ts';
 import { MemoryLearner } from '../../../src/link/memory-learner.ts';
 import { resolveMemoryDir } from '../../../src/retrieve/memory-root.ts';
@@ -18,7 +18,7 @@ const trigram = new TrigramEncoder();
 const encoder = { modelId: trigram.modelId, modelSha256: 'e'.repeat(64), dims: trigram.dims, batchIndependent: true, manifest: { query: { mode: 'mention' } }, encode: (texts: string[]) => trigram.encode(texts) } as unknown as BiEncoder;
 
 /** A consumer that hands the test's records to the updater one record per batch; the codec reads JSON. */
-function harness(root: string) {
+function harness(root: string, options: Partial<MemoryUpdaterOptions> = {}) {
   let run: ConsumerRunOptions | undefined;
   const offsets = new Map<string, number>();
   const consumer: Partial<KafkaConsumerClient> = {
@@ -29,7 +29,7 @@ function harness(root: string) {
   };
   const kafka = { consumer: () => consumer } as unknown as KafkaClient;
   const codec = { decode: async (_kind: string, value: Buffer) => JSON.parse(value.toString()) } as unknown as RecordCodec;
-  const updater = new MemoryUpdater({ kafka, codec, notesTopic: 'notes', goldTopic: 'gold', groupId: 'g', root, learner: new MemoryLearner(encoder), learnFraction: 1, flushMs: 60_000, log: () => {} });
+  const updater = new MemoryUpdater({ kafka, codec, notesTopic: 'notes', goldTopic: 'gold', groupId: 'g', root, learner: new MemoryLearner(encoder), learnFraction: 1, flushMs: 60_000, log: () => {}, ...options });
   const send = async (topic: 'notes' | 'gold', value: NoteEventRecord | GoldMentionRecord) => {
     const offset = offsets.get(topic) ?? 0;
     offsets.set(topic, offset + 1);
@@ -68,6 +68,44 @@ test('a gold label is learned with the mention of its own span: a note republish
     await send('notes', w2);
     await updater.stop();
     assert.deepEqual(learned(root), ['m1 asthma MESH:D001249'], 'chest pain is not diabetes; the asthma label waited for its version');
+  } finally {
+    await updater.stop();
+    rmSync(join(root, '..'), { recursive: true, force: true });
+  }
+});
+
+test('gold that finds the waiting room full is counted and logged (at most once a minute, counts only, no note text), not dropped silently', async () => {
+  const root = join(mkdtempSync(join(tmpdir(), 'cuilink-updater-join-')), 'memory');
+  const logs: string[] = [];
+  let clock = 0;
+  const { updater, send } = harness(root, { maxNotes: 1, log: (line) => logs.push(line), now: () => clock });
+  try {
+    await updater.start();
+    await send('gold', gold('n1', 'm1', 7, 9, ['MESH:D003920']));
+    assert.deepEqual([updater.stats.waiting, updater.stats.goldDropped], [1, 0], 'one note\'s gold waits');
+    await send('gold', gold('n2', 'm1', 0, 4, ['MESH:D006073']));
+    clock = 1_000;
+    await send('gold', gold('n3', 'm1', 0, 6, ['MESH:D001249']));
+    assert.deepEqual([updater.stats.waiting, updater.stats.goldDropped], [1, 2]);
+    const dropped = logs.filter((line) => /dropped/.test(line));
+    assert.equal(dropped.length, 1, 'one line for drops within a minute');
+    assert.match(dropped[0]!, /^memory-updater: 1 gold label dropped/);
+    clock = 61_000;
+    await send('gold', gold('n4', 'm1', 0, 6, ['MESH:D001249']));
+    assert.equal(updater.stats.goldDropped, 3);
+    const later = logs.filter((line) => /dropped/.test(line));
+    assert.equal(later.length, 2, 'a minute later, one more');
+    assert.match(later[1]!, /^memory-updater: 3 gold labels dropped/, 'with the count so far');
+    clock = 62_000;
+    await send('gold', gold('n5', 'm1', 0, 6, ['MESH:D001249']));
+    assert.equal(logs.filter((line) => /dropped/.test(line)).length, 2, 'within the minute: counted, not logged');
+    // The note whose gold waited still resolves it.
+    await send('notes', noteEvent('n1', 'Pt has DM.', [['m1', 'DM']]));
+    await updater.stop();
+    const all = logs.filter((line) => /dropped/.test(line));
+    assert.match(all.at(-1)!, /^memory-updater: 4 gold labels dropped/, 'stopping reports the drops since the last line');
+    for (const line of all) assert.doesNotMatch(line, /n[1-5]|m1|MESH/, 'no note or mention ids, no labels');
+    assert.deepEqual(learned(root), ['m1 DM MESH:D003920']);
   } finally {
     await updater.stop();
     rmSync(join(root, '..'), { recursive: true, force: true });

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import type { KafkaClient } from '../../../src/stream/kafka/client-types.ts';
 import type { LinkedNote } from '../../../src/link/types.ts';
-import { AvroStageCodec, PlainAvroCodec } from '../../../src/stream/avro/index.ts';
+import { DEFAULT_NOTE_LIMITS } from '../../../src/link/validate-note.ts';
+import { AvroStageCodec, MAX_DEAD_LETTER_REASON_CHARS, noteInputToNoteEvent, PlainAvroCodec } from '../../../src/stream/avro/index.ts';
+import { decodeInputRecord } from '../../../src/stream/input-record.ts';
 import { CANDIDATES_CUT_HEADER, OutputFitter } from '../../../src/stream/output-fitter.ts';
 import type { StageCodec } from '../../../src/stream/stage-codec.ts';
 import { recordBytes, TopicSizeLimits } from '../../../src/stream/topic-size-limits.ts';
@@ -82,4 +84,25 @@ test('a LinkedNote with more mentions than a call takes arguments (limits.maxMen
   const toMessage = (encoded: { value: Buffer; headers: Record<string, string | Buffer> }) => ({ key: 'n-1', value: encoded.value, headers: encoded.headers });
   // A RangeError is an internal fault: the partition's batch would be handed back for good instead of the note dead-lettered OUTPUT_TOO_LARGE.
   assert.equal(await fitter.linked('out', linkedNote(250_000, 1), toMessage), undefined);
+});
+
+test('a dead letter\'s reason is cut to its bound: a record whose reason quotes a long note id is dead-lettered, not DEAD_LETTER_TOO_LARGE', async () => {
+  const sizes = await limits(8192);
+  const fitter = new OutputFitter(codec, sizes);
+  // An empty note with a 20,000-character id: the validator's reason names the note by its id.
+  const noteId = `n-${'7'.repeat(20_000)}`;
+  const encoded = await new PlainAvroCodec().encode('NoteEvent', noteInputToNoteEvent({ noteId, text: '', mentions: [] }, 1));
+  const message = { topic: 'in', partition: 0, offset: '5', timestamp: '1', key: Buffer.from(noteId), value: encoded.value, headers: Object.fromEntries(Object.entries(encoded.headers).map(([k, v]) => [k, Buffer.from(v)])) };
+  const rejected = await decodeInputRecord(codec, message, DEFAULT_NOTE_LIMITS);
+  assert.ok(rejected.kind === 'rejected' && rejected.error.code === 'EMPTY_NOTE');
+  const info = { errorCode: rejected.error.code, reason: rejected.error.message, sourceTopic: 'in', sourcePartition: 0, sourceOffset: '5', stage: rejected.step, failedAt: 1, key: message.key, value: message.value, headers: message.headers };
+  const { message: letter } = await fitter.deadLetter('dead', info, (e, key) => ({ key, value: e.value, headers: e.headers }));
+  assert.ok(recordBytes(letter) <= sizes.recordBudget('dead'));
+  const decoded = await new PlainAvroCodec().decode('DeadLetter', letter.value as Buffer, letter.headers as never);
+  assert.equal(MAX_DEAD_LETTER_REASON_CHARS, 1000);
+  assert.ok(decoded.reason.length <= MAX_DEAD_LETTER_REASON_CHARS, `reason of ${decoded.reason.length} characters`);
+  assert.ok(decoded.reason.startsWith('note n-777'), 'the start is kept');
+  assert.match(decoded.reason, /cut/, 'and says it was cut');
+  const short = await fitter.deadLetter('dead', { ...info, reason: 'note n-1: empty text' }, (e, key) => ({ key, value: e.value, headers: e.headers }));
+  assert.equal((await new PlainAvroCodec().decode('DeadLetter', short.message.value as Buffer, short.message.headers as never)).reason, 'note n-1: empty text', 'a short reason is left whole');
 });

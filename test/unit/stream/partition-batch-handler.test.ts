@@ -5,16 +5,18 @@ import { CuilinkError } from '../../../src/kb/errors.ts';
 import type { LinkedNote, LinkingCore, NoteInput } from '../../../src/link/types.ts';
 import type { InboundRecord, InputCommit, KafkaConsumerClient, KafkaProducerClient, PartitionBatch, TopicRecords } from '../../../src/stream/kafka/client-types.ts';
 import { MentionBatcher, type MentionBatcherOptions } from '../../../src/stream/mention-batcher.ts';
+import { LabelSelector } from '../../../src/stream/label-selection/label-selector.ts';
 import { NoteBatchLinker, type NoteOutcome, type QueuedNote } from '../../../src/stream/note-batch-linker.ts';
 import { OutputDelivery } from '../../../src/stream/output-delivery.ts';
 import { OutputFitter } from '../../../src/stream/output-fitter.ts';
-import { PartitionBatchHandler } from '../../../src/stream/partition-batch-handler.ts';
+import { PartitionBatchHandler, type LabelRouting } from '../../../src/stream/partition-batch-handler.ts';
 import { loadStageConfig } from '../../../src/stream/stage-config.ts';
 import type { StageCodec } from '../../../src/stream/stage-codec.ts';
 import { StageProgress } from '../../../src/stream/stage-progress.ts';
 import { TopicSizeLimits } from '../../../src/stream/topic-size-limits.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
 import { StageMetrics } from '../../../src/telemetry/stage-metrics.ts';
+import { normalizeName } from '../../../src/text/normalize.ts';
 
 // Issue #27 item 4 (fixed in fbcf5a7): stream bugs in PartitionBatchHandler, each shown here with
 // fakes of the Kafka client interface (src/stream/kafka/client-types.ts) and a JSON codec.
@@ -115,7 +117,7 @@ function fakeConsumer(fail: (call: number) => unknown = () => undefined): FakeCo
 
 const brokerDown = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9092'), { retriable: true });
 
-async function setUp(options: { producer?: FakeProducer; consumer?: FakeConsumer; batcher?: MentionBatcher<QueuedNote, NoteOutcome>; metrics?: StageMetrics } = {}) {
+async function setUp(options: { producer?: FakeProducer; consumer?: FakeConsumer; batcher?: MentionBatcher<QueuedNote, NoteOutcome>; metrics?: StageMetrics; labels?: LabelRouting } = {}) {
   const producer = options.producer ?? fakeProducer();
   const consumer = options.consumer ?? fakeConsumer();
   const batcher = options.batcher ?? batcherOf();
@@ -128,7 +130,7 @@ async function setUp(options: { producer?: FakeProducer; consumer?: FakeConsumer
   const metrics = options.metrics ?? new StageMetrics(() => batcher.inFlightMentions);
   const handler = new PartitionBatchHandler({
     config, codec, batcher, delivery, sizes, fitter: new OutputFitter(codec, sizes),
-    metrics, tracer: trace.getTracer('test'), logger, retry, progress, isStopping: () => false,
+    metrics, tracer: trace.getTracer('test'), logger, retry, progress, isStopping: () => false, labels: options.labels,
   });
   return { handler, producer, consumer, progress, batcher, metrics };
 }
@@ -248,4 +250,31 @@ test('a linking batch handed back and read again counts once, when it links: bat
   assert.deepEqual(notesOut(producer), ['n-1', 'n-2']);
   assert.deepEqual(consumer.committed.map((c) => c.offset), ['2']);
   assert.deepEqual({ batches: metrics.counts.batches, mentionsLinked: metrics.counts.mentionsLinked }, { batches: 1, mentionsLinked: 5 }, 'one batch of 5 mentions linked, whatever the failed reads before it');
+});
+
+test('measure requests with no measure topic are not counted as proposed: proposedMeasure counts what was sent, the unsent are counted apart', async () => {
+  // Links each note's mentions, so the selector has something to ask; every note is in the measure slice.
+  const batcher = new MentionBatcher<QueuedNote, NoteOutcome>({ maxMentions: 128, maxWaitMs: 0, maxInFlightMentions: 1024 }, (q) => q.mentionCount, async (items) =>
+    items.map((q): NoteOutcome => ({
+      kind: 'linked',
+      linked: { ...linked(q.note), mentions: q.note.mentions.map((m) => ({ mentionId: m.id, start: m.start, end: m.end, label: m.label, conceptId: 'HP:0001945', conceptName: 'Fever', semanticTypes: [], score: 0.9, confidence: 0.9, via: 'exact', nil: false, reranked: false, candidates: [] })) },
+      batchContext,
+    })),
+  );
+  const selectorOf = () => new LabelSelector({ policy: 'confidence', budget: 1, windowMs: 3_600_000, recurrenceExponent: 2, measureFraction: 1, measureBudget: 100, surfaceKey: normalizeName });
+  const notes = [note(1, 2), note(2, 1)];
+
+  const unsent = selectorOf();
+  const first = await setUp({ batcher, labels: { selector: unsent, learnTopic: 'asks' } });
+  await first.handler.handle(batchOf(notes));
+  assert.equal(first.producer.sent.filter((r) => r.topic === 'asks').length, 0, 'nothing asked: no measure topic, and measure notes are never learned');
+  assert.deepEqual(first.metrics.counts.labelRequests, {});
+  assert.equal(unsent.stats.proposedMeasure, 0, 'nothing was proposed to anyone');
+  assert.equal(unsent.stats.notSent, 3, 'the three measure requests without a topic, counted as such');
+
+  const sent = selectorOf();
+  const second = await setUp({ batcher, labels: { selector: sent, learnTopic: 'asks', measureTopic: 'measure' } });
+  await second.handler.handle(batchOf(notes));
+  assert.equal(second.producer.sent.filter((r) => r.topic === 'measure').flatMap((r) => r.messages).length, 3);
+  assert.deepEqual([sent.stats.proposedMeasure, sent.stats.notSent, second.metrics.counts.labelRequests.measure], [3, 0, 3]);
 });
