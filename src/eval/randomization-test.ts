@@ -1,7 +1,7 @@
 import { InputError } from '../kb/errors.ts';
 import { mentionKey } from './gold.ts';
 import type { ScoredMention } from './metrics/mention-record.ts';
-import { applyScores, emptySums, summarize, type MetricSums, type MetricSummary } from './metrics/metric-sums.ts';
+import { applyScores, calibrationGapUnits, emptySums, summarize, UNIT, type MetricSums } from './metrics/metric-sums.ts';
 import { seededRandom } from './seeded-random.ts';
 
 /** The metrics compared, by their MetricSummary field. */
@@ -60,19 +60,44 @@ function copySums(s: MetricSums): MetricSums {
   return { ...s, binCount: [...s.binCount], binConfidence: [...s.binConfidence], binHits: [...s.binHits] };
 }
 
-function gap(x: MetricSummary, y: MetricSummary, metric: ComparedMetric): number | null {
-  const a = x[metric];
-  const b = y[metric];
-  return a === null || b === null ? null : Math.abs(b - a);
+/**
+ * Each compared metric as summarize() defines it, but as integer numerator / denominator of the
+ * sums (units where real-valued), so that gaps are compared exactly: a ratio of other counts can
+ * reach the same gap through another rounding (|0 − 2/3| is 0.6666666666666666 in floating point,
+ * |1/3 − 1| 0.6666666666666667), and such a shuffle must count as reaching the observed gap.
+ */
+const PARTS: Record<ComparedMetric, (s: MetricSums) => [number, number]> = {
+  acc1: (s) => [s.hit1, s.n],
+  acc5: (s) => [s.hit5, s.n],
+  mrr: (s) => [s.reciprocalRank, s.n * UNIT],
+  nilRate: (s) => [s.predictedNil, s.n],
+  nilPrecision: (s) => [s.nilAgree, s.predictedNil],
+  nilRecall: (s) => [s.nilAgree, s.goldNil],
+  similarity: (s) => [s.similarity, s.n * UNIT],
+  ndcg5: (s) => [s.ndcg5, s.n * UNIT],
+  ece: (s) => [calibrationGapUnits(s), s.n * UNIT],
+};
+
+/** |y − x| of a metric as an exact fraction [numerator, denominator]; null when either side is undefined. */
+function gap(x: MetricSums, y: MetricSums, metric: ComparedMetric): [bigint, bigint] | null {
+  const [nx, dx] = PARTS[metric](x);
+  const [ny, dy] = PARTS[metric](y);
+  if (dx === 0 || dy === 0) return null;
+  const numerator = BigInt(ny) * BigInt(dx) - BigInt(nx) * BigInt(dy);
+  return [numerator < 0n ? -numerator : numerator, BigInt(dx) * BigInt(dy)];
+}
+
+function atLeast(got: [bigint, bigint], want: [bigint, bigint]): boolean {
+  return got[0] * want[1] >= want[0] * got[1];
 }
 
 /**
  * Approximate randomization (Noreen 1989; the pseudocode in French 2022, fig. 4): for each of R
  * shuffles, swap the two systems' outputs for each mention with probability ½ and count the
  * shuffles whose absolute metric difference is at least the observed one; p = (r + 1) / (R + 1).
- * Metrics come from the shared metrics module's integer sums, so identical inputs differ by
- * exactly 0 and give p = 1. A shuffle where a ratio metric has no denominator counts as "at
- * least as large" (the conservative choice).
+ * Metrics come from the shared metrics module's integer sums and gaps are compared as exact
+ * fractions of them, so identical inputs differ by exactly 0 and give p = 1. A shuffle where a
+ * ratio metric has no denominator counts as "at least as large" (the conservative choice).
  */
 export function approximateRandomization(pairs: readonly [ScoredMention, ScoredMention][], options: { shuffles: number; seed: number }): ComparisonResult {
   const { shuffles, seed } = options;
@@ -80,8 +105,8 @@ export function approximateRandomization(pairs: readonly [ScoredMention, ScoredM
   const baseB = sumsOf(pairs.map((p) => p[1]));
   const observedA = summarize(baseA);
   const observedB = summarize(baseB);
-  const observed = COMPARED_METRICS.map((metric) => gap(observedA, observedB, metric));
-  const atLeast = COMPARED_METRICS.map(() => 0);
+  const observed = COMPARED_METRICS.map((metric) => gap(baseA, baseB, metric));
+  const reaching = COMPARED_METRICS.map(() => 0);
   const random = seededRandom(seed);
   for (let r = 0; r < shuffles; r++) {
     const x = copySums(baseA);
@@ -93,13 +118,11 @@ export function approximateRandomization(pairs: readonly [ScoredMention, ScoredM
       applyScores(y, b.scores, -1);
       applyScores(y, a.scores, 1);
     }
-    const sx = summarize(x);
-    const sy = summarize(y);
     COMPARED_METRICS.forEach((metric, i) => {
       const want = observed[i];
       if (want === null || want === undefined) return;
-      const got = gap(sx, sy, metric);
-      if (got === null || got >= want) atLeast[i]!++;
+      const got = gap(x, y, metric);
+      if (got === null || atLeast(got, want)) reaching[i]!++;
     });
   }
   return {
@@ -110,7 +133,7 @@ export function approximateRandomization(pairs: readonly [ScoredMention, ScoredM
       const a = observedA[metric];
       const b = observedB[metric];
       const difference = a === null || b === null ? null : b - a;
-      return { metric, a, b, difference, pValue: observed[i] === null ? null : (atLeast[i]! + 1) / (shuffles + 1) };
+      return { metric, a, b, difference, pValue: observed[i] === null ? null : (reaching[i]! + 1) / (shuffles + 1) };
     }),
   };
 }

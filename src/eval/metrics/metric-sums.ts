@@ -108,15 +108,22 @@ function ratio(numerator: number, denominator: number): number | null {
   return denominator === 0 ? null : numerator / denominator;
 }
 
+/** ECE · n in units, an integer: (n_b / n) · |hits_b / n_b − conf_b / n_b| = |hits_b − conf_b| / n, summed over bins. */
+export function calibrationGapUnits(sums: MetricSums): number {
+  let gap = 0;
+  sums.binCount.forEach((_, b) => {
+    gap += Math.abs(sums.binHits[b]! * UNIT - sums.binConfidence[b]!);
+  });
+  return gap;
+}
+
 export function summarize(sums: MetricSums): MetricSummary {
   const { n } = sums;
   const bins = sums.binCount.length;
-  let calibrationGap = 0;
+  const calibrationGap = calibrationGapUnits(sums);
   const reliability = sums.binCount.map((count, b): ReliabilityBin => {
     const hits = sums.binHits[b]!;
     const conf = sums.binConfidence[b]!;
-    // (n_b / n) · |hits_b / n_b − conf_b / n_b| = |hits_b − conf_b| / n, computed in units.
-    calibrationGap += Math.abs(hits * UNIT - conf);
     return { lo: b / bins, hi: (b + 1) / bins, n: count, confidence: ratio(conf / UNIT, count), accuracy: ratio(hits, count) };
   });
   return {

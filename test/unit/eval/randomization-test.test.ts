@@ -62,3 +62,29 @@ test('pairing: files must cover the same mentions, once each', () => {
   assert.throws(() => pairPredictions([mention(0, true)], a), /n0\/m1 is in B but not in A/);
   assert.throws(() => pairPredictions([a[0]!, a[0]!], a), /appears twice/);
 });
+
+test('NIL precision: a shuffle whose gap equals the observed one counts, whatever fractions give it (exact p by hand)', () => {
+  // Gold NIL g, A said NIL a, B said NIL b. Every other score is the same on both sides.
+  const nilMention = (i: number, g: boolean, nil: boolean): ScoredMention => {
+    const m = mention(i, false);
+    return { ...m, nil, scores: { ...m.scores, goldNil: g, predictedNil: nil } };
+  };
+  const design: [boolean, boolean, boolean][] = [
+    [false, false, true], // p1
+    [false, false, true], // p2
+    [true, false, true], // p3
+    [true, true, false], // p4
+  ];
+  const a = design.map(([g, nil], i) => nilMention(i, g, nil));
+  const b = design.map(([g, , nil], i) => nilMention(i, g, nil));
+  // Observed: A 1 NIL, right (p4) → 1/1; B 3 NIL, 1 right (p3) → 1/3; |1/3 − 1| = 2/3.
+  // The 16 swap patterns (k = p1 and p2 swapped, weights 1, 2, 1 for k = 0, 1, 2):
+  //   p3, p4 both kept or both swapped: A 1/(1+k), B 1/(3−k): k 0 → 2/3, k 1 → 0, k 2 → 2/3      → 2 + 2 of 8 reach 2/3
+  //   p3 swapped only: A 2/(2+k), B 0/(2−k): k 0 → 1, k 1 → |0 − 2/3| = 2/3, k 2 → B undefined    → 4 of 4
+  //   p4 swapped only: A 0/k, B 2/(4−k): k 0 → A undefined, k 1 → 2/3, k 2 → 1                    → 4 of 4
+  // 12 of 16 reach the observed gap (undefined counts as reaching it): exact p = 0.75. The 2/3 of
+  // 0 against 2/3 is 0.6666666666666666 in floating point and the observed 1 − 1/3 0.6666666666666667.
+  const nilP = approximateRandomization(pairPredictions(a, b), { shuffles: 20_000, seed: 5 }).metrics.find((m) => m.metric === 'nilPrecision')!;
+  assert.ok(Math.abs(nilP.difference! - -2 / 3) < 1e-12);
+  assert.ok(Math.abs(nilP.pValue! - 0.75) < 0.02, `p ${nilP.pValue}, exact 0.75`);
+});
