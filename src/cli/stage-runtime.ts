@@ -38,8 +38,8 @@ export type MemoryEvents = Required<Pick<OpenLinkerOptions, 'onMemorySwap' | 'on
 
 /**
  * Everything `cuilink run` holds for the stage's lifetime, started in the order readiness needs:
- * telemetry, HTTP (live, not ready), the linker and its index, the codec, the stage (ready once
- * its consumer joined the group).
+ * telemetry, HTTP (neither live nor ready), the linker and its index (live once loaded), the codec,
+ * the stage (ready once its consumer joined the group).
  */
 export async function startStageRuntime(config: StageConfig, options: StartStageRuntimeOptions = {}): Promise<StageRuntime> {
   const logger = createLogger({ level: config.telemetry.logLevel, logPhi: config.telemetry.logPhi, sink: options.logSink, fields: { service: config.telemetry.serviceName } });
@@ -58,7 +58,9 @@ export async function startStageRuntime(config: StageConfig, options: StartStage
   const memoryEvents: MemoryEvents = { onMemorySwap: (version) => memory.swapped(version), onMemoryError: (error, version) => memory.failed(error, version) };
   try {
     if (config.http.enabled) {
-      health = await startHealthServer({ host: config.http.host, port: config.http.port, live: () => stage?.live ?? true, ready: () => stage?.ready ?? false, metrics: telemetry.prometheusHandler });
+      // Not live until the linker is loaded: the startup probe (and the image's HEALTHCHECK start
+      // period) gives the load its time, which liveness would cut short (the index is read synchronously).
+      health = await startHealthServer({ host: config.http.host, port: config.http.port, live: () => linker !== undefined && (stage?.live ?? true), ready: () => stage?.ready ?? false, metrics: telemetry.prometheusHandler });
       logger.info('http listening', { url: health.url, paths: ['/healthz', '/readyz', '/metrics'] });
     }
     linker = options.openCore ? await options.openCore(memoryEvents) : await openConfiguredLinker(config, logger, memoryEvents);

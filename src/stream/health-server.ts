@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 export interface HealthServerOptions {
   host: string;
   port: number;
-  /** Live: the process is not wedged (false once a fatal error was seen). */
+  /** Live: the process has started (index and models loaded) and is not wedged (false once a fatal error was seen). */
   live: () => boolean;
   /** Ready: the linker and index are loaded and the consumer has joined its group. */
   ready: () => boolean;

@@ -141,6 +141,8 @@ test('the stage config and environment of the manifests pass the stage\'s own co
     assert.ok(spec.terminationGracePeriodSeconds * 1000 > config.drainTimeoutMs + config.consumer.sessionTimeoutMs / 2, `${overlay}: grace period must outlast the drain`);
     assert.equal(container(linker).readinessProbe.httpGet.path, '/readyz');
     assert.equal(container(linker).livenessProbe.httpGet.path, '/healthz');
+    // Liveness starts once the startup probe passes: on /healthz, 503 until the index and models are loaded (test/unit/cli/stage-runtime-health.test.ts).
+    assert.equal(container(linker).startupProbe.httpGet.path, '/healthz', `${overlay}: the startup probe waits for the load`);
 
     const scaled = byKind(docs, 'ScaledObject', 'cuilink');
     const trigger = scaled.spec.triggers[0].metadata;

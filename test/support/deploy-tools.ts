@@ -34,6 +34,11 @@ export function run(command: string, args: string[], options: { cwd?: string; en
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.once('error', reject);
+    // A command that exits without reading its stdin (a shell script) closes the pipe first: EPIPE
+    // on our end of it is not the command's failure, and uncaught it failed the test at random.
+    child.stdin.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') reject(error);
+    });
     child.once('close', (code) => resolveRun({ code: code ?? 1, stdout, stderr }));
     child.stdin.end(options.input ?? '');
   });
