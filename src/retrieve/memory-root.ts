@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CuilinkError, InputError } from '../kb/errors.ts';
 import { CURRENT_VERSION_FILE, readCurrentVersion } from './index-versions.ts';
 import { MEMORY_MANIFEST_FILE, readMemoryManifest } from './memory-manifest.ts';
+import { breakStaleLock, lockAge } from './stale-lock.ts';
 
 /**
  * A memory root holds immutable version directories (`ROOT/<sequence>-<digest>/`) and a `CURRENT`
@@ -62,7 +63,7 @@ function withRootLock<T>(root: string, fn: () => T): T {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const age = lockAge(lock);
-      if (age > STALE_LOCK_MS) breakStaleLock(lock);
+      if (age > STALE_LOCK_MS) breakStaleLock(lock, () => lockAge(lock) > STALE_LOCK_MS);
       else if (attempt >= 200) throw new CuilinkError('MEMORY_LOCKED', `${root}: another writer holds ${LOCK_DIR} (for ${Math.round(age / 1000)} s)`, { retriable: true });
       else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
     }
@@ -71,32 +72,5 @@ function withRootLock<T>(root: string, fn: () => T): T {
     return fn();
   } finally {
     rmSync(lock, { recursive: true, force: true });
-  }
-}
-
-function lockAge(lock: string): number {
-  return Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-}
-
-/**
- * Removes `lock` if it is stale when looked at again under a second lock (`<lock>.break`) that
- * every breaker takes: the look and the removal are then one step. Removed on an earlier look, a
- * lock another writer took since (having broken the same stale one first) would be removed too,
- * and both writers would go on holding it.
- */
-function breakStaleLock(lock: string): void {
-  const breaking = `${lock}.break`;
-  try {
-    mkdirSync(breaking);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    // Another writer is breaking it (one look and one removal); a breaker that died doing so left this.
-    if (lockAge(breaking) > STALE_LOCK_MS) rmSync(breaking, { recursive: true, force: true });
-    return;
-  }
-  try {
-    if (lockAge(lock) > STALE_LOCK_MS) rmSync(lock, { recursive: true, force: true });
-  } finally {
-    rmSync(breaking, { recursive: true, force: true });
   }
 }
