@@ -28,7 +28,8 @@ export class CrossEncoder extends EncoderBase {
       batches.map(async (batch) => {
         const reply = await session.run(batch.feeds, manifest.outputName, 'none', false);
         const perRow = reply.data.length / batch.order.length;
-        if (!Number.isInteger(perRow) || perRow < 1) throw new InputError(`${this.model.dir}: unexpected logits shape [${reply.dims.join(', ')}]`, 'BAD_MODEL');
+        // Any other shape (a hidden-state output, [batch, seq, width]) has no logit to read.
+        if (reply.dims.length > 2 || reply.dims[0] !== batch.order.length || (perRow !== 1 && perRow !== 2)) throw new InputError(`${this.model.dir}: unexpected logits shape [${reply.dims.join(', ')}]`, 'BAD_MODEL');
         // [batch, 1] (one relevance logit) or [batch, 2] (softmax classes: the positive one is last).
         batch.order.forEach((position, row) => {
           logits[position] = perRow === 1 ? reply.data[row]! : reply.data[row * perRow + perRow - 1]! - reply.data[row * perRow]!;

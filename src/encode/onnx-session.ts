@@ -89,6 +89,8 @@ export class OnnxSession {
   /** Workers started after the first one died. */
   restarts = 0;
   private worker: Worker;
+  /** The current worker has exited (a replacement not yet started, or none because the session closed meanwhile). */
+  private workerExited = false;
   private readonly config: WorkerConfig;
   private readonly policy: RestartPolicy;
   private readonly pending = new Map<number, Pending>();
@@ -193,8 +195,9 @@ export class OnnxSession {
       openSessions.delete(this);
       await this.restarting?.catch(() => {});
       const worker = this.worker;
-      // A worker that died and was given up on has exited already.
-      if (this.failure === undefined) {
+      // A worker that died (given up on, or not replaced because of this close) has exited already:
+      // no 'exit' would come to end the wait.
+      if (this.failure === undefined && !this.workerExited) {
         const exited = new Promise<boolean>((resolve) => worker.once('exit', () => resolve(true)));
         worker.postMessage({ type: 'close' } satisfies WorkerRequest);
         // The worker exits after the run it is in: terminate() inside a native run aborts the whole
@@ -213,7 +216,10 @@ export class OnnxSession {
   private attach(worker: Worker): void {
     worker.on('message', (reply: WorkerReply) => this.onReply(reply));
     worker.on('error', (error) => this.onDeath(worker, `encoder worker failed: ${error.message}`));
-    worker.on('exit', (code) => this.onDeath(worker, `encoder worker exited with code ${code}`));
+    worker.on('exit', (code) => {
+      if (worker === this.worker) this.workerExited = true;
+      this.onDeath(worker, `encoder worker exited with code ${code}`);
+    });
   }
 
   private onReply(reply: WorkerReply): void {
@@ -248,6 +254,7 @@ export class OnnxSession {
         const { worker } = await startWorker(this.config);
         this.restarts++;
         this.worker = worker;
+        this.workerExited = false;
         this.attach(worker);
         return;
       } catch (error) {

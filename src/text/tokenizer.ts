@@ -19,16 +19,18 @@ export class WordPieceTokenizer {
   private readonly cls: number;
   private readonly sep: number;
   readonly padId: number;
+  private readonly asTrained: (text: string) => string;
 
-  private constructor(tokenizer: Tokenizer, cls: number, sep: number, padId: number) {
+  private constructor(tokenizer: Tokenizer, cls: number, sep: number, padId: number, asTrained: (text: string) => string) {
     this.tokenizer = tokenizer;
+    this.asTrained = asTrained;
     this.cls = cls;
     this.sep = sep;
     this.padId = padId;
   }
 
   static load(file: string): WordPieceTokenizer {
-    let json: { added_tokens?: { id: number; content: string }[] };
+    let json: { added_tokens?: { id: number; content: string }[]; normalizer?: BertNormalizerConfig | null };
     try {
       json = JSON.parse(readFileSync(file, 'utf8')) as typeof json;
     } catch (error) {
@@ -38,7 +40,7 @@ export class WordPieceTokenizer {
     const special = tokenizer.encode('', { add_special_tokens: true }).ids;
     if (special.length !== 2) throw new InputError(`${file}: expected a [CLS] … [SEP] template, got ${special.length} special tokens`, 'BAD_MODEL');
     const pad = json.added_tokens?.find((t) => t.content === '[PAD]')?.id ?? 0;
-    return new WordPieceTokenizer(tokenizer, special[0]!, special[1]!, pad);
+    return new WordPieceTokenizer(tokenizer, special[0]!, special[1]!, pad, rustNormalizerParity(json.normalizer));
   }
 
   /** Id of a single token (a marker), or undefined when the vocabulary lacks it. */
@@ -48,7 +50,7 @@ export class WordPieceTokenizer {
   }
 
   pieces(text: string): number[] {
-    return this.tokenizer.encode(text, { add_special_tokens: false }).ids;
+    return this.tokenizer.encode(this.asTrained(text), { add_special_tokens: false }).ids;
   }
 
   /** `[CLS] text [SEP]` in at most maxLength tokens; the window follows `anchorId` when given. */
@@ -75,6 +77,33 @@ export class WordPieceTokenizer {
       typeIds: [...new Array<number>(first.length + 2).fill(0), ...new Array<number>(second.length + 1).fill(1)],
     };
   }
+}
+
+interface BertNormalizerConfig {
+  type?: string;
+  handle_chinese_chars?: boolean;
+  lowercase?: boolean;
+}
+
+/** CJK ideographs outside the BMP, as the Rust BertNormalizer lists them (the BMP ones the JS port finds). */
+const ASTRAL_CJK = /[\u{20000}-\u{2A6DF}\u{2A700}-\u{2B73F}\u{2B740}-\u{2B81F}\u{2B920}-\u{2CEAF}\u{2F800}-\u{2FA1F}]/gu;
+
+/**
+ * Where the JS BertNormalizer differs from the Rust one the models were trained with (Python
+ * `tokenizers`), undone on the raw text: it looks for CJK ideographs one UTF-16 unit at a time, so
+ * one outside the BMP is not split off its word ("a𠀀b" is one [UNK], not a, [UNK], b), and its
+ * String.toLowerCase turns a word-final 'Σ' into 'ς', where Rust lower-cases each character alone
+ * to 'σ' (different ids). Both edits leave text without such characters unchanged.
+ */
+function rustNormalizerParity(normalizer: BertNormalizerConfig | null | undefined): (text: string) => string {
+  if (normalizer?.type !== 'BertNormalizer') return (text) => text;
+  const chinese = normalizer.handle_chinese_chars === true;
+  const lowercase = normalizer.lowercase === true;
+  return (text) => {
+    let out = chinese ? text.replace(ASTRAL_CJK, ' $& ') : text;
+    if (lowercase) out = out.replaceAll('Σ', 'σ');
+    return out;
+  };
 }
 
 /** At most `max` ids; when too long, a window centred on the first `anchorId` rather than the head. */

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BiEncoder } from '../../../src/encode/bi-encoder.ts';
+import { CrossEncoder } from '../../../src/encode/cross-encoder.ts';
 import { cudaProviderMissing } from '../../../src/encode/execution-provider.ts';
 import { OnnxSession } from '../../../src/encode/onnx-session.ts';
 
@@ -83,6 +84,23 @@ test('auto without the CUDA provider opens the CPU file and never reads the fp16
       assert.equal(encoder.precision, 'int8');
     } finally {
       await encoder.close();
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a cross-encoder whose output is not [batch, 1] or [batch, 2] logits is refused, not read as logits', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-outputs-'));
+  try {
+    // A manifest that names a hidden-state output ([batch, seq, 1] here): its last and first
+    // numbers of a row were taken for the two class logits, a silent nonsense score.
+    const dir = modelDir(root, 'fp32', { kind: 'cross-encoder', inputNames: ['input_ids', 'attention_mask'], files: { fp32: 'm.onnx' } });
+    const cross = await CrossEncoder.open(dir, { provider: 'cpu', threads: 1, log: () => {} });
+    try {
+      await assert.rejects(cross.score([{ query: 'fever', candidate: 'Fever' }, { query: 'breast cancer', candidate: 'Breast Neoplasms' }]), (error: Error & { code?: string }) => error.code === 'BAD_MODEL' && /logits shape/.test(error.message));
+    } finally {
+      await cross.close();
     }
   } finally {
     rmSync(root, { recursive: true, force: true });

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { WordPieceTokenizer } from '../../../src/text/tokenizer.ts';
 
 const tokenizer = WordPieceTokenizer.load('models/default/biencoder/tokenizer.json');
@@ -36,4 +37,9 @@ test('pairs carry segment ids and are cut longest-first', () => {
 
 test('a missing tokenizer is a clear error', () => {
   assert.throws(() => WordPieceTokenizer.load('no/such/tokenizer.json'), /cannot read tokenizer/);
+});
+
+test('ids match the Python (Rust) tokenizer the models were trained with: final sigma, CJK outside the BMP', () => {
+  const fixture = JSON.parse(readFileSync('test/fixtures/text/tokenizer-python-ids.json', 'utf8')) as { cases: { text: string; ids: number[] }[] };
+  for (const { text, ids } of fixture.cases) assert.deepEqual(tokenizer.pieces(text), ids, JSON.stringify(text));
 });
