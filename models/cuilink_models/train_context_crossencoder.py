@@ -11,8 +11,8 @@ reranking accuracy is printed at the end (a check, not a choice: choices are mad
 
 Initialised from the shipped cross-encoder's ONNX graph (`--init-onnx`), so no checkpoint of an
 earlier run is needed. Pairs are tokenized like the linker (src/text/tokenizer.ts encodePair):
-longer side cut first, the query's window centred on the first marker, so what the model is
-trained on is what it reads in the stage.
+each side cut to the length Hugging Face's longest_first keeps, the query's window centred on the
+first marker, so what the model is trained on is what it reads in the stage.
 
     python -m cuilink_models.train_context_crossencoder --data work/context-ce/data.jsonl \
         --init-onnx default/crossencoder/model.fp16.onnx --out work/context-ce/run --minutes 40
@@ -55,6 +55,18 @@ def fit_around(ids: list[int], max_len: int, anchor: int | None) -> list[int]:
     return ids[start:start + max_len]
 
 
+def longest_first_lengths(first: int, second: int, budget: int) -> tuple[int, int]:
+    """As src/text/tokenizer.ts longestFirstLengths: the lengths truncation="longest_first" keeps."""
+    if first + second <= budget:
+        return first, second
+    keep_shorter = min(first, second)
+    keep_longer = max(keep_shorter, budget - keep_shorter)
+    if keep_shorter + keep_longer > budget:
+        keep_shorter = budget // 2
+        keep_longer = keep_shorter + budget % 2
+    return (keep_longer, keep_shorter) if first > second else (keep_shorter, keep_longer)
+
+
 class PairEncoder:
     """Token ids of (query, candidate) pairs exactly as the linker's encodePair builds them.
     `pieces` turns a text into WordPiece ids without special tokens."""
@@ -78,15 +90,9 @@ class PairEncoder:
 
     def pair(self, a: str, b: str) -> tuple[list[int], list[int]]:
         first, second = self.pieces(a), self.pieces(b)
-        budget = max(2, self.max_length - 3)
-        cut_first = cut_second = 0
-        while len(first) - cut_first + len(second) - cut_second > budget:
-            if len(first) - cut_first >= len(second) - cut_second:
-                cut_first += 1
-            else:
-                cut_second += 1
-        first = fit_around(first, len(first) - cut_first, self.marker)
-        second = second[: len(second) - cut_second]
+        keep_first, keep_second = longest_first_lengths(len(first), len(second), max(2, self.max_length - 3))
+        first = fit_around(first, keep_first, self.marker)
+        second = second[:keep_second]
         return [self.cls, *first, self.sep, *second, self.sep], [0] * (len(first) + 2) + [1] * (len(second) + 1)
 
     def batch(self, torch, pairs: list[tuple[str, str]]):

@@ -12,7 +12,7 @@ export interface TokenizedSequence {
 /**
  * A BERT WordPiece tokenizer read from a model directory's tokenizer.json (no network). It does
  * its own truncation: a marked mention keeps its markers and the words around them, and pairs
- * are cut longest-first, as the Python training side does.
+ * are cut as Hugging Face's longest_first cuts them, as the Python training side does.
  */
 export class WordPieceTokenizer {
   private readonly tokenizer: Tokenizer;
@@ -59,19 +59,13 @@ export class WordPieceTokenizer {
     return { ids: [this.cls, ...ids, this.sep], typeIds: new Array<number>(ids.length + 2).fill(0) };
   }
 
-  /** `[CLS] a [SEP] b [SEP]` in at most maxLength tokens, the longer side cut first. */
+  /** `[CLS] a [SEP] b [SEP]` in at most maxLength tokens, cut as longest_first cuts (see longestFirstLengths). */
   encodePair(a: string, b: string, maxLength: number, anchorId?: number): TokenizedSequence {
     let first = this.pieces(a);
     let second = this.pieces(b);
-    const budget = Math.max(2, maxLength - 3);
-    let cutFirst = 0;
-    let cutSecond = 0;
-    while (first.length - cutFirst + second.length - cutSecond > budget) {
-      if (first.length - cutFirst >= second.length - cutSecond) cutFirst++;
-      else cutSecond++;
-    }
-    first = fitAround(first, first.length - cutFirst, anchorId);
-    second = second.slice(0, second.length - cutSecond);
+    const [keepFirst, keepSecond] = longestFirstLengths(first.length, second.length, Math.max(2, maxLength - 3));
+    first = fitAround(first, keepFirst, anchorId);
+    second = second.slice(0, keepSecond);
     return {
       ids: [this.cls, ...first, this.sep, ...second, this.sep],
       typeIds: [...new Array<number>(first.length + 2).fill(0), ...new Array<number>(second.length + 1).fill(1)],
@@ -104,6 +98,23 @@ function rustNormalizerParity(normalizer: BertNormalizerConfig | null | undefine
     if (lowercase) out = out.replaceAll('Σ', 'σ');
     return out;
   };
+}
+
+/**
+ * Tokens each side of a pair keeps, as Hugging Face's truncation="longest_first" (the tokenizers
+ * Rust rule) keeps them: the default cross-encoder was trained on those cuts. The longer side is
+ * cut to what the shorter leaves; when both are over half, each keeps half and the longer one the
+ * odd token (the second on a tie), which is not what cutting one token at a time gives.
+ */
+function longestFirstLengths(first: number, second: number, budget: number): [number, number] {
+  if (first + second <= budget) return [first, second];
+  let keepShorter = Math.min(first, second);
+  let keepLonger = Math.max(keepShorter, budget - keepShorter);
+  if (keepShorter + keepLonger > budget) {
+    keepShorter = Math.floor(budget / 2);
+    keepLonger = keepShorter + (budget % 2);
+  }
+  return first > second ? [keepLonger, keepShorter] : [keepShorter, keepLonger];
 }
 
 /** At most `max` ids; when too long, a window centred on the first `anchorId` rather than the head. */
