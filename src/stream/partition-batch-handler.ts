@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ROOT_CONTEXT, SpanStatusCode, trace, type Link, type Tracer } from '@opentelemetry/api';
 import type { InboundRecord as KafkaMessage, OutboundRecord as Message, PartitionBatch, TopicRecords as TopicMessages } from './kafka/client-types.ts';
-import { injectRecordContext, type RecordHeaders } from '../telemetry/kafka-trace-context.ts';
+import { injectRecordContext, recordSpanContext, type RecordHeaders } from '../telemetry/kafka-trace-context.ts';
 import type { LinkedNote, NoteInput } from '../link/types.ts';
 import type { LabelProposal } from './label-selection/label-proposal.ts';
 import type { LabelSelector } from './label-selection/label-selector.ts';
@@ -168,7 +168,12 @@ export class PartitionBatchHandler {
     const linked = group.filter((e) => e.outcome!.kind === 'linked');
     const batchContexts = linked.map((e) => (e.outcome as Extract<Outcome, { kind: 'linked' }>).batchContext);
     const parent = batchContexts[0] ? trace.setSpanContext(ROOT_CONTEXT, batchContexts[0]) : ROOT_CONTEXT;
-    const links: Link[] = batchContexts.slice(1).map((context) => ({ context }));
+    // A record dead-lettered before or while linking reaches the output only here: linked to its own trace.
+    const deadContexts = group.flatMap((e) => {
+      const context = e.outcome!.kind === 'linked' ? undefined : recordSpanContext(e.message.headers);
+      return context ? [context] : [];
+    });
+    const links: Link[] = [...batchContexts.slice(1), ...deadContexts].map((context) => ({ context }));
     const started = performance.now();
     let proposals: LabelProposal[] = [];
     await tracer.startActiveSpan('cuilink.stream.produce', { links, attributes: { 'messaging.destination.partition.id': String(batch.partition), 'cuilink.records': group.length } }, parent, async (span) => {

@@ -1,4 +1,4 @@
-import { context, trace, type Context, type SpanContext, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
+import { ROOT_CONTEXT, trace, type Context, type SpanContext, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
 /** Kafka record headers: one value per key, or several where a key repeats. */
@@ -23,9 +23,13 @@ const setter: TextMapSetter<Record<string, string>> = {
   },
 };
 
-/** The context a producer put in a record's `traceparent`/`tracestate` headers (W3C trace context). */
+/**
+ * The context a producer put in a record's `traceparent`/`tracestate` headers (W3C trace context).
+ * Extracted into the root context, not the active one: a record without a valid traceparent
+ * carries no span, whatever span is active where it is read.
+ */
 export function extractRecordContext(headers: RecordHeaders | undefined): Context {
-  return propagator.extract(context.active(), headers ?? {}, getter);
+  return propagator.extract(ROOT_CONTEXT, headers ?? {}, getter);
 }
 
 /** The remote span context carried by a record, when its headers carry a valid one. */

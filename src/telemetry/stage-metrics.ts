@@ -93,11 +93,16 @@ export class StageMetrics {
     const lag = meter.createObservableGauge('cuilink.stream.consumer_lag', { description: 'Records in an input partition after the stage’s committed offset (latest high watermark − committed), by topic and partition' });
     lag.addCallback((result) => {
       for (const [key, value] of this.positions) result.observe(this.lagOf(value), { topic: value.topic, partition: key.slice(key.lastIndexOf('/') + 1) });
+      // The SDK keeps exporting an attribute set no longer observed at its last value: a partition
+      // another instance holds now reads 0 here (none of its backlog is this one's), not a stale lag.
+      for (const [key, topic] of this.released) result.observe(0, { topic, partition: key.slice(key.lastIndexOf('/') + 1) });
     });
   }
 
   /** Per input partition this instance holds: its last commit, and the high watermark seen with it. */
   private readonly positions = new Map<string, { topic: string; partition: number; committed: bigint; highWatermark: bigint }>();
+  /** Partitions this instance reported and no longer holds (`topic/partition` → topic): exported at 0. */
+  private readonly released = new Map<string, string>();
   /**
    * The consumer's latest high watermark of a partition (refreshed on a timer). Read when the gauge
    * is collected: a partition that stopped committing (stuck, paused) shows its backlog growing.
@@ -107,12 +112,17 @@ export class StageMetrics {
   /** A commit of one input partition, with the high watermark of the fetch it came from. */
   recordLag(topic: string, partition: number, highWatermark: string, committed: string): void {
     this.positions.set(`${topic}/${partition}`, { topic, partition, committed: BigInt(committed), highWatermark: BigInt(highWatermark) });
+    this.released.delete(`${topic}/${partition}`);
   }
 
   /** After a rebalance: partitions now another instance's are no longer this one's lag to report. */
   retainPartitions(assignment: readonly { topic: string; partitions: readonly number[] }[]): void {
     const held = new Set(assignment.flatMap((a) => a.partitions.map((p) => `${a.topic}/${p}`)));
-    for (const key of [...this.positions.keys()]) if (!held.has(key)) this.positions.delete(key);
+    for (const [key, value] of [...this.positions]) {
+      if (held.has(key)) continue;
+      this.positions.delete(key);
+      this.released.set(key, value.topic);
+    }
   }
 
   private lagOf(position: { topic: string; partition: number; committed: bigint; highWatermark: bigint }): number {

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { trace, type SpanContext } from '@opentelemetry/api';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { CuilinkError } from '../../../src/kb/errors.ts';
 import type { LinkedNote, LinkingCore, NoteInput } from '../../../src/link/types.ts';
 import type { InboundRecord, InputCommit, KafkaConsumerClient, KafkaProducerClient, PartitionBatch, TopicRecords } from '../../../src/stream/kafka/client-types.ts';
@@ -17,6 +18,7 @@ import { TopicSizeLimits } from '../../../src/stream/topic-size-limits.ts';
 import { createLogger } from '../../../src/telemetry/logger.ts';
 import { StageMetrics } from '../../../src/telemetry/stage-metrics.ts';
 import { normalizeName } from '../../../src/text/normalize.ts';
+import { startTelemetry } from '../../../src/telemetry/telemetry.ts';
 
 // Issue #27 item 4 (fixed in fbcf5a7): stream bugs in PartitionBatchHandler, each shown here with
 // fakes of the Kafka client interface (src/stream/kafka/client-types.ts) and a JSON codec.
@@ -277,4 +279,21 @@ test('measure requests with no measure topic are not counted as proposed: propos
   await second.handler.handle(batchOf(notes));
   assert.equal(second.producer.sent.filter((r) => r.topic === 'measure').flatMap((r) => r.messages).length, 3);
   assert.deepEqual([sent.stats.proposedMeasure, sent.stats.notSent, second.metrics.counts.labelRequests.measure], [3, 0, 3]);
+});
+
+test('a dead-lettered record keeps its producer’s trace: the span that produces its dead letter links the record’s traceparent', async () => {
+  const spans = new InMemorySpanExporter();
+  const telemetry = await startTelemetry({ serviceName: 'test', prometheus: false, spanProcessors: [new SimpleSpanProcessor(spans)] });
+  try {
+    const { handler, producer } = await setUp();
+    const batch = batchOf([note(1), { ...note(2), text: '', mentions: [] }]);
+    const producerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    batch.messages[1]!.headers = { traceparent: Buffer.from(`00-${producerTrace}-00f067aa0ba902b7-01`) };
+    await handler.handle(batch);
+    assert.equal(deadOut(producer).length, 1, 'the empty note is dead-lettered');
+    const produce = spans.getFinishedSpans().find((s) => s.name === 'cuilink.stream.produce')!;
+    assert.ok(produce.links.some((l) => l.context.traceId === producerTrace), 'linked to the dead-lettered record’s own trace');
+  } finally {
+    await telemetry.shutdown();
+  }
 });
