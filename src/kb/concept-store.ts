@@ -102,12 +102,17 @@ export class ConceptStore implements Iterable<Concept> {
   /**
    * Indexes the concept's alt ids. A primary id always wins over someone else's alt id, and is
    * dropped from the concept's altIds: they are exported, and the evaluator and the training
-   * pipeline read them as "a gold id equal to one is a hit" for this concept. The first claim on
-   * an alt id wins the lookup.
+   * pipeline read them as "a gold id equal to one is a hit" for this concept. Of several concepts
+   * claiming one alt id (CTD lists a DOID id under several diseases), the smallest id wins the
+   * lookup, whatever the order they came in: a store and its export (sorted by id) read back
+   * resolve every alt id alike.
    */
   private indexAlts(concept: Concept): void {
     if (concept.altIds.some((alt) => this.byId.has(alt))) concept.altIds = concept.altIds.filter((alt) => !this.byId.has(alt));
-    for (const alt of concept.altIds) if (!this.byAltId.has(alt)) this.byAltId.set(alt, concept.id);
+    for (const alt of concept.altIds) {
+      const claimant = this.byAltId.get(alt);
+      if (claimant === undefined || concept.id < claimant) this.byAltId.set(alt, concept.id);
+    }
   }
 
   /** A new primary id that earlier concepts claimed as an alt id stops being their alt id. */

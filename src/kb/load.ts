@@ -5,6 +5,7 @@ import { ConceptStore } from './concept-store.ts';
 import { readBiosynDictionary } from './biosyn-loader.ts';
 import { readCtdDiseases } from './ctd-loader.ts';
 import { InputError } from './errors.ts';
+import { normalizeId } from './ids.ts';
 import { readConceptJsonl } from './jsonl-loader.ts';
 import { detectKbFormat, KB_FORMATS, UMLS_SIDE_TABLE, type KbFormat } from './kb-format.ts';
 import { readObo } from './obo-loader.ts';
@@ -75,11 +76,12 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
     for (const concept of retired) store.add(concept);
     options.onFile?.(path, format, retired.length);
   }
+  const shared = xrefNameSources.length > 0 ? sharedAltIds(store) : new Set<string>();
   for (const path of xrefNameSources) {
     const format = options.format ?? (await detectKbFormat(path));
     const named = new Set<string>();
     for await (const source of readSome(path, format, options)) {
-      const target = soleTarget(store, source);
+      const target = soleTarget(store, source, shared);
       if (target === undefined) continue;
       const own = new Set([target.name, ...target.synonyms].map((n) => n.toLowerCase()));
       for (const name of [source.name, ...source.synonyms]) {
@@ -122,16 +124,30 @@ async function* readSome(path: string, format: KbFormat, options: KbLoadOptions)
   if (!any) throw new InputError(`${path}: no concepts read as ${format} (empty, another format, or filters that keep nothing)`, 'EMPTY_KB');
 }
 
-/** The one KB concept a concept of another vocabulary denotes (by its id, alt ids or xrefs); undefined when none or several. */
-function soleTarget(store: ConceptStore, source: Concept): Concept | undefined {
+/**
+ * The one KB concept a concept of another vocabulary denotes (by its id, alt ids or xrefs); undefined
+ * when none or several. An alt id that several KB concepts list (`shared`) leads to each of them:
+ * the store resolves it to one, but CTD gives one DOID id to several diseases.
+ */
+function soleTarget(store: ConceptStore, source: Concept, shared: ReadonlySet<string>): Concept | undefined {
   let target: Concept | undefined;
   for (const id of [source.id, ...source.altIds, ...source.xrefs]) {
     const found = store.get(id);
-    if (found === undefined || found === target) continue;
+    if (found === undefined) continue;
+    if (found.id !== id && shared.has(normalizeId(id))) return undefined;
+    if (found === target) continue;
     if (target !== undefined) return undefined;
     target = found;
   }
   return target;
+}
+
+/** Alt ids that more than one concept of the store lists. */
+function sharedAltIds(store: ConceptStore): Set<string> {
+  const seen = new Set<string>();
+  const shared = new Set<string>();
+  for (const concept of store) for (const alt of concept.altIds) (seen.has(alt) ? shared : seen).add(alt);
+  return shared;
 }
 
 /** The concepts of one file in a given format, as they come (not merged). */

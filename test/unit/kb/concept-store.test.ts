@@ -56,3 +56,14 @@ test('store: an alt id that is another concept\'s own id is not kept as an alt i
     assert.deepEqual(store.get('X:1')!.altIds, ['X:9'], 'also when a second file repeats the claim');
   }
 });
+
+test('store: an alt id that several concepts claim resolves to the same one whatever the order they came in', () => {
+  // CTD lists one DOID id under several diseases; the export (sorted by id) must read back resolving it alike.
+  const later = () => ({ ...newConcept('OMIM:400045', 'sex reversal'), altIds: ['DOID:14450'] });
+  const earlier = () => ({ ...newConcept('MESH:D023961', 'gonadal dysgenesis'), altIds: ['DOID:14450'] });
+  for (const order of [[later(), earlier()], [earlier(), later()]]) {
+    const store = ConceptStore.from(order);
+    assert.equal(store.resolveId('DOID:14450'), 'MESH:D023961', order.map((c) => c.id).join(' then '));
+    assert.deepEqual(store.get('OMIM:400045')!.altIds, ['DOID:14450'], 'both keep the alt id (a gold DOID:14450 is a hit for either)');
+  }
+});

@@ -64,6 +64,19 @@ test('export → load round trip reproduces the store and its checksum', async (
   }
 });
 
+test('export → load round trip resolves an alt id that two concepts claim to the same concept', async () => {
+  const tmp = tempDir();
+  try {
+    const store = await loadKb([fixture('ctd-shared-alt.tsv')]);
+    const out = `${tmp.dir}/kb.jsonl`;
+    await writeConceptJsonlFile(store.sorted(), out);
+    const again = await loadKb([out]);
+    for (const alt of ['DOID:14450', 'DOID:0050439']) assert.equal(again.resolveId(alt), store.resolveId(alt), alt);
+  } finally {
+    tmp.cleanup();
+  }
+});
+
 test('JSONL: a misspelt field is a ParseError naming it, not silently dropped data', async () => {
   const tmp = tempDir();
   try {

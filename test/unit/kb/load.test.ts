@@ -103,6 +103,17 @@ test('loadKb: an xref-name source gives names only to the one KB concept its id 
   await assert.rejects(loadKb([fixture('ctd-tiny.tsv')], { xrefNameSources: ['/nonexistent/doid.obo'] }), (e: unknown) => e instanceof InputError && e.message === 'cannot read /nonexistent/doid.obo: no such file');
 });
 
+test('loadKb: an xref-name source whose id is an alt id of two KB concepts gives names to neither', async () => {
+  const seen: string[] = [];
+  const store = await loadKb([fixture('ctd-shared-alt.tsv')], { xrefNameSources: [fixture('xref-names-shared-alt.obo')], onFile: (p, f, n) => seen.push(`${f}:${n}`) });
+  // DOID:14450 is an AltDiseaseID of both OMIM:400045 and MESH:D023961: it leads to two KB concepts,
+  // also when it follows an xref to one of them (MONDO:0010000).
+  assert.equal(store.get('OMIM:400045')!.xrefNames, undefined);
+  assert.equal(store.get('MESH:D023961')!.xrefNames, undefined);
+  assert.deepEqual(store.get('MESH:D052245')!.xrefNames, ['retinitis pigmentosa-deafness syndrome'], 'an alt id of one KB concept still leads to it');
+  assert.deepEqual(seen, ['ctd:3', 'obo:1']);
+});
+
 test('loadKb: a KB file that yields no concept is an InputError naming it, not an empty part of the KB', async () => {
   const tmp = tempDir();
   try {
