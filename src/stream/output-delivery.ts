@@ -64,6 +64,9 @@ export class OutputDelivery {
   }
 
   async disconnect(): Promise<void> {
+    // A step in flight (label requests sent on the stage's timer) ends first: closed under it, the
+    // producer would leave its transaction open until transactionTimeoutMs.
+    await this.tail;
     await this.producer?.close();
   }
 
@@ -133,10 +136,12 @@ export class OutputDelivery {
 
   private async transactional(topicMessages: TopicMessages[], commit: PartitionCommit | undefined): Promise<void> {
     const transaction = await this.producer!.transaction();
+    let committing = false;
     try {
       await this.sendAll(topicMessages, (request) => transaction.send(request));
       // KIP-447: the commit carries the membership the records were read under; once the group has moved on, the coordinator refuses it and the transaction aborts.
       if (commit) await transaction.commitInput(commit);
+      committing = true;
       await transaction.commit();
     } catch (error) {
       if (isProducerFenced(error)) throw await this.breakWith(error as CuilinkError);
@@ -152,6 +157,10 @@ export class OutputDelivery {
           throw await this.breakWith(new CuilinkError('TRANSACTION_STUCK', `a transaction could be neither committed nor aborted: ${(abortError as Error).message}`, { cause: abortError }));
         }
         await this.retireProducer();
+        // A commit that failed this way may have reached the coordinator and been written (its
+        // answer lost): redone here, its records would be committed twice. Handed back instead,
+        // the partition is read again from what is committed, whichever way it went.
+        if (committing) throw new CuilinkError('TRANSACTION_OUTCOME_UNKNOWN', `the transaction's commit was not answered and it could not be aborted: ${(error as Error).message}`, { cause: error });
         throw error;
       }
       if (error instanceof RecordRefusedError) await this.retireProducer();

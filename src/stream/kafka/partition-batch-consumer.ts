@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Consumer, Message, MessagesStream } from '@platformatic/kafka';
+import { kGetApi, kGetConnection, kMetadata, type Consumer, type Message, type MessagesStream } from '@platformatic/kafka';
 import type { ConsumerJoin, ConsumerOptions, ConsumerRunOptions, GroupMembership, InboundRecord, InputCommit, KafkaConsumerClient } from './client-types.ts';
 import { asKafkaError, kafkaCall } from './kafka-errors.ts';
 import { CuilinkError } from '../../kb/errors.ts';
@@ -104,7 +104,7 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
         throw new CuilinkError('KAFKA_ILLEGAL_GENERATION', `commit offsets: records of ${c.topic}/${c.partition} were read under generation ${c.membership.generationId}; the group is at ${consumer.generationId}`);
       }
     }
-    await kafkaCall('commit offsets', () => consumer.commit({ offsets: commits.map((c) => ({ topic: c.topic, partition: c.partition, offset: BigInt(c.offset), leaderEpoch: -1 })) }));
+    await kafkaCall('commit offsets', () => commitAsRead(consumer, commits));
   }
 
   pause(): void {
@@ -268,7 +268,7 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
           const retriable = (startError as { retriable?: boolean }).retriable === true;
           for (const listener of this.crashListeners) listener(startError, retriable);
           if (!retriable) return;
-          await sleep(Math.min(10_000, 250 * 2 ** Math.min(attempt, 6)));
+          await sleep(Math.min(10_000, 250 * 2 ** Math.min(attempt, 6)), undefined, { signal: this.stopped.signal }).catch(() => {});
         }
       }
     })();
@@ -291,4 +291,41 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
       // Lag is a metric: an unreachable broker is reported by the fetch, not here.
     }
   }
+}
+
+type OffsetCommitApi = (connection: unknown, groupId: string, generationId: number, memberId: string, groupInstanceId: null, topics: { name: string; partitions: { partitionIndex: number; committedOffset: bigint; committedLeaderEpoch: number; committedMetadata: null }[] }[], done: (error: unknown) => void) => void;
+
+/**
+ * One OffsetCommit under the membership the records were read under (all `commits` share it: the
+ * caller checked), sent to the group coordinator as it is, never rejoining. The library's own
+ * commit() answers ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID and REBALANCE_IN_PROGRESS by joining the
+ * group again and committing the same offsets under the new generation, partitions given to
+ * another member meanwhile included; here the coordinator's refusal is the answer.
+ */
+function commitAsRead(consumer: LibraryConsumer, commits: InputCommit[]): Promise<void> {
+  const { groupId, memberId, generationId, coordinatorId } = commits[0]!.membership;
+  const topics = new Map<string, { partitionIndex: number; committedOffset: bigint; committedLeaderEpoch: number; committedMetadata: null }[]>();
+  for (const c of commits) {
+    const partitions = topics.get(c.topic) ?? [];
+    partitions.push({ partitionIndex: c.partition, committedOffset: BigInt(c.offset), committedLeaderEpoch: -1, committedMetadata: null });
+    topics.set(c.topic, partitions);
+  }
+  return new Promise<void>((resolve, reject) => {
+    const coordinator = consumer.coordinatorId ?? coordinatorId;
+    if (coordinator === undefined || coordinator === null) {
+      reject(new CuilinkError('KAFKA_COORDINATOR_NOT_AVAILABLE', 'commit offsets: the group coordinator is not known yet', { retriable: true }));
+      return;
+    }
+    consumer[kMetadata]({ topics: [...topics.keys()] }, (error, metadata) => {
+      const broker = metadata?.brokers.get(coordinator);
+      if (error || broker === undefined) return reject(error ?? new CuilinkError('KAFKA_NOT_COORDINATOR', `commit offsets: the group coordinator (broker ${coordinator}) is not in the cluster metadata`, { retriable: true }));
+      consumer[kGetConnection](broker, (error, connection) => {
+        if (error) return reject(error);
+        consumer[kGetApi]<Parameters<OffsetCommitApi>, unknown>('OffsetCommit', (error, api) => {
+          if (error) return reject(error);
+          (api as unknown as OffsetCommitApi)(connection, groupId, generationId, memberId, null, [...topics].map(([name, partitions]) => ({ name, partitions })), (error) => (error ? reject(error) : resolve()));
+        });
+      });
+    });
+  });
 }

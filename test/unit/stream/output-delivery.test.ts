@@ -151,3 +151,82 @@ test('at-least-once: after a refusal, a reconnect that fails is tried again at t
   await delivery.deliver(records, commit);
   assert.deepEqual(made.map((p) => p.closed), [true, true, false], 'the producer whose connect failed was closed too');
 });
+
+test('exactly-once: a commit whose answer is lost (timeout, then the abort cannot reach the broker) is not redone in the process: handed back, the records are in at most one committed transaction', async () => {
+  // The coordinator's log: each transaction that reached it with its commit, and what it held.
+  const committedTransactions: TopicRecords[][] = [];
+  let brokerReachable = true;
+  const make = (): KafkaProducerClient => ({
+    async connect() {},
+    async send() {
+      throw new Error('not idempotent-only');
+    },
+    async close() {},
+    async transaction() {
+      const sent: TopicRecords[] = [];
+      return {
+        async send(request: TopicRecords) {
+          if (!brokerReachable) throw new CuilinkError('KAFKA_NETWORK', 'connect ECONNREFUSED', { retriable: true });
+          sent.push(request);
+        },
+        async commitInput() {},
+        async commit() {
+          if (!brokerReachable) throw new CuilinkError('KAFKA_NETWORK', 'connect ECONNREFUSED', { retriable: true });
+          // The commit reaches the coordinator and is written; its answer is lost with the broker.
+          committedTransactions.push(sent);
+          brokerReachable = false;
+          setTimeout(() => (brokerReachable = true), 5);
+          throw new CuilinkError('KAFKA_TIMEOUT', 'Request timed out', { retriable: true });
+        },
+        async abort() {
+          if (!brokerReachable) throw new CuilinkError('KAFKA_NETWORK', 'connect ECONNREFUSED', { retriable: true });
+        },
+      };
+    },
+  });
+  const consumer = { async commit() {} } as unknown as KafkaConsumerClient;
+  const delivery = new OutputDelivery(make, consumer, { delivery: 'exactly-once' }, await sizesFor('out'));
+  await delivery.connect();
+  // As the handler does: a retriable failure of the step is retried as a whole.
+  const error = await withRetry(() => delivery.deliver(records, commit), { maxAttempts: 5, initialBackoffMs: 10, maxBackoffMs: 20 }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  assert.equal(committedTransactions.length, 1, 'the records were committed once, not once more by a redone step');
+  assert.ok(error !== undefined && !isRetriable(error), `the step is handed back (not retriable), got ${String(error)}`);
+});
+
+test('exactly-once: disconnect() during a step waits for its transaction to end before it closes the producer (no transaction left open)', async () => {
+  const events: string[] = [];
+  const producer: KafkaProducerClient = {
+    async connect() {},
+    async send() {},
+    async close() {
+      events.push('close');
+    },
+    async transaction() {
+      return {
+        async send() {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          events.push('send');
+        },
+        async commitInput() {},
+        async commit() {
+          events.push('commit');
+        },
+        async abort() {
+          events.push('abort');
+        },
+      };
+    },
+  };
+  const consumer = { async commit() {} } as unknown as KafkaConsumerClient;
+  const delivery = new OutputDelivery(() => producer, consumer, { delivery: 'exactly-once' }, await sizesFor('out'));
+  await delivery.connect();
+  // Label requests of a closed window, sent on the stage's timer while SIGTERM's drain disconnects.
+  const step = delivery.deliver(records);
+  await new Promise((resolve) => setImmediate(resolve));
+  await delivery.disconnect();
+  await step.catch(() => {});
+  assert.deepEqual(events, ['send', 'commit', 'close']);
+});

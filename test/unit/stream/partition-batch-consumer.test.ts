@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
+import { kGetApi, kGetConnection, kMetadata } from '@platformatic/kafka';
 import { handBackDelayMs, PartitionBatchConsumer } from '../../../src/stream/kafka/partition-batch-consumer.ts';
 
 /** The library's record stream: every consume() gives a new one that delivers a record every 20 ms, from offset 0 again (nothing was committed). */
@@ -92,4 +93,64 @@ test('stop() cuts a hand-back wait short', async () => {
   const started = Date.now();
   await consumer.close();
   assert.ok(Date.now() - started < 300, `close took ${Date.now() - started} ms`);
+});
+
+test('a commit the coordinator refuses because the group moved on is refused, not made again under the generation a rejoin gets', async () => {
+  // The broker's side: this member's session ran out (a stalled process) and its partitions went to
+  // another member (generation 2) before this client heard of it; it still holds generation 1.
+  const brokerGeneration = 2;
+  const committed: { generationId: number; partition: number; offset: bigint }[] = [];
+  type Topics = { name: string; partitions: { partitionIndex: number; committedOffset: bigint }[] }[];
+  const offsetCommit = (_connection: unknown, _group: string, generationId: number, _member: string, _instance: null, topics: Topics, done: (error: unknown) => void) => {
+    if (generationId !== brokerGeneration) return done(Object.assign(new Error('Received response with error while executing API OffsetCommit(v9)'), { errors: [Object.assign(new Error('Specified group generation id is not valid.'), { apiId: 'ILLEGAL_GENERATION', canRetry: false })] }));
+    for (const t of topics) for (const p of t.partitions) committed.push({ generationId, partition: p.partitionIndex, offset: p.committedOffset });
+    done(null);
+  };
+  const { library } = fakeLibraryConsumer([0]);
+  Object.assign(library, {
+    coordinatorId: 0,
+    // As @platformatic/kafka's Consumer.commit (consumer.js #commit): on ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or
+    // REBALANCE_IN_PROGRESS it joins the group again and commits the same offsets under the generation it gets.
+    async commit(options: { offsets: { topic: string; partition: number; offset: bigint }[] }) {
+      const topics: Topics = options.offsets.map((o) => ({ name: o.topic, partitions: [{ partitionIndex: o.partition, committedOffset: o.offset }] }));
+      for (let rejoins = 0; ; rejoins++) {
+        const error = await new Promise((resolve) => offsetCommit(null, 'g', library.generationId, library.memberId, null, topics, resolve));
+        if (error === null) return;
+        if (rejoins >= 3) throw error;
+        library.generationId = brokerGeneration;
+      }
+    },
+    [kMetadata]: (_options: unknown, done: (error: unknown, metadata: unknown) => void) => done(null, { brokers: new Map([[0, { host: 'localhost', port: 9092 }]]) }),
+    [kGetConnection]: (_broker: unknown, done: (error: unknown, connection: unknown) => void) => done(null, {}),
+    [kGetApi]: (name: string, done: (error: unknown, api: unknown) => void) => done(null, name === 'OffsetCommit' ? offsetCommit : undefined),
+  });
+  const consumer = new PartitionBatchConsumer(() => library as never, { groupId: 'g' });
+  await consumer.run({ topics: ['in'], fromBeginning: true, eachBatch: async () => {} });
+  const membership = { groupId: 'g', memberId: 'm', generationId: 1, coordinatorId: 0 };
+  const refused = await consumer.commit([{ topic: 'in', partition: 0, offset: '5', membership }]).then(() => undefined, (error: unknown) => error);
+  await consumer.close();
+  assert.deepEqual(committed, [], 'no offset of a partition read under generation 1 is committed under another generation');
+  assert.equal((refused as { code?: string } | undefined)?.code, 'KAFKA_ILLEGAL_GENERATION');
+});
+
+test('stop() cuts short the wait between restarts that fail (broker unreachable)', async () => {
+  const { library, consumes } = fakeLibraryConsumer([0]);
+  const consume = library.consume.bind(library);
+  // The first read works; every restart after it finds the broker gone.
+  library.consume = async () => {
+    if (consumes.length >= 1) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9092'), { code: 'PLT_KFK_NETWORK' });
+    return consume();
+  };
+  const consumer = new PartitionBatchConsumer(() => library as never, { groupId: 'g' });
+  const crashes: boolean[] = [];
+  consumer.onCrash((_error, restarting) => crashes.push(restarting));
+  await consumer.run({ topics: ['in'], fromBeginning: true, partitionsConcurrently: 1, eachBatch: async () => {
+    throw new Error('handed back');
+  } });
+  // Restarts fail at ~0, 0.5, 1.5 and 3.5 s (waits of 0.5, 1, 2 s): after the fifth crash the wait is 4 s.
+  while (crashes.length < 5) await new Promise((resolve) => setTimeout(resolve, 50));
+  const started = Date.now();
+  await consumer.close();
+  // A hang check, not a speed target: half the 4 s wait that close() used to sit out, however loaded the machine.
+  assert.ok(Date.now() - started < 2000, `close took ${Date.now() - started} ms: it waited out the restart backoff`);
 });
