@@ -11,13 +11,22 @@ export function markBuilder(staging: string): void {
   writeFileSync(join(staging, BUILDER_FILE), `${JSON.stringify({ host: hostname(), pid: process.pid })}\n`);
 }
 
+/**
+ * What tells this process's staging directories from every other builder's: host and pid. A pid
+ * alone is not enough on a shared volume, where builders on two hosts often have the same one
+ * (containers start at 1): each would remove, or rename onto, the other's work in progress.
+ */
+export function builderTag(): string {
+  return `${hostname().replace(/[^A-Za-z0-9.-]/g, '_')}-${process.pid}`;
+}
+
 /** The mark is no part of the index: taken out just before the staging directory is renamed into place. */
 export function unmarkBuilder(staging: string): void {
   rmSync(join(staging, BUILDER_FILE), { force: true });
 }
 
 /**
- * Removes the staging directories (`<outDir><mark><pid>`) of builds on this host whose process is
+ * Removes the staging directories (`<outDir><mark><host>-<pid>`, builderTag) of builds on this host whose process is
  * gone: a build stopped by Ctrl-C or a kill never reaches its own cleanup, and each leaves the
  * vectors written so far behind. Another host's (a shared volume: its pids mean nothing here), a
  * live process's and an unmarked one are left alone. Returns the names removed.

@@ -162,16 +162,26 @@ export class CandidateRetriever {
         for (const lookup of readingLookups) addNamed([r], lookup, 1 + i, () => 'composite');
       });
     }
-    const fetch = Math.max(k * (options.namesPerConcept ?? 4), 32);
+    let fetch = Math.max(k * (options.namesPerConcept ?? 4), 32);
     const conceptIndexOf = this.index.names.conceptIndexOf;
-    const neighbors = this.index.hnsw.search(vector, fetch, allow ? (label) => allow(conceptIndexOf[label]!) : undefined);
+    const filter = allow ? (label: number) => allow(conceptIndexOf[label]!) : undefined;
     const dense = new Map<number, number>();
-    for (const { label, similarity } of neighbors) {
-      const conceptIndex = conceptIndexOf[label]!;
-      // Dropped after the search rather than filtered inside it: a handful of roots, and a JS callback per visited node is not free.
-      if (this.roots.has(conceptIndex)) continue;
-      const previous = dense.get(conceptIndex);
-      if (previous === undefined || similarity > previous) dense.set(conceptIndex, similarity);
+    for (;;) {
+      const neighbors = this.index.hnsw.search(vector, fetch, filter);
+      dense.clear();
+      for (const { label, similarity } of neighbors) {
+        const conceptIndex = conceptIndexOf[label]!;
+        // Dropped after the search rather than filtered inside it: a handful of roots, and a JS callback per visited node is not free.
+        if (this.roots.has(conceptIndex)) continue;
+        const previous = dense.get(conceptIndex);
+        if (previous === undefined || similarity > previous) dense.set(conceptIndex, similarity);
+      }
+      // The names of a few concepts can fill the whole fetch (one with 40 synonyms near the query):
+      // fetch more until the list has k concepts or the search has no more names to give.
+      let concepts = best.size;
+      for (const conceptIndex of dense.keys()) if (!best.has(conceptIndex)) concepts++;
+      if (concepts >= k || neighbors.length < fetch || fetch >= this.index.hnsw.size) break;
+      fetch *= 2;
     }
     for (const [conceptIndex, similarity] of dense) {
       if (!best.has(conceptIndex)) best.set(conceptIndex, { conceptIndex, score: similarity, similarity, via: 'dense', exact: false, lexical: false });

@@ -9,7 +9,7 @@ import { INDEX_FORMAT_VERSION, INDEX_MANIFEST_FILE, type IndexManifest } from '.
 import { NameTable } from './name-table.ts';
 import type { NameEncoder } from './name-encoder.ts';
 import { BuildProgress } from './build-progress.ts';
-import { markBuilder, removeAbandonedBuilds, unmarkBuilder } from './abandoned-builds.ts';
+import { builderTag, markBuilder, removeAbandonedBuilds, unmarkBuilder } from './abandoned-builds.ts';
 
 export interface IndexBuildInput {
   concepts: readonly Concept[];
@@ -38,7 +38,7 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
   }
   if (input.concepts.length === 0) throw new InputError('the knowledge base has no concepts', 'EMPTY_KB');
   const params: HnswParams = { ...DEFAULT_HNSW_PARAMS, ...input.hnsw };
-  const staging = `${input.outDir}.building-${process.pid}`;
+  const staging = `${input.outDir}.building-${builderTag()}`;
   removeAbandonedBuilds(input.outDir, '.building-');
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
@@ -88,7 +88,7 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
     // The old index is moved aside before the new one is moved in and deleted only after: two
     // renames leave no moment with a half-deleted directory at outDir, and a crash between them
     // leaves the old index whole beside it.
-    const replaced = `${input.outDir}.replaced-${process.pid}`;
+    const replaced = `${input.outDir}.replaced-${builderTag()}`;
     if (existsSync(input.outDir)) renameSync(input.outDir, replaced);
     renameSync(staging, input.outDir);
     rmSync(replaced, { recursive: true, force: true });

@@ -13,7 +13,7 @@ export const CURRENT_VERSION_FILE = 'CURRENT';
 
 /** A version name is one plain path segment, so `CURRENT` can never point outside the root. */
 const VERSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-/** index-builder.ts writes `<outDir>.building-<pid>` and renames it when complete. */
+/** index-builder.ts writes `<outDir>.building-<host>-<pid>` and renames it when complete. */
 const STAGING_MARK = '.building-';
 /** An old version moved aside while `index build --force` replaces it (index-builder.ts): never a version. */
 const REPLACED_MARK = '.replaced-';

@@ -2,6 +2,7 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
+import { builderTag } from './abandoned-builds.ts';
 import { HnswIndex } from './hnsw-index.ts';
 import { MEMORY_FORMAT_VERSION, MEMORY_MANIFEST_FILE, readMemoryManifest, type MemoryManifest } from './memory-manifest.ts';
 import { parseMemoryRecord, type MemoryRecord, type NewMemoryRecord } from './memory-record.ts';
@@ -268,7 +269,7 @@ export class MemoryStore {
     };
     const final = join(root, version);
     if (existsSync(final)) return (this.current = readMemoryManifest(final));
-    const staging = join(root, `.building-${version}-${process.pid}`);
+    const staging = join(root, `.building-${version}-${builderTag()}`);
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { mode: 0o700 });
     writeFileSync(join(staging, RECORDS_FILE), body, { mode: 0o600 });

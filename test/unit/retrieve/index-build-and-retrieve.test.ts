@@ -208,3 +208,29 @@ test('a build removes what an interrupted build on this host left (its process g
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test("a build never touches another host's staging or replaced directory, even one whose builder has this process's pid", async () => {
+  // Two hosts on a shared volume run their builders with the same pid (containers start at 1).
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-same-pid-'));
+  try {
+    const out = join(root, 'idx');
+    await build(out);
+    const theirs = (mark: string) => {
+      const dir = `${out}${mark}${process.pid}`;
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'names.hnsw'), 'being written on the other host');
+      writeFileSync(join(dir, 'builder.json'), JSON.stringify({ host: `${hostname()}-elsewhere`, pid: process.pid }));
+      return dir;
+    };
+    const building = theirs('.building-');
+    const replaced = theirs('.replaced-');
+    await buildIndex({
+      concepts: FIXTURE_CONCEPTS, kbSources: ['fixture.jsonl'], kbChecksum: 'a'.repeat(64), encoder: new TrigramEncoder(),
+      model: { path: 'models/test', sha256: 'b'.repeat(64), precision: 'fp32' }, normalize: lowerNormalize, outDir: out, overwrite: true, progress: false,
+    });
+    for (const dir of [building, replaced]) assert.ok(existsSync(join(dir, 'names.hnsw')), `${dir} is left alone`);
+    assert.ok(existsSync(join(out, 'manifest.json')));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
