@@ -5,6 +5,7 @@ import type { OntologyView } from '../metrics/ontology-view.ts';
 import { scoreRecord } from '../metrics/score-mention.ts';
 import { goldStream, MEMORY_SPLIT_SEED } from '../gold-sampling.ts';
 import { AccuracyAlerts, alertLogLine, type AlertRules, type AlertState } from './accuracy-alerts.ts';
+import { LabelGroups } from './label-groups.ts';
 import { MemoryVersionAccuracy, type MemoryVersionReport, type MemoryVersionSnapshot } from './memory-version-accuracy.ts';
 import { MentionJoiner, type JoinCounters, type JoinerLimits, type JoinerSnapshot, type Prediction } from './mention-joiner.ts';
 import { RollingWindows, type WindowEntry, type WindowLimits, type WindowReports } from './rolling-windows.ts';
@@ -101,12 +102,15 @@ export class SidecarEvaluator {
   private learnPredictionsDropped: number;
   private readonly byMemoryVersion: MemoryVersionAccuracy;
   private memoryVersion: string | null;
+  private readonly labels = new LabelGroups();
 
   constructor(view: OntologyView, options: SidecarOptions, log: (line: string) => void, restored?: SidecarSnapshot, now = Date.now()) {
     this.view = view;
     this.log = log;
     this.joiner = new MentionJoiner(options.joiner, restored?.joiner, restored ? now - restored.savedAt : 0);
-    this.windows = new RollingWindows(options.windows, restored?.windows ?? [], now);
+    // A state file written before labels were bounded holds them as the producers sent them.
+    const restoredWindows = (restored?.windows ?? []).map((e) => ({ at: e.at, mention: { ...e.mention, label: this.labels.group(e.mention.label) } }));
+    this.windows = new RollingWindows(options.windows, restoredWindows, now);
     this.alerts = new AccuracyAlerts(options.alerts);
     this.measure = options.measure;
     this.notesSeen = restored?.notesSeen ?? 0;
@@ -195,7 +199,7 @@ export class SidecarEvaluator {
   private score(gold: GoldMention, prediction: Prediction, now: number): void {
     // A cut list would read as misses at ranks the linker did fill; the joiner counted the pair.
     if (prediction.cut === true) return;
-    const scored = scoreRecord(joinMention(gold, prediction.mention, this.view), this.view);
+    const scored = scoreRecord(joinMention({ ...gold, label: this.labels.group(gold.label) }, prediction.mention, this.view), this.view);
     this.windows.add(scored, now);
     // Unknown for a prediction restored from a snapshot written before versions were kept: left out, not taken for "no memory".
     if (prediction.memoryVersion !== undefined) this.byMemoryVersion.add(prediction.memoryVersion, scored.scores.hit1, now);

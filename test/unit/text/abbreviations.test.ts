@@ -1,5 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { loadPubTatorCorpus } from '../../../src/eval/gold.ts';
 import { findAbbreviationDefinitions, initialsSpell } from '../../../src/text/abbreviations.ts';
 
 test('finds long form (SF) definitions with their offsets', () => {
@@ -94,3 +98,75 @@ test('a parenthetical glued to the next word belongs to the long form; a glued f
   ]);
   assert.deepEqual(found('Seen in (chronic kidney disease (CKD)'), [['CKD', 'chronic kidney disease']]);
 });
+
+// Definitions as the code before the NoteIndex found them (commit 76e7cde, a scan of the text
+// before every parenthesis: quadratic in note length, bench/abbreviation-scaling.ts): a digest of
+// each definition's short form and offsets, over both `initials` settings, in order.
+function digest(texts: readonly string[]): { definitions: number; sha256: string } {
+  const hash = createHash('sha256');
+  let definitions = 0;
+  for (const text of texts) {
+    for (const initials of [false, true]) {
+      for (const d of findAbbreviationDefinitions(text, { initials })) {
+        // The long form is the text between its offsets, so the offsets are the whole definition.
+        assert.equal(d.longForm, text.slice(d.longFormStart, d.longFormEnd));
+        hash.update(`${d.shortForm}|${d.shortFormStart}|${d.longFormStart}|${d.longFormEnd}\n`);
+        definitions++;
+      }
+    }
+    hash.update('\u0000');
+  }
+  return { definitions, sha256: hash.digest('hex') };
+}
+
+/** Seeded texts that reach every path: short ones of mixed characters and words, long words with glued parentheses. */
+function syntheticNotes(): string[] {
+  let seed = 42;
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  const units = ['a', 'b', 'c', 'A', 'B', 'C', 'D', 'x', '1', ' ', ' ', ' ', '\n', '\t', '(', '(', ')', ')', '.', '-', ';', ',', 'İ', 'ı', 'K', '𝐀', '/', 'é', 'É', 'Σ'];
+  const words = ['chronic', 'kidney', 'disease', '(CKD)', '(AB)', 'Alpha', 'beta', 'AB', 'a.', 'b).', '(x', 'y)', '(ANCA)-associated', 'Diabetes', 'mellitus', '(DM)', '(DM).Renal', 'İzmir', '(İA)', 'i̇a', '(ab; cd)', '(a, b)', 'x(AB)y', 'ab(AB)-c', '((', '))'];
+  const glued = ['ab', 'Cd', 'x', 'K', 'İ', '𝐀', '-', ';', ',', '1', 'é', '(AB)y', '(CD)-', '(ab c)d', '(İA)x', '(NDP)z', 'y)a', '(A1)b', 'chronic', 'kidney', 'disease', 'Norrie', 'nd', 'p', '(ALD)q', 'X-linked'];
+  const notes: string[] = [];
+  for (let i = 0; i < 3000; i++) {
+    let t = '';
+    const n = 1 + Math.floor(random() * 120);
+    const byUnit = random() < 0.5;
+    for (let k = 0; k < n; k++) t += byUnit ? pick(units) : pick(words) + (random() < 0.7 ? ' ' : '');
+    notes.push(t);
+  }
+  for (let i = 0; i < 300; i++) {
+    let t = '';
+    const n = 50 + Math.floor(random() * 600);
+    for (let k = 0; k < n; k++) t += pick(glued) + (random() < 0.03 ? pick([' ', '\n', '. ', ') ', ' (']) : '');
+    notes.push(t);
+  }
+  notes.push('chronic kidney disease (CKD)-associated '.repeat(500), 'ab(AB)c'.repeat(900), `${'x'.repeat(5000)} Norrie disease (NDP)`);
+  return notes;
+}
+
+test('definitions on long and odd notes are those of the quadratic code before the NoteIndex', () => {
+  assert.deepEqual(digest(syntheticNotes()), { definitions: 51116, sha256: 'b98b20c09bb997036b2289244dbe94b2347e72e7948865562a214f3e263dd8da' });
+});
+
+test('definitions on every NCBI-disease train and dev note are those of the code before the NoteIndex', { skip: !existsShared() }, async () => {
+  const texts: string[] = [];
+  for (const file of ['NCBItrainset_corpus.txt', 'NCBIdevelopset_corpus.txt']) {
+    texts.push(...(await loadPubTatorCorpus(fileURLToPath(new URL(`../../../../shared/data/ncbi-disease/${file}`, import.meta.url)))).notes.map((n) => n.text));
+  }
+  assert.equal(texts.length, 692);
+  assert.deepEqual(digest(texts), { definitions: 1648, sha256: 'f6e6d3f92a0fe452164878e9d2259a0d5793422ab28a3d99afcf10b9beb7fe07' });
+});
+
+test('lower-casing never shortens a string and at most doubles it (the long form check relies on it)', () => {
+  for (let cp = 0; cp <= 0x10ffff; cp++) {
+    if (cp >= 0xd800 && cp <= 0xdfff) continue;
+    const s = String.fromCodePoint(cp);
+    const lower = s.toLowerCase().length;
+    if (lower < s.length || lower > 2 * s.length) assert.fail(`U+${cp.toString(16)} lower-cases to ${lower} units`);
+  }
+});
+
+function existsShared(): boolean {
+  return existsSync(new URL('../../../../shared/data/ncbi-disease/PROVENANCE.md', import.meta.url));
+}
