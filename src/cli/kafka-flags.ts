@@ -13,7 +13,7 @@ export const KAFKA_FLAG_OPTIONS = {
 
 export const KAFKA_FLAGS_HELP = `  --brokers H:P,H:P      Kafka bootstrap brokers (or CUILINK_BROKERS; 'npm run kafka:start' runs a local one)
   --schema-registry URL  use the Confluent wire format through this registry (or CUILINK_SCHEMA_REGISTRY_URL);
-                         default plain Avro with a schema fingerprint header
+                         default: the plain format, Avro single-object encoding (docs/stream-formats.md)
   Registry auth, TLS and subjects from the environment (docs/stream-formats.md): CUILINK_SCHEMA_REGISTRY_USERNAME
   with _PASSWORD or _PASSWORD_FILE, or _BEARER_TOKEN / _BEARER_TOKEN_FILE; _CA_FILE, _CERT_FILE, _KEY_FILE;
   CUILINK_SCHEMA_REGISTRY_SUBJECT_STRATEGY topic (default: <topic>-value) | record | topic-record

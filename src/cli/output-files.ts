@@ -40,6 +40,11 @@ function reason(error: unknown): string {
   return (error as Error).message;
 }
 
+/** `-` is stdout where a command says so (link, kb export, memory export); an output that is a file refuses it rather than write a file named `-`. */
+function refuseStdout(path: string, flag: string): void {
+  if (path === '-') throw new InputError(`--${flag} -: this output is written to a file, not to stdout: give a file name`, 'BAD_FLAGS');
+}
+
 /**
  * Fails now, with one line naming the flag, when `path` cannot be written (missing directory, a
  * directory, no permission), so a long run does not end in an error with its results lost. The
@@ -48,6 +53,7 @@ function reason(error: unknown): string {
  * would wait for its reader.
  */
 export function checkWritable(path: string, flag: string): void {
+  refuseStdout(path, flag);
   const fail = (why: string, cause?: unknown): never => {
     throw new InputError(`--${flag}: cannot write ${path}: ${why}`, 'OUTPUT_ERROR', cause);
   };
@@ -73,6 +79,7 @@ export function checkWritable(path: string, flag: string): void {
 
 /** Writes a command's output file, or one line naming the flag and why (exit 2, no stack trace). */
 export function writeOutput(path: string, text: string, flag: string): void {
+  refuseStdout(path, flag);
   try {
     writeFileSync(path, text);
   } catch (error) {

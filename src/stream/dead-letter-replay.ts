@@ -11,7 +11,10 @@ import type { OutboundRecord } from './kafka/client-types.ts';
 
 /** Header on a replayed record: the dead letter it came from, `<dead-letter topic>/<partition>/<offset>`. */
 export const REPLAYED_FROM_HEADER = 'cuilink-replayed-from';
-/** Bytes of the original value `inspect` shows as hex (no note text without --show-text). */
+/**
+ * Bytes of the original value `inspect` shows as hex, only with the operator's PHI switch
+ * (`--show-text`, `telemetry.logPhi`): a record without framing starts with its note text.
+ */
 export const FIRST_BYTES = 16;
 
 /**
@@ -134,6 +137,7 @@ export interface DeadLetterView {
   key: string | null;
   size: number | null;
   sha256: string | null;
+  /** The original's first FIRST_BYTES bytes in hex; null without an original or when they are not to be shown (PHI). */
   firstBytes: string | null;
   cut: boolean;
   /** The dead letter this record was replayed from, when it failed again after a replay. */
@@ -142,7 +146,8 @@ export interface DeadLetterView {
   unreadable?: string;
 }
 
-export function viewOf(entry: DeadLetterEntry): DeadLetterView {
+/** `firstBytes`: show the original's first bytes (they may be note text: only under the operator's PHI switch). */
+export function viewOf(entry: DeadLetterEntry, options: { firstBytes?: boolean } = {}): DeadLetterView {
   const verdict = replayVerdict(entry);
   const base = { topic: entry.topic, partition: entry.partition, offset: entry.offset, replay: verdict.replayable ? ('yes' as const) : verdict.skip };
   const letter = entry.letter;
@@ -161,10 +166,31 @@ export function viewOf(entry: DeadLetterEntry): DeadLetterView {
     key: keyText(letter.originalKey),
     size: letter.originalSize ?? original?.length ?? null,
     sha256: letter.originalSha256 ?? (original === null || letter.originalTruncated ? null : sha256(original)),
-    firstBytes: original === null ? null : original.subarray(0, FIRST_BYTES).toString('hex'),
+    firstBytes: original === null || options.firstBytes !== true ? null : original.subarray(0, FIRST_BYTES).toString('hex'),
     cut: letter.originalTruncated,
     replayedFrom: replayedFrom === undefined || replayedFrom === null ? null : Buffer.from(replayedFrom).toString('utf8'),
   };
+}
+
+/** One `inspect` line; `first=hidden` where the original's first bytes were not to be shown. */
+export function viewLine(v: DeadLetterView, bytesShown: boolean): string {
+  if (v.unreadable !== undefined) return `${positionOf(v)} (not a DeadLetter) ${JSON.stringify(v.unreadable)}`;
+  const fields = [
+    positionOf(v),
+    v.errorCode,
+    `stage=${v.stage}`,
+    `failedAt=${v.failedAt}`,
+    `source=${v.source!.topic}/${v.source!.partition}/${v.source!.offset}`,
+    `key=${v.key ?? '(null)'}`,
+    `size=${v.size ?? '(null)'}`,
+    `sha256=${v.sha256 ?? '-'}`,
+    `first=${v.firstBytes ?? (bytesShown || v.size === null ? '-' : 'hidden')}`,
+    `cut=${v.cut ? 'yes' : 'no'}`,
+    `replay=${v.replay}`,
+    ...(v.replayedFrom === null ? [] : [`replayedFrom=${v.replayedFrom}`]),
+    `reason=${JSON.stringify(v.reason)}`,
+  ];
+  return fields.join(' ');
 }
 
 /** A key (a note id) as text when it is short printable ASCII, else `hex:` and its first 16 bytes. */

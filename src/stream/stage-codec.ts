@@ -3,7 +3,7 @@ import type { RecordHeaders } from '../telemetry/kafka-trace-context.ts';
 import type { DecodeLimits } from './avro/avro-bounds.ts';
 import type { LabelProposal } from './label-selection/label-proposal.ts';
 
-/** What a dead-letter record says about the input it replaces (schemas/DeadLetter.avsc). */
+/** What a dead-letter record says about the input it replaces (schemas/dead-letter.avsc). */
 export interface DeadLetterInfo {
   errorCode: string;
   reason: string;

@@ -147,7 +147,7 @@ export const stageConfigSchema = z
     sasl: checkedKafkaSaslSchema.optional(),
     avro: z
       .object({
-        /** `plain`: Avro binary + schema fingerprint header. `confluent`: magic byte + registry id. */
+        /** `plain`: Avro single-object encoding (C3 01 + CRC-64-AVRO fingerprint). `confluent`: magic byte + registry id. */
         wireFormat: z.enum(['plain', 'confluent']).default('plain'),
         /** Deprecated: schemaRegistry.url. */
         registryUrl: z.string().url().optional(),

@@ -16,7 +16,7 @@ import { REFUSAL_KINDS, formatRefusal } from '../../eval/annotation/refusal.ts';
 import { goldLine, nilLine } from '../../eval/annotation/gold-line.ts';
 import { writeJsonItems } from '../../eval/annotation/json-output.ts';
 import { publishAnnotatedGold } from '../../eval/annotation/annotated-gold-publisher.ts';
-import { refuseClobbering } from '../output-files.ts';
+import { checkWritable, refuseClobbering } from '../output-files.ts';
 
 const usage = `Usage: cuilink annotate import (--export FILE | --jsonl FILE) --tasks FILE --index DIR
                                (--out FILE | --gold-topic T) [options]
@@ -81,7 +81,9 @@ export const annotateImport: Command = {
     if (values.tasks === undefined || values.tasks.length === 0) throw new InputError('missing required flag --tasks (the tasks file annotate export wrote)', 'BAD_FLAGS');
     const indexDir = requireString(values.index, 'index');
     if (values.out === undefined && values['gold-topic'] === undefined) throw new InputError('give --out FILE and/or --gold-topic T: the gold would go nowhere', 'BAD_FLAGS');
-    refuseClobbering([['out', values.out], ['nil-out', values['nil-out']]], [['export', values.export], ['jsonl', values.jsonl], ...values.tasks.map((t) => ['tasks', t] as const)]);
+    const outputs = [['out', values.out], ['nil-out', values['nil-out']]] as const;
+    refuseClobbering(outputs, [['export', values.export], ['jsonl', values.jsonl], ...values.tasks.map((t) => ['tasks', t] as const)]);
+    for (const [flag, path] of outputs) if (path !== undefined) checkWritable(path, flag);
     // Flags, and the gold topic's existence, are checked before the (slow) KB load: a typo fails in a second.
     let publisher: { kafka: KafkaClient; codec: RecordCodec; topic: string } | undefined;
     if (values['gold-topic'] !== undefined) {

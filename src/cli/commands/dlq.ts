@@ -19,10 +19,10 @@ import {
   replayMessage,
   replayVerdict,
   selectDeadLetters,
+  viewLine,
   viewOf,
   type DeadLetterEntry,
   type DeadLetterFilter,
-  type DeadLetterView,
 } from '../../stream/dead-letter-replay.ts';
 import { readTopicToEnd } from '../../eval/topic-to-end.ts';
 
@@ -47,14 +47,17 @@ const inspectUsage = `Usage: cuilink dlq inspect [options]
 
 Reads the dead-letter topic from its start to its current end (nothing committed) and prints one
 line per dead letter: its position (partition:offset), error code, stage, failedAt, the source
-record (topic/partition/offset), the original value's size and sha256, its first ${FIRST_BYTES} bytes in hex,
-whether it was cut to fit, whether 'dlq replay' would send it, and the reason; then a summary by
-code. Note text (PHI) is printed only with --show-text. docs/dead-letters.md.
+record (topic/partition/offset), the original value's size and sha256, whether it was cut to fit,
+whether 'dlq replay' would send it, and the reason; then a summary by code. Note text (PHI) is
+printed only with --show-text, and so are the original's first ${FIRST_BYTES} bytes in hex (first=hidden
+otherwise: a record without framing starts with its note text), which telemetry.logPhi
+(CUILINK_LOG_PHI) also shows. docs/dead-letters.md.
 
 Options:
 ${COMMON_HELP}
   --json                 one JSON object per line instead (the same fields), the summary last
-  --show-text            also print the original as decoded NoteEvent JSON (or its bytes as text): PHI
+  --show-text            also print the original as decoded NoteEvent JSON (or its bytes as text)
+                         and its first bytes in hex: PHI
   -h, --help             this text`;
 
 const replayUsage = `Usage: cuilink dlq replay [options] [--dry-run | --execute]
@@ -217,24 +220,9 @@ async function closeContext(context: DlqContext): Promise<void> {
   await context.codec.close?.();
 }
 
-function viewLine(v: DeadLetterView): string {
-  if (v.unreadable !== undefined) return `${positionOf(v)} (not a DeadLetter) ${JSON.stringify(v.unreadable)}`;
-  const fields = [
-    positionOf(v),
-    v.errorCode,
-    `stage=${v.stage}`,
-    `failedAt=${v.failedAt}`,
-    `source=${v.source!.topic}/${v.source!.partition}/${v.source!.offset}`,
-    `key=${v.key ?? '(null)'}`,
-    `size=${v.size ?? '(null)'}`,
-    `sha256=${v.sha256 ?? '-'}`,
-    `first=${v.firstBytes ?? '-'}`,
-    `cut=${v.cut ? 'yes' : 'no'}`,
-    `replay=${v.replay}`,
-    ...(v.replayedFrom === null ? [] : [`replayedFrom=${v.replayedFrom}`]),
-    `reason=${JSON.stringify(v.reason)}`,
-  ];
-  return fields.join(' ');
+/** Whether inspect shows the originals' first bytes: they may be note text, so only under the operator's PHI switch. */
+export function showsFirstBytes(showText: boolean, config: StageConfig): boolean {
+  return showText || config.telemetry.logPhi;
 }
 
 /** With --show-text: the original as decoded NoteEvent JSON, or its bytes as text when it is none. */
@@ -253,7 +241,7 @@ async function originalText(codec: RecordCodec, entry: DeadLetterEntry): Promise
 
 export const dlqInspect: Command = {
   name: 'dlq inspect',
-  summary: 'List the dead letters (code, source, size, sha256, first bytes; no note text) with a summary by code',
+  summary: 'List the dead letters (code, source, size, sha256; no note text) with a summary by code',
   usage: inspectUsage,
   async run(argv) {
     const { values } = parseFlags(argv, { ...COMMON_FLAGS, json: { type: 'boolean', default: false }, 'show-text': { type: 'boolean', default: false } });
@@ -265,6 +253,7 @@ export const dlqInspect: Command = {
       const entries = await readDeadLetters(context);
       const matched = selectDeadLetters(entries, { ...filter, positions });
       const shown = matched.slice(0, limit);
+      const bytesShown = showsFirstBytes(values['show-text'], context.config);
       if (values['show-text']) console.error('dlq inspect: --show-text: note text (PHI) follows');
       const byCode = new Map<string, number>();
       const byReplay = new Map<string, number>();
@@ -276,11 +265,11 @@ export const dlqInspect: Command = {
         byReplay.set(replay, (byReplay.get(replay) ?? 0) + 1);
       }
       for (const entry of shown) {
-        const view = viewOf(entry);
+        const view = viewOf(entry, { firstBytes: bytesShown });
         const text = values['show-text'] ? await originalText(context.codec, entry) : undefined;
         if (values.json) console.log(JSON.stringify(text === undefined ? view : { ...view, originalText: text }));
         else {
-          console.log(viewLine(view));
+          console.log(viewLine(view, bytesShown));
           if (text !== undefined) console.log(`  original: ${text}`);
         }
       }

@@ -24,7 +24,7 @@ Options:
   --request-topic T      instead of --fraction: publish the gold of exactly the mentions the stage
                          asked labels for on this topic (LabelRequest records, read to their end:
                          topics.labelRequests or topics.measureRequests; an annotator that answers)
-  --seed N               sampling seed (default 1)
+  --seed N               sampling seed of --fraction (default 1)
   --gold-topic T         gold topic (default cuilink.gold)
   --notes-topic T        also publish the notes to this input topic (e.g. cuilink.notes)
   --types REGEX          keep only annotations whose type matches
@@ -59,6 +59,7 @@ export const goldSample: Command = {
     const asked = reviewTopic !== undefined ? { topic: reviewTopic, kind: 'ReviewMention' as const } : requestTopic !== undefined ? { topic: requestTopic, kind: 'LabelRequest' as const } : undefined;
     if ([reviewTopic, requestTopic, values.fraction].filter((v) => v !== undefined).length !== 1) throw new InputError('give exactly one of --fraction, --review-topic or --request-topic', 'BAD_FLAGS');
     const fraction = asked === undefined ? parseNumberFlag(values.fraction, 'fraction', 1, { min: 0, max: 1 }) : 0;
+    if (asked !== undefined && values.seed !== undefined) throw new InputError('--seed: only with --fraction (it draws the sample; --review-topic and --request-topic name the mentions)', 'BAD_FLAGS');
     const seed = parseNumberFlag(values.seed, 'seed', 1, { integer: true });
     if (values.partitions !== undefined && !values['create-topics']) throw new InputError('--partitions: only with --create-topics (it sizes the topics that creates)', 'BAD_FLAGS');
     const partitions = parseNumberFlag(values.partitions, 'partitions', 1, { min: 1, integer: true });

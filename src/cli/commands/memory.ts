@@ -25,9 +25,9 @@ with --memory ROOT pick it up without a restart.
 Options:
   --memory ROOT          memory root (version directories + CURRENT)
   --corpus FILE          PubTator corpus: every annotation with its gold ids (composites keep all ids)
-  --split tune|learn     only that part of the fixed tuning split (src/eval/tuning-split.ts)
+  --split tune|learn     with --corpus: only that part of the fixed tuning split (src/eval/tuning-split.ts)
   --split-seed N         seed of the split (default ${TUNING_SPLIT_SEED})
-  --types REGEX          only annotations whose type matches
+  --types REGEX          with --corpus: only annotations whose type matches
   --jsonl FILE           gold JSONL: {"text", "label", "ids": [..] | "conceptId", "context"?, "source"?, "time"?}
   --index DIR            take the bi-encoder from this index's manifest (the one the linker uses) and
                          refuse a label whose concept id its KB lacks
@@ -65,6 +65,8 @@ export const memoryAdd: Command = {
     });
     const root = requireString(values.memory, 'memory');
     if ((values.corpus === undefined) === (values.jsonl === undefined)) throw new InputError('give exactly one of --corpus or --jsonl', 'BAD_FLAGS');
+    const corpusOnly = (['split', 'split-seed', 'types'] as const).find((flag) => values[flag] !== undefined);
+    if (values.jsonl !== undefined && corpusOnly !== undefined) throw new InputError(`--${corpusOnly}: only with --corpus (it selects from a PubTator corpus; a --jsonl file is added whole)`, 'BAD_FLAGS');
     const split = parseSplitPart(values.split);
     if (split === undefined && values['split-seed'] !== undefined) throw new InputError('--split-seed: only with --split tune|learn', 'BAD_FLAGS');
     const splitSeed = parseNumberFlag(values['split-seed'], 'split-seed', TUNING_SPLIT_SEED, { integer: true });
@@ -127,10 +129,11 @@ No mention text.`,
 export const memoryExport: Command = {
   name: 'memory export',
   summary: 'Write a memory\'s labelled mentions as JSONL (seq, text, label, ids, source, time)',
-  usage: `Usage: cuilink memory export --memory ROOT|DIR [--out FILE]
+  usage: `Usage: cuilink memory export --memory ROOT|DIR [--out FILE|-]
 
-Writes every live record (one JSON line each, oldest first) to FILE or stdout. The lines hold
-mention text: treat the file like the notes. 'cuilink memory remove --seq N' retracts one.
+Writes every live record (one JSON line each, oldest first) to FILE or stdout ('-', the default).
+The lines hold mention text: treat the file like the notes. 'cuilink memory remove --seq N'
+retracts one.
 A memory without raw text (memory add --no-raw-text) exports what it holds: seq, label, ids,
 source, time, mentionId and the surface and note hashes; no text, so 'memory add --jsonl' cannot
 take such a file back (rebuild from the labels' sources instead).`,
@@ -139,7 +142,7 @@ take such a file back (rebuild from the labels' sources instead).`,
     const store = MemoryStore.open(resolveMemoryDir(requireString(values.memory, 'memory')).dir, normalizeName);
     if (!store.rawText) process.stderr.write('memory export: this memory keeps no raw text: the lines hold surface and note hashes, not text (not re-addable with memory add --jsonl)\n');
     const body = store.list().map((r) => JSON.stringify(r)).join('\n');
-    if (values.out === undefined) process.stdout.write(body === '' ? '' : `${body}\n`);
+    if (values.out === undefined || values.out === '-') process.stdout.write(body === '' ? '' : `${body}\n`);
     else {
       writeOutput(values.out, body === '' ? '' : `${body}\n`, 'out');
     }

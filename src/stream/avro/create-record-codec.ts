@@ -3,7 +3,7 @@ import { ConfluentAvroCodec, type SchemaRegistryOptions } from './confluent-avro
 import { PlainAvroCodec } from './plain-avro-codec.ts';
 import type { RecordCodec } from './record-codec.ts';
 
-/** The Confluent format when a schema registry is configured, plain Avro with a fingerprint header otherwise. */
+/** The Confluent format when a schema registry is configured, plain Avro single-object encoding otherwise. */
 export function createRecordCodec(options: { schemaRegistry?: SchemaRegistryOptions } = {}, schemas: KnownSchemas = knownSchemas()): RecordCodec {
   return options.schemaRegistry === undefined ? new PlainAvroCodec(schemas) : new ConfluentAvroCodec(options.schemaRegistry, schemas);
 }

@@ -73,3 +73,11 @@ test('annotate import: --out or --nil-out naming the export, the answers or a ta
   assert.equal(readFileSync(tasks, 'utf8'), '[]\n');
   assert.ok(!existsSync(join(dir, 'gold.jsonl')));
 });
+
+test("annotate import: --out - or --nil-out - is refused before the KB loads, not written to a file named '-' (gold lines hold mention text)", async () => {
+  for (const flag of ['out', 'nil-out']) {
+    const args = ['--export', EXPORT, '--tasks', REQUESTS, '--index', INDEX, ...(flag === 'out' ? [] : ['--out', join(dir, 'gold-nil.jsonl')]), `--${flag}`, '-'];
+    await assert.rejects(annotateImport.run(args), refusedAs(new RegExp(`^--${flag} -: this output is written to a file`)), flag);
+  }
+  assert.ok(!existsSync('-'));
+});

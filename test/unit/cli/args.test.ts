@@ -36,3 +36,15 @@ test('flags that would be ignored or would crash later are one line and exit 2 b
     assert.match(lines[0]!, message, args.join(' '));
   }
 });
+
+test('a bad provider or precision from the environment names the variable, not a flag that was not given', () => {
+  const run = (args: string[], env: Record<string, string>) => spawnSync(process.execPath, ['bin/cuilink.js', 'link', '--index', '/nonexistent/index', ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  for (const [variable, value, flag] of [['CUILINK_PRECISION', 'int4', 'precision'], ['CUILINK_PROVIDER', 'gpu', 'provider']] as const) {
+    const fromEnv = run([], { [variable]: value });
+    assert.equal(fromEnv.status, 2);
+    assert.match(fromEnv.stderr.trim(), new RegExp(`^cuilink link: environment variable ${variable} must be one of [a-z0-9, ]+, got '${value}'$`));
+    const fromFlag = run([`--${flag}`, value], {});
+    assert.equal(fromFlag.status, 2);
+    assert.match(fromFlag.stderr.trim(), new RegExp(`^cuilink link: --${flag} must be one of [a-z0-9, ]+, got '${value}'$`));
+  }
+});

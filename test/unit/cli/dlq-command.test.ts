@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseTime, replayStopped } from '../../../src/cli/commands/dlq.ts';
+import { dlqInspect, parseTime, replayStopped, showsFirstBytes } from '../../../src/cli/commands/dlq.ts';
+import { loadStageConfig } from '../../../src/stream/stage-config.ts';
 import { brokerFailureLine, isBrokerFailure } from '../../../src/cli/broker-failure.ts';
 import { CuilinkError } from '../../../src/kb/errors.ts';
 
@@ -23,4 +24,12 @@ test('dlq replay: a send that fails for a broker reason stays a broker failure (
   const other = replayStopped(new Error('boom'), 'replay stopped: boom');
   assert.equal(other.code, 'REPLAY_FAILED');
   assert.ok(!isBrokerFailure(other));
+});
+
+test('dlq inspect shows the originals\' first bytes (note text when a record has no framing) only under the PHI switch: --show-text or telemetry.logPhi', () => {
+  assert.equal(showsFirstBytes(false, loadStageConfig({ env: {} })), false);
+  assert.equal(showsFirstBytes(true, loadStageConfig({ env: {} })), true);
+  assert.equal(showsFirstBytes(false, loadStageConfig({ env: { CUILINK_LOG_PHI: 'true' } })), true);
+  assert.match(dlqInspect.usage, /first=hidden/);
+  assert.doesNotMatch(dlqInspect.summary, /first bytes/);
 });

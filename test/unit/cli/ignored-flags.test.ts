@@ -26,3 +26,9 @@ test('evaluator --index refuses every KB-loading flag that only --kb reads', asy
 test('gold-sample --partitions without --create-topics is refused (it sizes only topics that creates)', async () => {
   await assert.rejects(goldSample.run(['--corpus', 'test/fixtures/eval/sample.PubTator', '--fraction', '0.5', '--partitions', '3', '--brokers', '127.0.0.1:1']), refused('--partitions: only with --create-topics (it sizes the topics that creates)'));
 });
+
+test('gold-sample --seed with --review-topic or --request-topic is refused (the seed draws only a --fraction sample)', async () => {
+  for (const flag of ['review-topic', 'request-topic']) {
+    await assert.rejects(goldSample.run(['--corpus', 'test/fixtures/eval/sample.PubTator', `--${flag}`, 'cuilink.review', '--seed', '3', '--brokers', '127.0.0.1:1']), refused('--seed: only with --fraction (it draws the sample; --review-topic and --request-topic name the mentions)'), flag);
+  }
+});

@@ -1,11 +1,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { memoryExport, memoryRemove } from '../../../src/cli/commands/memory.ts';
+import { memoryAdd, memoryExport, memoryRemove } from '../../../src/cli/commands/memory.ts';
 import { publishMemory } from '../../../src/link/memory-learner.ts';
 import { currentMemoryVersion } from '../../../src/retrieve/memory-root.ts';
 import { MemoryStore } from '../../../src/retrieve/memory-store.ts';
@@ -44,4 +44,22 @@ test('memory remove --concept without --surface is refused (it would be ignored)
     await assert.rejects(memoryRemove.run(['--memory', memory, ...args, '--concept', 'MESH:D003920']), (e: Error & { code?: string }) => e.code === 'BAD_FLAGS' && e.message === '--concept: only with --surface TEXT', args.join(' '));
   }
   assert.equal(currentMemoryVersion(memory), version);
+});
+
+test('memory add --jsonl refuses --split, --split-seed and --types (they select from a corpus; a gold JSONL was added whole)', async () => {
+  const gold = join(dir, 'gold.jsonl');
+  writeFileSync(gold, '{"text": "sugar sickness", "label": "Disease", "ids": ["MESH:D003920"]}\n');
+  const fresh = join(dir, 'fresh');
+  for (const [flag, ...args] of [['split', 'tune'], ['split-seed', '7'], ['types', 'Disease']]) {
+    await assert.rejects(memoryAdd.run(['--memory', fresh, '--jsonl', gold, `--${flag!}`, ...args]), (e: Error & { code?: string }) => e.code === 'BAD_FLAGS' && e.message === `--${flag}: only with --corpus (it selects from a PubTator corpus; a --jsonl file is added whole)`, flag);
+  }
+  assert.equal(existsSync(fresh), false, 'nothing added');
+});
+
+test('memory export --out - writes to stdout, as link and kb export read it, not to a file named "-" (the lines hold mention text)', () => {
+  const cwd = mkdtempSync(join(dir, 'cwd-'));
+  const cli = spawnSync(process.execPath, [join(REPO, 'bin/cuilink.js'), 'memory', 'export', '--memory', memory, '--out', '-'], { cwd, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(cli.status, 0, cli.stderr);
+  assert.deepEqual(cli.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { text: string }).text), ['sugar sickness', 'lung fire']);
+  assert.equal(existsSync(join(cwd, '-')), false);
 });

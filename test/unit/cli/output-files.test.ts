@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, closeSync, existsSync, linkSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkWritable, openReplacement, refuseClobbering, sameFile } from '../../../src/cli/output-files.ts';
+import { checkWritable, openReplacement, refuseClobbering, sameFile, writeOutput } from '../../../src/cli/output-files.ts';
 
 function inTemp(fn: (dir: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'cuilink-output-files-'));
@@ -95,4 +95,11 @@ test('openReplacement: written beside the file, renamed over it on commit (mode 
     devNull.commit();
     assert.ok(statSync('/dev/null').isCharacterDevice());
   });
+});
+
+test("an output file given as '-' is refused naming the flag (link and kb export read it as stdout), not written to a file named '-'", () => {
+  const refused = (flag: string) => (e: Error & { code?: string }) => e.code === 'BAD_FLAGS' && e.message === `--${flag} -: this output is written to a file, not to stdout: give a file name`;
+  assert.throws(() => checkWritable('-', 'predictions'), refused('predictions'));
+  assert.throws(() => writeOutput('-', 'mention text\n', 'errors'), refused('errors'));
+  assert.equal(existsSync('-'), false);
 });

@@ -13,6 +13,7 @@ import {
   replayMessage,
   replayVerdict,
   selectDeadLetters,
+  viewLine,
   viewOf,
   type DeadLetterEntry,
 } from '../../../src/stream/dead-letter-replay.ts';
@@ -95,12 +96,15 @@ test('filters: codes, [since, until) on failedAt, positions; unreadable records 
   assert.deepEqual(selectDeadLetters(entries, { codes: new Set(['NOTE_TOO_LARGE']) }, 2).map((e) => `${e.partition}:${e.offset}`), ['0:3', '0:9']);
 });
 
-test('the inspect view carries no note text: size, sha256, a 16-byte hex prefix, the key as text', () => {
+test('the inspect view carries no note text: size, sha256, the key as text; the 16-byte hex prefix only under the PHI switch', () => {
   const view = viewOf(entry(7, letter()));
   const original = Buffer.from(NOTE_TEXT);
   assert.equal(view.size, original.length);
   assert.equal(view.sha256, sha(original));
-  assert.equal(view.firstBytes, original.subarray(0, 16).toString('hex'));
+  // An original without framing starts with its note text: its first bytes in hex are that text.
+  assert.equal(view.firstBytes, null);
+  assert.doesNotMatch(JSON.stringify(view), new RegExp(original.subarray(0, 8).toString('hex')));
+  assert.equal(viewOf(entry(7, letter()), { firstBytes: true }).firstBytes, original.subarray(0, 16).toString('hex'));
   assert.equal(view.key, 'note-1');
   assert.equal(view.replay, 'yes');
   assert.equal(view.source?.offset, 42);
@@ -110,6 +114,9 @@ test('the inspect view carries no note text: size, sha256, a 16-byte hex prefix,
   assert.deepEqual([cut.cut, cut.size, cut.sha256, cut.replay], [true, 9000, 'b'.repeat(64), 'cut']);
   const tombstone = viewOf(entry(9, letter({ errorCode: 'EMPTY_RECORD', original: null, originalSha256: null, originalSize: null })));
   assert.deepEqual([tombstone.size, tombstone.sha256, tombstone.firstBytes, tombstone.replay], [null, null, null, 'never']);
+  assert.match(viewLine(view, false), / size=35 sha256=[0-9a-f]{64} first=hidden cut=no /);
+  assert.match(viewLine(viewOf(entry(7, letter()), { firstBytes: true }), true), new RegExp(` first=${original.subarray(0, 16).toString('hex')} cut=no `));
+  assert.match(viewLine(tombstone, false), / size=\(null\) sha256=- first=- cut=no /);
   assert.equal(keyText(Buffer.from([0, 1, 2])), 'hex:000102');
   assert.equal(keyText(null), null);
 });

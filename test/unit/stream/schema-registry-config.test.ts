@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { InputError } from '../../../src/kb/errors.ts';
 import { subjectName } from '../../../src/stream/avro/confluent-avro-codec.ts';
 import { schemaRegistryFromEnv } from '../../../src/stream/avro/schema-registry-config.ts';
-import { kafkaRequest } from '../../../src/cli/kafka-flags.ts';
+import { KAFKA_FLAGS_HELP, kafkaRequest } from '../../../src/cli/kafka-flags.ts';
 import { loadStageConfig, schemaRegistryOf } from '../../../src/stream/stage-config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'cuilink-registry-config-'));
@@ -113,6 +113,12 @@ test('Kafka tools: --schema-registry or the URL variable, the rest from CUILINK_
   oneLineError(() => schemaRegistryFromEnv({ CUILINK_SCHEMA_REGISTRY_USERNAME: 'u' }, 'http://r:1'), /schemaRegistry\.auth\.basic \(from CUILINK_SCHEMA_REGISTRY_USERNAME\): set one of password and passwordFile/);
   oneLineError(() => schemaRegistryFromEnv({ CUILINK_SCHEMA_REGISTRY_CA_FILE: join(dir, 'gone.pem') }, 'https://r:1'), /^CUILINK_SCHEMA_REGISTRY_CA_FILE: cannot read .*gone\.pem \(ENOENT\)/);
   oneLineError(() => schemaRegistryFromEnv({ CUILINK_SCHEMA_REGISTRY_CA_FILE: join(dir, 'gone.pem') }, 'http://r:1'), /schemaRegistry\.tls \(from CUILINK_SCHEMA_REGISTRY_CA_FILE\): set, but url http:\/\/r:1 is not https/);
+});
+
+test('Kafka tools\' --help says what they write without a registry: single-object encoding (the deprecated fingerprint header is no longer written: avro-codec.test.ts)', () => {
+  const option = KAFKA_FLAGS_HELP.slice(KAFKA_FLAGS_HELP.indexOf('--schema-registry'), KAFKA_FLAGS_HELP.indexOf('Registry auth'));
+  assert.doesNotMatch(option, /fingerprint header/);
+  assert.match(option, /default: the plain format, Avro single-object encoding/);
 });
 
 test('cuilink dlq reads the registry as the stage does: schemaRegistry.url with its auth, the deprecated avro.registryUrl too; --schema-registry replaces the URL only', async () => {
