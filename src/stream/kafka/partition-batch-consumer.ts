@@ -4,6 +4,7 @@ import type { ConsumerJoin, ConsumerOptions, ConsumerRunOptions, GroupMembership
 import { asKafkaError, kafkaCall } from './kafka-errors.ts';
 import { CuilinkError } from '../../kb/errors.ts';
 import { closeConsumer, membershipOf, toInboundRecord } from './platformatic-client.ts';
+import { requireStableOffsets } from './stable-offsets.ts';
 
 export type LibraryConsumer = Consumer;
 
@@ -74,7 +75,8 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
   async run(options: ConsumerRunOptions): Promise<void> {
     if (this.runOptions !== undefined) throw new Error('consumer already running');
     this.runOptions = options;
-    const consumer = this.create();
+    // Every epoch starts from the committed offsets: only stable ones, never those from before a transaction that is still finishing.
+    const consumer = requireStableOffsets(this.create());
     this.consumer = consumer;
     consumer.on('consumer:group:join', (payload) => {
       this.lastContact = Date.now();

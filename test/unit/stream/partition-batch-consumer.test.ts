@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { kGetApi, kGetConnection, kMetadata } from '@platformatic/kafka';
+import { kGetApi, kGetConnection, kMetadata, ResponseError } from '@platformatic/kafka';
 import { handBackDelayMs, PartitionBatchConsumer } from '../../../src/stream/kafka/partition-batch-consumer.ts';
 
 /** The library's record stream: every consume() gives a new one that delivers a record every 20 ms, from offset 0 again (nothing was committed). */
@@ -153,4 +153,62 @@ test('stop() cuts short the wait between restarts that fail (broker unreachable)
   await consumer.close();
   // A hang check, not a speed target: half the 4 s wait that close() used to sit out, however loaded the machine.
   assert.ok(Date.now() - started < 2000, `close took ${Date.now() - started} ms: it waited out the restart backoff`);
+});
+
+test('a new owner starts from the offset a finishing transaction committed, not from the one before it (require_stable, KIP-447)', async () => {
+  // The coordinator's side: offset 3 is stable; a transaction that committed offset 5 (and the outputs of records 3 and 4)
+  // is not finished for its first two answers. Asked without require_stable it answers 3; with it, UNSTABLE_OFFSET_COMMIT.
+  const requireStable: boolean[] = [];
+  let answersWhilePending = 2;
+  const offsetFetch = (_connection: unknown, _groups: unknown[], stable: boolean, done: (error: unknown, response?: unknown) => void) => {
+    requireStable.push(stable);
+    const pending = answersWhilePending-- > 0;
+    if (pending && stable) return done(new ResponseError(9, 9, { '/groups/0/topics/0/partitions/0': [88, null] }, undefined));
+    done(null, { groups: [{ groupId: 'g', topics: [{ name: 'in', partitions: [{ partitionIndex: 0, committedOffset: pending ? 3n : 5n }] }] }] });
+  };
+  const library = {
+    generationId: 1,
+    memberId: 'm',
+    assignments: [],
+    closed: false,
+    on() {},
+    [kGetApi]: (name: string, done: (error: unknown, api: unknown) => void) => done(null, name === 'OffsetFetch' ? offsetFetch : undefined),
+    // As @platformatic/kafka's Consumer #listCommittedOffsets (consumer.js): OffsetFetch with require_stable false.
+    listCommittedOffsets() {
+      return new Promise<bigint>((resolve, reject) =>
+        library[kGetApi]('OffsetFetch', (_error, api) =>
+          (api as typeof offsetFetch)(null, [{ groupId: 'g', memberId: 'm', memberEpoch: -1, topics: [{ name: 'in', partitionIndexes: [0] }] }], false, (error, response) =>
+            error ? reject(error) : resolve((response as { groups: { topics: { partitions: { committedOffset: bigint }[] }[] }[] }).groups[0]!.topics[0]!.partitions[0]!.committedOffset))));
+    },
+    // As the library's MessagesStream in 'committed' mode: it reads from the committed offset.
+    async consume() {
+      const stream = new FakeStream();
+      let offset = await library.listCommittedOffsets();
+      const emit = () => {
+        if (stream.destroyed) return;
+        stream.emit('data', {
+          topic: 'in', partition: 0, offset: offset++, timestamp: BigInt(Date.now()), key: null, value: Buffer.from('x'), headers: new Map(),
+          metadata: { consumer: { groupId: 'g', memberId: 'm', generationId: 1, coordinatorId: 0 } },
+        });
+        setTimeout(emit, 20);
+      };
+      setImmediate(emit);
+      return stream;
+    },
+    async listOffsets() {
+      return new Map();
+    },
+    close(_force: boolean, done: () => void) {
+      done();
+    },
+  };
+  const consumer = new PartitionBatchConsumer(() => library as never, { groupId: 'g' });
+  const read: string[] = [];
+  await consumer.run({ topics: ['in'], fromBeginning: true, eachBatch: async (batch) => {
+    read.push(...batch.messages.map((m) => m.offset));
+  } });
+  while (read.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  await consumer.close();
+  assert.equal(read[0], '5', 'records 3 and 4, whose outputs the transaction committed, are not read again');
+  assert.ok(requireStable.length >= 3 && requireStable.every(Boolean), `require_stable of each OffsetFetch: ${requireStable.join(', ')}`);
 });
