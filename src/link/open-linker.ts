@@ -131,7 +131,14 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   // Never drop the reranker without a word: say which of the three reasons applies.
   if (rerankerDir === false) log(options.rerankerDir === false ? 'reranker: none (turned off)' : `reranker: none (${DEFAULT_RERANKER_DIR} has no manifest.json)`);
   else if (config.rerank.policy === 'never') log('reranker: none (rerank.policy is never)');
-  const cross = withCross ? await CrossEncoder.open(rerankerDir, encoderOptions) : undefined;
+  let cross: CrossEncoder | undefined;
+  try {
+    cross = withCross ? await CrossEncoder.open(rerankerDir, encoderOptions) : undefined;
+  } catch (error) {
+    // The bi-encoder's worker thread is already up: left open it would keep the process from exiting.
+    await encoder.close();
+    throw error;
+  }
   let calibrator: ConfidenceCalibrator | undefined;
   try {
     calibrator = openCalibration(options.calibration, { biEncoder: encoder.modelSha256, crossEncoder: cross?.modelSha256 ?? null }, log, cross && rerankerDir !== false ? rerankerDir : undefined);

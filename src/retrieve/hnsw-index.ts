@@ -1,3 +1,4 @@
+import { closeSync, openSync, readSync } from 'node:fs';
 import hnswlib from 'hnswlib-node';
 import { InputError } from '../kb/errors.ts';
 
@@ -43,11 +44,16 @@ export class HnswIndex {
 
   static load(file: string, dims: number, efSearch: number): HnswIndex {
     const index = new HnswIndex(dims, efSearch);
+    let fileDims: number | undefined;
     try {
+      fileDims = storedDims(file);
       index.index.readIndexSync(file);
     } catch (error) {
       throw new InputError(`cannot read HNSW index ${file}: ${(error as Error).message}`, 'BAD_INDEX', error);
     }
+    // hnswlib reads a file of other dims without complaint (getNumDimensions reports the ones it
+    // was told) and then compares vectors of the wrong length: wrong neighbours, no error.
+    if (fileDims !== dims) throw new InputError(`HNSW index ${file} holds vectors of ${fileDims} dims, its manifest says ${dims}: the file belongs to another model or index`, 'BAD_INDEX');
     index.index.setEf(efSearch);
     return index;
   }
@@ -102,4 +108,25 @@ export class HnswIndex {
     }
     return out;
   }
+}
+
+/** The header of an hnswlib file: six size_t (offsetLevel0, maxElements, count, sizePerElement, labelOffset, offsetData). */
+const HEADER_BYTES = 48;
+
+/**
+ * The dims of the vectors an hnswlib file holds, from its header: each element is its level-0
+ * links (offsetData bytes), then its vector, then its label (at labelOffset); an 'ip' vector is
+ * float32, 4 bytes a dim.
+ */
+function storedDims(file: string): number {
+  const header = Buffer.alloc(HEADER_BYTES);
+  const fd = openSync(file, 'r');
+  try {
+    if (readSync(fd, header, 0, HEADER_BYTES, 0) < HEADER_BYTES) throw new Error('file too short for an hnswlib header');
+  } finally {
+    closeSync(fd);
+  }
+  const vectorBytes = Number(header.readBigUInt64LE(32) - header.readBigUInt64LE(40));
+  if (vectorBytes <= 0 || vectorBytes % 4 !== 0) throw new Error(`header gives ${vectorBytes} bytes a vector, not float32 dims`);
+  return vectorBytes / 4;
 }

@@ -272,11 +272,17 @@ export class MemoryStore {
     const staging = join(root, `.building-${version}-${builderTag()}`);
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { mode: 0o700 });
-    writeFileSync(join(staging, RECORDS_FILE), body, { mode: 0o600 });
-    this.hnsw.save(join(staging, PROTOTYPES_FILE));
-    chmodSync(join(staging, PROTOTYPES_FILE), 0o600);
-    writeFileSync(join(staging, MEMORY_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
-    renameSync(staging, final);
+    try {
+      writeFileSync(join(staging, RECORDS_FILE), body, { mode: 0o600 });
+      this.hnsw.save(join(staging, PROTOTYPES_FILE));
+      chmodSync(join(staging, PROTOTYPES_FILE), 0o600);
+      writeFileSync(join(staging, MEMORY_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+      renameSync(staging, final);
+    } catch (error) {
+      // The staged records hold mention text (PHI): a failed write (disk full, a bad root) must not leave them behind.
+      rmSync(staging, { recursive: true, force: true });
+      throw error;
+    }
     this.current = manifest;
     return manifest;
   }

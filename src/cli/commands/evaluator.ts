@@ -1,6 +1,7 @@
 import type { Command } from '../command.ts';
 import { parseFlags, parseNumberFlag } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
+import { KB_FORMATS } from '../../kb/kb-format.ts';
 import { loadKb } from '../../kb/load.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
@@ -24,6 +25,13 @@ Options:
   --index DIR            the KB is this index's concepts (what the stage links against)
   --kb FILE              or load the KB from files (repeatable; formats as in 'cuilink kb export')
   --kb-supplement FILE   with --kb: an older release whose retired concepts are added (as in 'cuilink kb export')
+  --xref-names FILE      with --kb: another vocabulary read for its names only (as in 'cuilink kb export'; repeatable)
+  --kb-format NAME       with --kb: force its input format (${KB_FORMATS.join('|')})
+  --all-synonyms         with --kb: OBO: keep NARROW and BROAD synonyms too (default EXACT, RELATED)
+  --umls-lang L,L        with --kb: UMLS languages (default ENG; 'all' for every language)
+  --umls-sab A,B         with --kb: UMLS source vocabularies to keep (default all)
+  --umls-tui T047,...    with --kb: UMLS semantic types to keep (default all)
+  --umls-keep-suppressed with --kb: keep SUPPRESS=O/E/Y rows
   --linked-topic T       LinkedNote topic (default cuilink.linked)
   --gold-topic T         GoldMention topic (default cuilink.gold)
   --group ID             consumer group (default cuilink-evaluator)

@@ -67,6 +67,10 @@ export const memoryUpdater: Command = {
     const learnFraction = parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0, { min: 0, max: 1 });
     const splitSeed = parseNumberFlag(values['split-seed'], 'split-seed', MEMORY_SPLIT_SEED, { integer: true });
     const flushMs = parseNumberFlag(values['flush-ms'], 'flush-ms', 2000, { min: 10, integer: true });
+    const notesTopic = values['notes-topic'] ?? 'cuilink.notes';
+    const goldTopic = values['gold-topic'] ?? 'cuilink.gold';
+    // One topic for both would decode every note as gold: no note would be read, nothing learned.
+    if (notesTopic === goldTopic) throw new InputError('--notes-topic and --gold-topic must differ', 'BAD_FLAGS');
     const { connection, schemaRegistry } = kafkaRequest(values, 'cuilink-memory-updater');
     const log = (line: string): void => {
       process.stderr.write(`${line}\n`);
@@ -79,8 +83,8 @@ export const memoryUpdater: Command = {
       updater = new MemoryUpdater({
         kafka: createKafkaClient(connection),
         codec: createRecordCodec({ schemaRegistry }),
-        notesTopic: values['notes-topic'] ?? 'cuilink.notes',
-        goldTopic: values['gold-topic'] ?? 'cuilink.gold',
+        notesTopic,
+        goldTopic,
         groupId: values.group ?? 'cuilink-memory-updater',
         root,
         learner: new MemoryLearner(encoder),

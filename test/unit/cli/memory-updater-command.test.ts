@@ -43,3 +43,10 @@ test('the usage names --learn-fraction as required', () => {
   assert.match(help.stdout + help.stderr, /Usage: cuilink memory updater --memory ROOT --learn-fraction F/);
   assert.match(help.stdout + help.stderr, /--learn-fraction F +required:/);
 });
+
+test('equal --notes-topic and --gold-topic: exit 2 and one line naming both, nothing started', () => {
+  // One topic for both would decode every note as gold: no gold would ever find its note.
+  const run = updater(['--memory', 'memory-root', '--learn-fraction', '0.5', '--notes-topic', 'cuilink.same', '--gold-topic', 'cuilink.same', '--brokers', '127.0.0.1:1']);
+  assert.equal(run.status, 2, run.stderr);
+  assert.equal(run.stderr.trim(), "cuilink memory updater: --notes-topic and --gold-topic must differ");
+});

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildIndex } from '../../../src/retrieve/index-builder.ts';
@@ -230,6 +230,19 @@ test("a build never touches another host's staging or replaced directory, even o
     });
     for (const dir of [building, replaced]) assert.ok(existsSync(join(dir, 'names.hnsw')), `${dir} is left alone`);
     assert.ok(existsSync(join(out, 'manifest.json')));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('an index whose names.hnsw holds vectors of other dims than its manifest is refused as BAD_INDEX', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-index-'));
+  try {
+    await build(join(root, 'idx'), new TrigramEncoder(64));
+    await build(join(root, 'narrow'), new TrigramEncoder(32));
+    // Same names, so the vector count matches: only the dims tell the two files apart.
+    copyFileSync(join(root, 'narrow', 'names.hnsw'), join(root, 'idx', 'names.hnsw'));
+    await assert.rejects(LinkIndex.open(join(root, 'idx'), lowerNormalize), (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX' && /32 dims/.test(e.message) && /64/.test(e.message));
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

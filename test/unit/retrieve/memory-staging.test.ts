@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryStore } from '../../../src/retrieve/memory-store.ts';
@@ -31,6 +31,22 @@ test("saving a memory version leaves another host's staging of the same version 
     assert.ok(existsSync(join(theirs, 'records.jsonl')), 'the other writer keeps its staging');
     assert.equal(MemoryStore.open(join(shared, version), lowerNormalize).size, 1);
     assert.deepEqual(readdirSync(shared).sort(), [`.building-${version}-${process.pid}`, version]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a memory version whose write fails leaves no staging directory (it holds mention text) and the error is rethrown', () => {
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-memory-staging-'));
+  try {
+    const version = memory().save(join(root, 'probe')).memoryVersion;
+    const target = join(root, 'mem');
+    mkdirSync(target);
+    // A dangling link where the version goes: existsSync says no version is there, and the last
+    // step (renaming the staged directory onto it) fails after every file was written.
+    symlinkSync(join(root, 'nowhere'), join(target, version));
+    assert.throws(() => memory().save(target), (error: NodeJS.ErrnoException) => error.code === 'ENOTDIR');
+    assert.deepEqual(readdirSync(target), [version], 'no .building-* directory is left behind');
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
