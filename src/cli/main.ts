@@ -32,6 +32,12 @@ export async function main(argv: string[]): Promise<number> {
   const found = resolve(argv);
   if (!found) {
     const group = commands.filter((c) => c.name.startsWith(`${argv[0]} `));
+    if (group.length > 0 && argv.length === 2 && (argv[1] === '--help' || argv[1] === '-h')) {
+      // The top-level help sends every command to '--help', groups included: list their subcommands.
+      const width = Math.max(...group.map((c) => c.name.length));
+      console.log(`Usage: cuilink ${argv[0]} <subcommand> [options]\n\n${group.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n')}\n\nRun 'cuilink ${argv[0]} <subcommand> --help' for its options.`);
+      return 0;
+    }
     if (group.length > 0) {
       console.error(`cuilink: '${argv.join(' ')}' needs a subcommand: ${group.map((c) => c.name).join(', ')}`);
     } else {
