@@ -35,6 +35,7 @@ export type DeadLetterBreakerListener = (open: boolean, state: DeadLetterBreaker
  * nothing. It closes again only when the share in the window falls under `maxShare` (records
  * keep being counted while it is open: those of other partitions already in flight), and the
  * stage then resumes its input; `reset()` empties the window (a restarted stage starts empty).
+ * The stage counts through recordOnce(): a record read again after a hand-back counts once.
  *
  * Pure bookkeeping: no timers, no I/O. O(1) per record.
  */
@@ -48,6 +49,8 @@ export class DeadLetterBreaker {
   private count = 0;
   private deadCount = 0;
   private isOpen = false;
+  /** Per input partition (`topic:partition`), the highest offset counted by recordOnce(). */
+  private readonly countedThrough = new Map<string, bigint>();
   private readonly listeners: DeadLetterBreakerListener[] = [];
 
   constructor(options: DeadLetterBreakerOptions) {
@@ -74,6 +77,22 @@ export class DeadLetterBreaker {
     else if (this.isOpen && this.share < this.maxShare) this.set(false);
   }
 
+  /**
+   * Counts the outcome of the input record at `source` unless it was counted already. A batch
+   * handed back (a retriable fault, or this breaker open) is read again from its committed
+   * offset: counted on every read, its dead letters would raise the share, and could open the
+   * breaker, on records that were never that many. A partition's records are read in offset
+   * order, so the highest offset counted tells which were.
+   */
+  recordOnce(source: { topic: string; partition: number; offset: string }, outcome: RecordOutcome): void {
+    const partition = `${source.topic}:${source.partition}`;
+    const offset = BigInt(source.offset);
+    const counted = this.countedThrough.get(partition);
+    if (counted !== undefined && offset <= counted) return;
+    this.countedThrough.set(partition, offset);
+    this.record(outcome);
+  }
+
   /** True while too many records were dead-lettered: commit nothing, be unready. */
   get open(): boolean {
     return this.isOpen;
@@ -89,6 +108,7 @@ export class DeadLetterBreaker {
     this.next = 0;
     this.count = 0;
     this.deadCount = 0;
+    this.countedThrough.clear();
     if (this.isOpen) this.set(false);
   }
 

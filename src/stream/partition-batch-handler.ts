@@ -191,7 +191,7 @@ export class PartitionBatchHandler {
         // so that only the records above the learned limit are cut or dead-lettered.
         for (let attempt = 1; ; attempt++) {
           built = await this.build(group, batch, traceHeaders);
-          if (attempt === 1) this.guardDeadLetterRate(group.length, built.deadCodes.length);
+          if (attempt === 1) this.guardDeadLetterRate(group, batch, built.deadOffsets);
           built.topicMessages.push(...labelMessages);
           try {
             await this.retrying(`deliver ${batch.topic}/${batch.partition}`, () => this.deps.delivery.deliver(built.topicMessages, commit));
@@ -235,11 +235,13 @@ export class PartitionBatchHandler {
    * produced or committed (the group is handed back and read again when the breaker closes or
    * the stage restarts):
    * a systemic fault (an upstream schema change, a broken codec) must not drain the stream.
+   * Each input offset counts once, however often its group is handed back and read again.
    */
-  private guardDeadLetterRate(records: number, dead: number): void {
+  private guardDeadLetterRate(group: Entry[], batch: PartitionBatch, deadOffsets: string[]): void {
     const breaker = this.deps.breaker;
     if (breaker === undefined) return;
-    for (let i = 0; i < records; i++) breaker.record(i < dead ? 'dead' : 'ok');
+    const dead = new Set(deadOffsets);
+    for (const { message } of group) breaker.recordOnce({ topic: batch.topic, partition: batch.partition, offset: message.offset }, dead.has(message.offset) ? 'dead' : 'ok');
     if (breaker.open) {
       const { share, records: window } = breaker.state;
       throw new CuilinkError('DEAD_LETTER_BREAKER_OPEN', `${Math.round(share * 100)}% of the last ${window} records would be dead-lettered: delivery stopped`);

@@ -136,15 +136,21 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
       this.stopped.abort();
       if (this.watermarkTimer) clearInterval(this.watermarkTimer);
       const epoch = this.epoch;
-      if (epoch !== undefined) {
-        epoch.stale = true;
-        epoch.queues.clear();
-        await Promise.allSettled([...epoch.running]);
-        await epoch.stream.close().catch(() => {});
-      }
+      if (epoch !== undefined) await this.endEpoch(epoch);
       await this.restarting?.catch(() => {});
+      // A restart whose consume() was answered meanwhile started an epoch not seen above: its stream would go on fetching.
+      const started = this.epoch;
+      if (started !== undefined && started !== epoch) await this.endEpoch(started);
     })();
     return this.stopPromise;
+  }
+
+  /** Ends `epoch` for good: no more batches from it, its running ones finished, its stream closed. */
+  private async endEpoch(epoch: Epoch): Promise<void> {
+    epoch.stale = true;
+    epoch.queues.clear();
+    await Promise.allSettled([...epoch.running]);
+    await epoch.stream.close().catch(() => {});
   }
 
   close(): Promise<void> {
@@ -264,6 +270,8 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
       for (let attempt = 1; !this.stopping; attempt++) {
         try {
           await this.startEpoch();
+          // Stopping: stop() closes the stream just opened; listeners must not hear that records flow again.
+          if (this.stopping) return;
           this.announceFetching();
           return;
         } catch (startError) {

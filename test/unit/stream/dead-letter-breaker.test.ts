@@ -148,3 +148,14 @@ test('metrics: cuilink_stream_dead_letter_breaker_open is 0 from start and 1 whi
     await provider.shutdown();
   }
 });
+
+test('recordOnce counts each partition’s offset once: a record read again is skipped, other partitions and a reset window count anew', () => {
+  const breaker = new DeadLetterBreaker({ windowRecords: 10, maxShare: 0.5 });
+  const at = (partition: number, offset: number) => ({ topic: 'in', partition, offset: String(offset) });
+  for (const offset of [0, 1, 0, 1, 2]) breaker.recordOnce(at(0, offset), 'dead');
+  breaker.recordOnce(at(1, 0), 'ok');
+  assert.deepEqual([breaker.state.records, breaker.state.dead], [4, 3], 'offsets 0–2 of partition 0 once each, and offset 0 of partition 1');
+  breaker.reset();
+  breaker.recordOnce(at(0, 2), 'ok');
+  assert.equal(breaker.state.records, 1, 'a reset window counts what it is given again');
+});

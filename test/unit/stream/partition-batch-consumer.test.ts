@@ -212,3 +212,37 @@ test('a new owner starts from the offset a finishing transaction committed, not 
   assert.equal(read[0], '5', 'records 3 and 4, whose outputs the transaction committed, are not read again');
   assert.ok(requireStable.length >= 3 && requireStable.every(Boolean), `require_stable of each OffsetFetch: ${requireStable.join(', ')}`);
 });
+
+test('a restart whose consume() resolves while stop() runs leaves no stream fetching: stop() closes it too', async () => {
+  const { library, consumes } = fakeLibraryConsumer([0]);
+  const consume = library.consume.bind(library);
+  const streams: FakeStream[] = [];
+  let openRestart = () => {};
+  const restartOpened = new Promise<void>((resolve) => (openRestart = resolve));
+  // The restart's consume() (the second) answers only once stop() has begun.
+  library.consume = async () => {
+    const restart = consumes.length >= 1;
+    const stream = await consume();
+    if (restart) await restartOpened;
+    streams.push(stream);
+    return stream;
+  };
+  const consumer = new PartitionBatchConsumer(() => library as never, { groupId: 'g' });
+  consumer.onCrash(() => {});
+  let handedBack = false;
+  await consumer.run({ topics: ['in'], fromBeginning: true, partitionsConcurrently: 1, eachBatch: async () => {
+    if (handedBack) return;
+    handedBack = true;
+    throw new Error('handed back');
+  } });
+  while (consumes.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+  const stopped = consumer.stop();
+  openRestart();
+  await stopped;
+  const closedAtStop = streams.map((s) => s.destroyed);
+  // A stream left open keeps fetching (and this process alive): closed here whatever the outcome.
+  for (const s of streams) await s.close();
+  await consumer.close();
+  assert.equal(streams.length, 2, 'the restart did open a second stream');
+  assert.deepEqual(closedAtStop, [true, true], 'every stream closed once stop() resolves');
+});

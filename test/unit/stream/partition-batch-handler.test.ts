@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { trace, type SpanContext } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { CuilinkError } from '../../../src/kb/errors.ts';
+import { DeadLetterBreaker } from '../../../src/stream/dead-letter-breaker.ts';
 import type { LinkedNote, LinkingCore, NoteInput } from '../../../src/link/types.ts';
 import type { InboundRecord, InputCommit, KafkaConsumerClient, KafkaProducerClient, PartitionBatch, TopicRecords } from '../../../src/stream/kafka/client-types.ts';
 import { MentionBatcher, type MentionBatcherOptions } from '../../../src/stream/mention-batcher.ts';
@@ -119,7 +120,7 @@ function fakeConsumer(fail: (call: number) => unknown = () => undefined): FakeCo
 
 const brokerDown = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9092'), { retriable: true });
 
-async function setUp(options: { producer?: FakeProducer; consumer?: FakeConsumer; batcher?: MentionBatcher<QueuedNote, NoteOutcome>; metrics?: StageMetrics; labels?: LabelRouting } = {}) {
+async function setUp(options: { producer?: FakeProducer; consumer?: FakeConsumer; batcher?: MentionBatcher<QueuedNote, NoteOutcome>; metrics?: StageMetrics; labels?: LabelRouting; breaker?: DeadLetterBreaker } = {}) {
   const producer = options.producer ?? fakeProducer();
   const consumer = options.consumer ?? fakeConsumer();
   const batcher = options.batcher ?? batcherOf();
@@ -132,7 +133,7 @@ async function setUp(options: { producer?: FakeProducer; consumer?: FakeConsumer
   const metrics = options.metrics ?? new StageMetrics(() => batcher.inFlightMentions);
   const handler = new PartitionBatchHandler({
     config, codec, batcher, delivery, sizes, fitter: new OutputFitter(codec, sizes),
-    metrics, tracer: trace.getTracer('test'), logger, retry, progress, isStopping: () => false, labels: options.labels,
+    metrics, tracer: trace.getTracer('test'), logger, retry, progress, isStopping: () => false, labels: options.labels, breaker: options.breaker,
   });
   return { handler, producer, consumer, progress, batcher, metrics };
 }
@@ -296,4 +297,20 @@ test('a dead-lettered record keeps its producer’s trace: the span that produce
   } finally {
     await telemetry.shutdown();
   }
+});
+
+test('a batch handed back and read again counts its records in the dead-letter breaker once: a share under maxShare does not open it', async () => {
+  // Opens only on more than 3 dead letters in the last 10 records; the batch holds 2 (of 4).
+  const breaker = new DeadLetterBreaker({ windowRecords: 10, maxShare: 0.3 });
+  let outage = true;
+  const { handler, producer, consumer } = await setUp({ breaker, producer: fakeProducer(() => (outage ? brokerDown() : undefined)) });
+  const empty = (i: number): NoteInput => ({ ...note(i), text: '', mentions: [] });
+  const batch = batchOf([note(1), empty(2), note(3), empty(4)]);
+  await assert.rejects(handler.handle(batch), /ECONNREFUSED/);
+  await assert.rejects(handler.handle(batch), /ECONNREFUSED/);
+  outage = false;
+  await handler.handle(batch);
+  assert.deepEqual(breaker.state, { open: false, records: 4, dead: 2, share: 0.5 }, 'four records, two dead: each counted once however often it was read');
+  assert.equal(deadOut(producer).length, 2);
+  assert.deepEqual(consumer.committed.map((c) => c.offset), ['4']);
 });
