@@ -10,6 +10,8 @@ import type { OntologyView } from './metrics/ontology-view.ts';
 export function kbOntologyView(store: ConceptStore, hierarchy: Hierarchy = Hierarchy.fromStore(store)): OntologyView {
   // Gold ids repeat across mentions; their neighbourhoods walk down from grandparents, so keep them.
   const neighbourhoods = new Map<string, { atOne: number; atTwo: number }>();
+  // Alt id → the concepts listing it besides the one it resolves to; built on first use, one pass.
+  let otherAltClaimants: Map<string, string[]> | undefined;
   return {
     resolve: (id) => store.resolveId(id),
     matches(predictedId, goldId) {
@@ -34,6 +36,23 @@ export function kbOntologyView(store: ConceptStore, hierarchy: Hierarchy = Hiera
         neighbourhoods.set(id, sizes);
       }
       return sizes;
+    },
+    conceptsMatching(goldId) {
+      const gold = store.resolveId(goldId);
+      if (gold === undefined) return [];
+      if (!otherAltClaimants) {
+        otherAltClaimants = new Map();
+        for (const concept of store.values()) {
+          for (const alt of concept.altIds) {
+            if (store.resolveId(alt) === concept.id) continue;
+            const claimants = otherAltClaimants.get(alt);
+            if (claimants) claimants.push(concept.id);
+            else otherAltClaimants.set(alt, [concept.id]);
+          }
+        }
+      }
+      // Keyed by the alt id as written, the way `matches` compares it.
+      return [gold, ...(otherAltClaimants.get(goldId) ?? [])];
     },
     semanticTypes: (id) => store.get(id)?.semanticTypes ?? [],
   };

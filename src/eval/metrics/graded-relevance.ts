@@ -27,14 +27,25 @@ export function dcg(relevances: readonly number[]): number {
 }
 
 /**
- * The best DCG any ranking of k concepts from the KB could reach for this gold: the gold itself,
- * then its parents and children, then grandparents, grandchildren and siblings. Normalizing by
- * the KB's ideal (not by the returned list re-sorted, which is how the paper's 0.976 example comes
- * about) keeps the metric monotone: adding an unrelated candidate never raises the score.
+ * The best DCG any ranking of k concepts from the KB could reach for this gold id (primary or
+ * alt): every concept it matches, then the parents and children of the concept it resolves to,
+ * then grandparents, grandchildren and siblings. Normalizing by the KB's ideal (not by the
+ * returned list re-sorted, which is how the paper's 0.976 example comes about) keeps the metric
+ * monotone: adding an unrelated candidate never raises the score.
  */
-export function idealDcg(goldPrimaryId: string, view: OntologyView, k: number): number {
-  const { atOne, atTwo } = view.neighbourhoodSizes(goldPrimaryId);
+export function idealDcg(goldId: string, view: OntologyView, k: number): number {
+  const [gold, ...otherExact] = view.conceptsMatching(goldId);
+  if (gold === undefined) return 0;
+  let { atOne, atTwo } = view.neighbourhoodSizes(gold);
+  // Another concept listing the gold as an alt id gains 3 in a ranking, so the ideal must hold it
+  // at 3 too (else nDCG exceeds 1), and not again at its distance from the gold's concept.
+  for (const other of otherExact) {
+    const d = view.pathLength(other, gold);
+    if (d === 1) atOne--;
+    else if (d === 2) atTwo--;
+  }
   const ideal = [3];
+  for (let i = 0; i < otherExact.length && ideal.length < k; i++) ideal.push(3);
   for (let i = 0; i < atOne && ideal.length < k; i++) ideal.push(2);
   for (let i = 0; i < atTwo && ideal.length < k; i++) ideal.push(1);
   return dcg(ideal);
@@ -50,7 +61,7 @@ export function gradedNdcg(predicted: readonly string[], goldIds: readonly strin
   for (const goldId of goldIds) {
     const gold = view.resolve(goldId);
     if (gold === undefined) continue;
-    const value = dcg(top.map((p) => gradedRelevance(p, goldId, view))) / idealDcg(gold, view, k);
+    const value = dcg(top.map((p) => gradedRelevance(p, goldId, view))) / idealDcg(goldId, view, k);
     if (value > best) best = value;
   }
   return best;

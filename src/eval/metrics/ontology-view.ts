@@ -23,6 +23,12 @@ export interface OntologyView {
    * the ideal ranking for graded nDCG can draw on.
    */
   neighbourhoodSizes(id: string): { atOne: number; atTwo: number };
+  /**
+   * Primary ids of every concept that `matches` this gold id: the one it resolves to, then any
+   * other concept listing it as an alt id (CTD lists one DOID id under several diseases). Empty
+   * when the KB lacks it.
+   */
+  conceptsMatching(goldId: string): readonly string[];
   /** Semantic types of a primary id. */
   semanticTypes(id: string): readonly string[];
 }

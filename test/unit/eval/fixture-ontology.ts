@@ -56,6 +56,10 @@ export const fixtureOntology: OntologyView = {
     const [atOne, atTwo] = NEIGHBOURHOODS[local(id)] ?? [0, 0];
     return { atOne, atTwo };
   },
+  conceptsMatching(goldId) {
+    const gold = this.resolve(goldId);
+    return gold === undefined ? [] : [gold];
+  },
   semanticTypes(id) {
     return TYPES[local(id)] ?? [];
   },
