@@ -72,6 +72,13 @@ export function applyScores(sums: MetricSums, s: MentionScores, sign: 1 | -1): v
   sums.binHits[bin]! += sign * Number(s.hit1);
 }
 
+/** Adds (sign 1) or removes (sign -1) the sums of a group of mentions: a time bucket of a window. */
+export function applySums(sums: MetricSums, other: MetricSums, sign: 1 | -1): void {
+  if (other.binCount.length !== sums.binCount.length) throw new RangeError(`cannot combine sums over ${other.binCount.length} and ${sums.binCount.length} calibration bins`);
+  for (const key of ['n', 'hit1', 'hit5', 'reciprocalRank', 'similarity', 'ndcg5', 'predictedNil', 'goldNil', 'nilAgree'] as const) sums[key] += sign * other[key];
+  for (const key of ['binCount', 'binConfidence', 'binHits'] as const) other[key].forEach((value, b) => (sums[key][b]! += sign * value));
+}
+
 export interface ReliabilityBin {
   lo: number;
   hi: number;

@@ -1,5 +1,5 @@
 import type { ScoredMention } from './mention-record.ts';
-import { applyScores, DEFAULT_CALIBRATION_BINS, emptySums, summarize, type MetricSums, type MetricSummary } from './metric-sums.ts';
+import { applyScores, applySums, DEFAULT_CALIBRATION_BINS, emptySums, summarize, type MetricSums, type MetricSummary } from './metric-sums.ts';
 
 export interface MetricsReport {
   overall: MetricSummary;
@@ -7,6 +7,13 @@ export interface MetricsReport {
   byLabel: Record<string, MetricSummary>;
   /** By the gold concept's semantic type (a mention with several types counts in each), keys sorted. */
   bySemanticType: Record<string, MetricSummary>;
+}
+
+/** An accumulator's sums, overall and per group: what a time bucket of a window persists. */
+export interface AccumulatorSums {
+  totals: MetricSums;
+  byLabel: Record<string, MetricSums>;
+  bySemanticType: Record<string, MetricSums>;
 }
 
 /**
@@ -41,6 +48,24 @@ export class MetricsAccumulator {
     this.apply(mention, -1);
   }
 
+  /** A copy of the sums, overall and per group. */
+  sums(): AccumulatorSums {
+    const copy = (sums: MetricSums): MetricSums => structuredClone(sums);
+    const groups = (map: Map<string, MetricSums>) => Object.fromEntries([...map].map(([key, sums]) => [key, copy(sums)]));
+    return { totals: copy(this.totals), byLabel: groups(this.labels), bySemanticType: groups(this.types) };
+  }
+
+  /**
+   * Adds (sign 1) or removes (sign -1) the sums of mentions added to another accumulator: a whole
+   * time bucket at once. `relabel` maps each NER label (labels restored from a state file are
+   * bounded again as they load); labels it maps together are summed.
+   */
+  applySums(other: AccumulatorSums, sign: 1 | -1, relabel: (label: string) => string = (label) => label): void {
+    applySums(this.totals, other.totals, sign);
+    for (const [label, sums] of Object.entries(other.byLabel)) this.applyGroupSums(this.labels, relabel(label), sums, sign);
+    for (const [type, sums] of Object.entries(other.bySemanticType)) this.applyGroupSums(this.types, type, sums, sign);
+  }
+
   /** The overall summary alone (no per-group work). */
   overall(): MetricSummary {
     return summarize(this.totals);
@@ -64,6 +89,16 @@ export class MetricsAccumulator {
     }
     applyScores(sums, mention.scores, sign);
     // An emptied group disappears, as it would from a batch over the remaining mentions.
+    if (sums.n === 0) groups.delete(key);
+  }
+
+  private applyGroupSums(groups: Map<string, MetricSums>, key: string, other: MetricSums, sign: 1 | -1): void {
+    let sums = groups.get(key);
+    if (!sums) {
+      sums = emptySums(this.bins);
+      groups.set(key, sums);
+    }
+    applySums(sums, other, sign);
     if (sums.n === 0) groups.delete(key);
   }
 }

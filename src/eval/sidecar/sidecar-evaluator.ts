@@ -2,13 +2,14 @@ import type { LinkedNote } from '../../link/types.ts';
 import type { GoldMention } from '../gold.ts';
 import { joinMention } from '../mention-join.ts';
 import type { OntologyView } from '../metrics/ontology-view.ts';
+import { MetricsAccumulator } from '../metrics/metrics-accumulator.ts';
 import { scoreRecord } from '../metrics/score-mention.ts';
 import { goldStream, MEMORY_SPLIT_SEED } from '../gold-sampling.ts';
 import { AccuracyAlerts, alertLogLine, type AlertRules, type AlertState } from './accuracy-alerts.ts';
 import { LabelGroups } from './label-groups.ts';
 import { MemoryVersionAccuracy, type MemoryVersionReport, type MemoryVersionSnapshot } from './memory-version-accuracy.ts';
 import { MentionJoiner, type JoinCounters, type JoinerLimits, type JoinerSnapshot, type Prediction } from './mention-joiner.ts';
-import { RollingWindows, type WindowEntry, type WindowLimits, type WindowReports } from './rolling-windows.ts';
+import { RollingWindows, type TimeBucket, type WindowEntry, type WindowLimits, type WindowReports } from './rolling-windows.ts';
 
 export interface SidecarOptions {
   joiner: JoinerLimits;
@@ -42,7 +43,10 @@ export interface SourceOffset {
 export interface SidecarSnapshot {
   version: 1;
   savedAt: number;
+  /** The count window's samples; in a snapshot without `timeWindow`, the time window's too. */
   windows: WindowEntry[];
+  /** The time window as sums per bucket; absent in snapshots written before it was kept so. */
+  timeWindow?: TimeBucket[];
   joiner: JoinerSnapshot;
   /** Linked notes seen and joined samples scored since the first start. */
   notesSeen: number;
@@ -110,7 +114,13 @@ export class SidecarEvaluator {
     this.joiner = new MentionJoiner(options.joiner, restored?.joiner, restored ? now - restored.savedAt : 0);
     // A state file written before labels were bounded holds them as the producers sent them.
     const restoredWindows = (restored?.windows ?? []).map((e) => ({ at: e.at, mention: { ...e.mention, label: this.labels.group(e.mention.label) } }));
-    this.windows = new RollingWindows(options.windows, restoredWindows, now);
+    // The time window's buckets hold labels as sums, bounded the same way.
+    const restoredBuckets = restored?.timeWindow?.map((b) => {
+      const sums = new MetricsAccumulator();
+      sums.applySums(b.sums, 1, (label) => this.labels.group(label));
+      return { start: b.start, sums: sums.sums() };
+    });
+    this.windows = new RollingWindows(options.windows, restoredWindows, now, restoredBuckets);
     this.alerts = new AccuracyAlerts(options.alerts);
     this.measure = options.measure;
     this.notesSeen = restored?.notesSeen ?? 0;
@@ -185,7 +195,7 @@ export class SidecarEvaluator {
 
   snapshot(now: number): SidecarSnapshot {
     return {
-      version: 1, savedAt: now, windows: this.windows.retained(), joiner: this.joiner.snapshot(), notesSeen: this.notesSeen, goldSeen: this.goldSeen, samplesScored: this.samplesScored,
+      version: 1, savedAt: now, windows: this.windows.retained(), timeWindow: this.windows.timeBuckets(), joiner: this.joiner.snapshot(), notesSeen: this.notesSeen, goldSeen: this.goldSeen, samplesScored: this.samplesScored,
       goldByStream: { ...this.goldByStream }, learnPredictionsDropped: this.learnPredictionsDropped, byMemoryVersion: this.byMemoryVersion.snapshot(),
       memoryVersion: this.memoryVersion,
     };

@@ -32,7 +32,7 @@ export function loadSnapshot(file: string): SidecarSnapshot | undefined {
   const json = parseJsonSafely(text);
   if ('reason' in json) throw new InputError(`evaluator state ${file} is ${json.reason}; move it away to start with empty windows`, 'STATE_CORRUPT');
   const value = json.value as SidecarSnapshot;
-  if (value?.version !== 1 || !Array.isArray(value.windows) || typeof value.joiner !== 'object' || value.joiner === null || (value.offsets !== undefined && !Array.isArray(value.offsets))) {
+  if (value?.version !== 1 || !Array.isArray(value.windows) || typeof value.joiner !== 'object' || value.joiner === null || (value.offsets !== undefined && !Array.isArray(value.offsets)) || (value.timeWindow !== undefined && !Array.isArray(value.timeWindow))) {
     throw new InputError(`evaluator state ${file} is not a version-1 snapshot; move it away to start with empty windows`, 'STATE_CORRUPT');
   }
   return value;
