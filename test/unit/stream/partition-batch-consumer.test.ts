@@ -14,17 +14,19 @@ class FakeStream extends EventEmitter {
   }
 }
 
-function fakeLibraryConsumer(partitions: number[]) {
+/** `startOffset`: where each new stream starts (as the library's 'committed' mode reads it); 0 by default. */
+function fakeLibraryConsumer(partitions: number[], startOffset: () => Promise<bigint> = async () => 0n) {
   const consumes: number[] = [];
   const library = {
     generationId: 1,
     memberId: 'm',
     assignments: [],
+    closed: false,
     on() {},
     async consume() {
       consumes.push(Date.now());
       const stream = new FakeStream();
-      let offset = 0n;
+      let offset = await startOffset();
       const emit = () => {
         if (stream.destroyed) return;
         for (const partition of partitions) {
@@ -166,42 +168,15 @@ test('a new owner starts from the offset a finishing transaction committed, not 
     if (pending && stable) return done(new ResponseError(9, 9, { '/groups/0/topics/0/partitions/0': [88, null] }, undefined));
     done(null, { groups: [{ groupId: 'g', topics: [{ name: 'in', partitions: [{ partitionIndex: 0, committedOffset: pending ? 3n : 5n }] }] }] });
   };
-  const library = {
-    generationId: 1,
-    memberId: 'm',
-    assignments: [],
-    closed: false,
-    on() {},
-    [kGetApi]: (name: string, done: (error: unknown, api: unknown) => void) => done(null, name === 'OffsetFetch' ? offsetFetch : undefined),
-    // As @platformatic/kafka's Consumer #listCommittedOffsets (consumer.js): OffsetFetch with require_stable false.
-    listCommittedOffsets() {
-      return new Promise<bigint>((resolve, reject) =>
-        library[kGetApi]('OffsetFetch', (_error, api) =>
-          (api as typeof offsetFetch)(null, [{ groupId: 'g', memberId: 'm', memberEpoch: -1, topics: [{ name: 'in', partitionIndexes: [0] }] }], false, (error, response) =>
-            error ? reject(error) : resolve((response as { groups: { topics: { partitions: { committedOffset: bigint }[] }[] }[] }).groups[0]!.topics[0]!.partitions[0]!.committedOffset))));
-    },
-    // As the library's MessagesStream in 'committed' mode: it reads from the committed offset.
-    async consume() {
-      const stream = new FakeStream();
-      let offset = await library.listCommittedOffsets();
-      const emit = () => {
-        if (stream.destroyed) return;
-        stream.emit('data', {
-          topic: 'in', partition: 0, offset: offset++, timestamp: BigInt(Date.now()), key: null, value: Buffer.from('x'), headers: new Map(),
-          metadata: { consumer: { groupId: 'g', memberId: 'm', generationId: 1, coordinatorId: 0 } },
-        });
-        setTimeout(emit, 20);
-      };
-      setImmediate(emit);
-      return stream;
-    },
-    async listOffsets() {
-      return new Map();
-    },
-    close(_force: boolean, done: () => void) {
-      done();
-    },
-  };
+  // As the library's MessagesStream in 'committed' mode: each stream reads from the committed offset.
+  const { library } = fakeLibraryConsumer([0], () => listCommittedOffsets());
+  // As @platformatic/kafka's Consumer #listCommittedOffsets (consumer.js): OffsetFetch with require_stable false.
+  const listCommittedOffsets = () =>
+    new Promise<bigint>((resolve, reject) =>
+      (library as unknown as { [kGetApi]: (name: string, done: (error: unknown, api: unknown) => void) => void })[kGetApi]('OffsetFetch', (_error, api) =>
+        (api as typeof offsetFetch)(null, [{ groupId: 'g', memberId: 'm', memberEpoch: -1, topics: [{ name: 'in', partitionIndexes: [0] }] }], false, (error, response) =>
+          error ? reject(error) : resolve((response as { groups: { topics: { partitions: { committedOffset: bigint }[] }[] }[] }).groups[0]!.topics[0]!.partitions[0]!.committedOffset))));
+  Object.assign(library, { [kGetApi]: (name: string, done: (error: unknown, api: unknown) => void) => done(null, name === 'OffsetFetch' ? offsetFetch : undefined) });
   const consumer = new PartitionBatchConsumer(() => library as never, { groupId: 'g' });
   const read: string[] = [];
   await consumer.run({ topics: ['in'], fromBeginning: true, eachBatch: async (batch) => {
