@@ -4,7 +4,9 @@
 // 748K), a glued definition repeated with no sentence end ("chronic kidney disease
 // (CKD)-associated ", each window reaching back over the whole text) and a note with no
 // whitespace ("ab(AB)c" repeated: one word). Times cover both `initials` settings, one after the
-// other; the definitions of both are compared with the old code's wherever that ran. An old run
+// other; the definitions of both are compared with the old code's wherever that ran (they differ
+// where the old code found long forms over 256 units, which no longer count: the glued and the
+// one-word notes, whose old long forms reach back over the whole text). An old run
 // whose time, projected from the previous size as quadratic, is over --max-old-s is skipped and
 // its projection written instead.
 //   node --import tsx bench/abbreviation-scaling.ts [--max-old-s 150] [--out FILE]
