@@ -126,7 +126,7 @@ writeFileSync(outFile, `${JSON.stringify({
     ...firstPass,
     corpus: [values.train, values.corpus],
     loadavg1AtStart: loadBefore,
-    settingsChosenOn: 'link settings are the shipped defaults (rerank settings from the cross-encoder manifest, chosen on the NCBI-disease train tuning split, src/eval/tuning-split.ts); the cache, exact-name vectors and rerank pruning are speed knobs that keep every top-1 link identical and were not tuned',
+    settingsChosenOn: 'link settings are the shipped defaults of src/link/link-config.ts, the rerank settings included (chosen on the NCBI-disease train tuning split, src/eval/tuning-split.ts; chosenRerank in the cross-encoder manifest is a dev-chosen record the linker does not read); the cache, exact-name vectors and rerank pruning are speed knobs that keep every top-1 link identical and were not tuned',
     notes: 'uncached = the default linker with the link cache and exact-name vectors off; top1DiffersFromUncached compares every mention of the stream (concept or score), top1ConceptDiffersFromUncached its concept only; dev acc from the dev part of the same stream (after train: the cache is warm by then)',
   },
 }, null, 2)}\n`);

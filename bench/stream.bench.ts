@@ -290,7 +290,7 @@ const result = {
   date: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, note: 'shared with other jobs (tests, model training); the broker JVM runs on the same cores; loadAvg1m per phase below' },
   corpus: { files: corpusFiles, notes: corpus.notes.length, mentions: mentionsOf(corpus.notes), copiesPerPhase: repeat, rounds, firstPass: 'the link cache is emptied before every phase' },
-  settingsChosenOn: 'link settings: the shipped defaults (rerank settings from the cross-encoder manifest, chosen on the NCBI-disease train tuning split); the cache, exact vectors and rerank pruning are speed knobs that keep every top-1 link identical',
+  settingsChosenOn: 'link settings: the shipped defaults of src/link/link-config.ts, the rerank settings included (chosen on the NCBI-disease train tuning split; chosenRerank in the cross-encoder manifest is a dev-chosen record the linker does not read); the cache, exact vectors and rerank pruning are speed knobs that keep every top-1 link identical',
   index: indexDir,
   model: model.id,
   models: linker.versions.modelVersion,

@@ -52,10 +52,12 @@ $CUI kb export --kb "$DATA/hpo/hp.json.gz" --out work/kb/hpo.jsonl
   --mondo-mesh-sssom "$DATA/mondo/mondo_exactmatch_mesh.sssom.tsv.gz" --out work/kb/mondo-rare.raw.jsonl
 $CUI kb export --kb work/kb/mondo-rare.raw.jsonl --kb-format jsonl --out work/kb/mondo.jsonl
 
-DEV="$DATA/ncbi-disease/NCBIdevelopset_corpus.txt"
+# Every ship decision is judged on the tune part of NCBI-disease train (src/eval/tuning-split.ts);
+# dev is for reports (`cuilink eval`), never for choosing.
+TRAIN="$DATA/ncbi-disease/NCBItrainset_corpus.txt"
 if [ -z "$FT" ]; then
   # 3-7. baselines, bi-encoder, negatives, cross-encoder, export, evaluation, MODEL_CARD.md
-  "$PY" -m cuilink_models.pipeline --corpus "$DEV" --out "$HERE/default" --device "$DEVICE" --threads "$THREADS" \
+  "$PY" -m cuilink_models.pipeline --corpus "$TRAIN" --split tune --out "$HERE/default" --device "$DEVICE" --threads "$THREADS" \
     --bi-minutes "$BI_MIN" --ce-minutes "$CE_MIN" --fixtures ${EXTRA[@]+"${EXTRA[@]}"}
   "$PY" -m pytest -q tests
 else
@@ -63,6 +65,6 @@ else
   if [ ! -d "$INIT" ]; then
     echo "no default bi-encoder checkpoint in $INIT: run models/train.sh without --finetune-pubtator first" >&2; exit 2
   fi
-  "$PY" -m cuilink_models.pipeline --corpus "$DEV" --out "$FT_OUT" --device "$DEVICE" --threads "$THREADS" \
+  "$PY" -m cuilink_models.pipeline --corpus "$TRAIN" --split tune --out "$FT_OUT" --device "$DEVICE" --threads "$THREADS" \
     --bi-minutes "$BI_MIN" --ce-minutes "$CE_MIN" --pubtator "$FT" --init-bi "$INIT" ${EXTRA[@]+"${EXTRA[@]}"}
 fi

@@ -12,6 +12,8 @@ DATA="${CUILINK_DATA:-$MODELS/../../shared/data}"
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
 PY="$MODELS/.venv/bin/python"
 DICT="$MODELS/work/kb/medic.jsonl"
+# The choice is read on the tune part of NCBI-disease train (src/eval/tuning-split.ts); dev is reported.
+TRAIN="$DATA/ncbi-disease/NCBItrainset_corpus.txt"
 CORPUS="$DATA/ncbi-disease/NCBIdevelopset_corpus.txt"
 mkdir -p "$WORK" && cd "$WORK"
 
@@ -23,6 +25,7 @@ nice -n 19 "$PY" "$HERE/run.py" export --kind bi-encoder --checkpoint hf/paraphr
 nice -n 19 "$PY" "$HERE/run.py" export --kind bi-encoder --checkpoint base --out export/base-minilm-l6-v2 \
   --id cuilink-biencoder-minilm-base-untrained --pooling mean
 for m in paraphrase-minilm-l3-v2 base-minilm-l6-v2; do
+  nice -n 19 "$PY" "$HERE/run.py" evaluate --dict "$DICT" --corpus "$TRAIN" --split tune --onnx "export/$m" --out "eval-tune-$m.json"
   nice -n 19 "$PY" "$HERE/run.py" evaluate --dict "$DICT" --corpus "$CORPUS" --onnx "export/$m" --out "eval-$m.json"
 done
 nice -n 19 "$PY" "$HERE/run.py" speed export/paraphrase-minilm-l3-v2 export/base-minilm-l6-v2 --corpus "$CORPUS" --rounds 5 --out speed.json

@@ -1,4 +1,5 @@
-"""Zero-shot evaluation on a PubTator corpus (NCBI-disease dev) with MEDIC as dictionary.
+"""Zero-shot evaluation on a PubTator corpus with MEDIC as dictionary: the tune part of NCBI-disease
+train (`--split tune`) for every choice, dev for a report.
 
 Protocol (shared/data/README.md "Evaluation protocol"): raw mentions; identical annotations
 (document, start, end) once; gold '-1' skipped; bare MeSH ids become MESH:; composite gold A|B
@@ -7,7 +8,7 @@ first, then dense (or lexical) ranking over all dictionary names; acc@k over the
 distinct concepts.
 
     python -m cuilink_models.evaluate --dict work/kb/medic.jsonl \
-        --corpus ../../shared/data/ncbi-disease/NCBIdevelopset_corpus.txt \
+        --corpus ../../shared/data/ncbi-disease/NCBItrainset_corpus.txt --split tune \
         --onnx default/biencoder [--rerank default/crossencoder]
 """
 
@@ -135,6 +136,20 @@ def tune_document_ids(document_ids, seed: int = TUNING_SPLIT_SEED, size: int = T
         raise ValueError(f"tuning split of {size} documents needs more than {len(unique)} documents")
     ranked = sorted(unique, key=lambda d: (note_draw(d, seed), d))
     return set(ranked[:size])
+
+
+SPLITS = ("all", "tune", "learn")
+
+
+def select_split(mentions: list[Mention], split: str) -> list[Mention]:
+    """The mentions of one part of the tuning split of the file they were read from (as
+    src/eval/tuning-split.ts): `tune` is what every choice is made on, `learn` the rest."""
+    if split == "all":
+        return mentions
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    tune = tune_document_ids(m.doc for m in mentions)
+    return [m for m in mentions if (m.doc in tune) == (split == "tune")]
 
 
 class Dictionary:
@@ -441,6 +456,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dict", required=True, help="MEDIC concept JSONL (cuilink kb export)")
     ap.add_argument("--corpus", required=True, help="PubTator file")
+    ap.add_argument("--split", choices=SPLITS, default="all",
+                    help="the part of --corpus's tuning split to evaluate (tune: NCBI-disease train's, where choices are made)")
     ap.add_argument("--onnx", help="bi-encoder model directory")
     ap.add_argument("--precision", default="int8")
     ap.add_argument("--checkpoint", help="torch bi-encoder checkpoint ('base' or dir)")
@@ -454,11 +471,11 @@ def main(argv=None):
     ap.add_argument("--out", help="write JSON results here")
     a = ap.parse_args(argv)
     d = Dictionary(read_concepts(a.dict))
-    mentions = read_pubtator(a.corpus)
+    mentions = select_split(read_pubtator(a.corpus), a.split)
     if not mentions:
         raise SystemExit(f"{a.corpus}: no annotated mention with a gold concept to evaluate")
     setup_torch()
-    res: dict = {"corpus": a.corpus, "mentions": len(mentions), "dictionaryNames": len(d.names), "denseOverPreferredNamesOnly": a.preferred_only}
+    res: dict = {"corpus": a.corpus, "split": a.split, "mentions": len(mentions), "dictionaryNames": len(d.names), "denseOverPreferredNamesOnly": a.preferred_only}
     exact_hits = [exact_first(d, m.text, [], 1) for m in mentions]
     res["exactOnly"] = accuracy(d, mentions, exact_hits)
     if a.lexical:

@@ -56,6 +56,14 @@ def kept_section(card: str, heading: str) -> str:
     return card[start + 1 : end + 1 if end >= 0 else len(card)]
 
 
+def evaluation_label(evaluation: dict | None) -> str:
+    """What the pipeline judged its runs on; a summary from before it recorded that was judged on dev."""
+    if evaluation is None:
+        return "NCBI-disease **dev**"
+    split = evaluation.get("split", "all")
+    return f"`{evaluation['corpus']}`" + ("" if split == "all" else f", its **{split}** split (src/eval/tuning-split.ts)")
+
+
 def write_card(out_dir: Path, summary: dict) -> Path:
     out_dir = Path(out_dir)
     res = summary["results"]
@@ -97,11 +105,19 @@ def write_card(out_dir: Path, summary: dict) -> Path:
         L.append(f"**Fine-tuned with the annotated mentions of `{gold}`: the numbers below are not zero-shot when that "
                  "corpus overlaps the evaluation corpus.**\n")
     L.append("## Accuracy\n" if gold else "## Zero-shot accuracy (no corpus annotations used for training)\n")
-    L.append(f"NCBI-disease **dev** ({res['base']['mentions']} mentions), MEDIC dictionary ({res['base']['dictionaryNames']} names), "
+    evaluation = summary.get("evaluation")
+    on = evaluation_label(evaluation)
+    on_short = "dev" if evaluation is None else ("the evaluation corpus" if evaluation.get("split", "all") == "all" else f"the {evaluation['split']} split")
+    if evaluation is None:
+        judged = ("Dev was used to check runs and to choose one number, the cross-encoder's weight against retrieval; no dev "
+                  "annotation is trained on, but these are not held-out test figures.")
+    else:
+        judged = ("Every ship decision below, and the cross-encoder's weight against retrieval, was judged on these mentions; "
+                  "they are not held-out figures (`cuilink eval` on dev reports those).")
+    L.append(f"{on} ({res['base']['mentions']} mentions), MEDIC dictionary ({res['base']['dictionaryNames']} names), "
              "raw mentions, protocol of shared/data/README.md (dedup, normalized ids, composite gold hit if any part matches, "
              "AltDiseaseIDs, exact string match first). Measured by `cuilink_models.evaluate` with the int8 ONNX files and "
-             "brute-force cosine over all names. Dev was used to check runs and to choose one number, the cross-encoder's weight "
-             "against retrieval; no dev annotation is trained on, but these are not held-out test figures.\n")
+             f"brute-force cosine over all names. {judged}\n")
     L.append("| system | acc@1 | acc@5 |\n|---|---:|---:|")
     L.append(_row("exact string match only", res["base"]["exactOnly"]))
     L.append(_row("lexical baseline: exact match, then char-3-gram TF-IDF cosine", res["base"]["lexical"]))
@@ -113,9 +129,9 @@ def write_card(out_dir: Path, summary: dict) -> Path:
     L.append("")
     L.append("Exact string matches are kept first and not reranked (as the linker's cascade does).\n")
     if not summary.get("shippedTrainedBiEncoder"):
-        L.append("**The trained bi-encoder did not beat the untrained base on dev, so the base model is shipped.**\n")
+        L.append(f"**The trained bi-encoder did not beat the untrained base on {on_short}, so the base model is shipped.**\n")
     if "reranked" in res and not summary.get("shippedCrossEncoder"):
-        L.append("**The cross-encoder did not improve on the bi-encoder alone on dev, so no cross-encoder is shipped.**\n")
+        L.append(f"**The cross-encoder did not improve on the bi-encoder alone on {on_short}, so no cross-encoder is shipped.**\n")
         ce_h = ce_t.get("hyperparameters") or {}
         chance = math.log(ce_h.get("negatives", 7) + 1)
         if ce_t.get("finalLoss") is not None and ce_t["finalLoss"] > 0.95 * chance:
@@ -135,9 +151,10 @@ def write_card(out_dir: Path, summary: dict) -> Path:
         for w, r in v["weightSweep"]["byWeight"].items():
             L.append(_row(f"ambiguous(margin 0.05), weight {w}", r))
         L.append("")
-        L.append(f"The weight w in final = w·sigmoid(logit) + (1−w)·retrieval cosine is chosen on dev under the linker's "
-                 f"default policy (best acc@1, then acc@5): w = {v['weightSweep']['chosenWeight']:g}. The shipped "
-                 "cross-encoder manifest carries it (`rerank`), and the linker uses it unless a link config sets its own.\n")
+        L.append(f"The weight w in final = w·sigmoid(logit) + (1−w)·retrieval cosine is chosen on {on_short} under the linker's "
+                 f"default policy (best acc@1, then acc@5): w = {v['weightSweep']['chosenWeight']:g}. It is recorded in the "
+                 "cross-encoder manifest (`metrics.chosenRerank`), a record only: the linker's defaults live in "
+                 "src/link/link-config.ts (one place), chosen with the whole linker on the tune split of NCBI-disease train.\n")
     L.append("### Bars (issue 3)\n")
     L.append(_bar_line("bi-encoder alone (cuilink_models.evaluate)", shipped_bi["exact+dense"]["acc@1"], BARS["bi-encoder alone"]))
     if "reranked" in res:
@@ -162,7 +179,7 @@ def write_card(out_dir: Path, summary: dict) -> Path:
                  "not learnt the annotators' conventions that most remaining errors are about; a small weight lets it break "
                  "near-ties.")
     L.append("")
-    L.append(f"Encode speed (int8 ONNX, onnxruntime, 2 threads, dev mentions, batch 64): {res['bi']['mentionsPerSecond']:.0f} "
+    L.append(f"Encode speed (int8 ONNX, onnxruntime, 2 threads, {'dev' if evaluation is None else 'the evaluated'} mentions, batch 64): {res['bi']['mentionsPerSecond']:.0f} "
              f"mentions/s trained, {res['base']['mentionsPerSecond']:.0f} base — same architecture, so the gap is the shared "
              "machine's load at the two moments, not the models.\n")
 
@@ -247,7 +264,7 @@ def write_card(out_dir: Path, summary: dict) -> Path:
     L.append("## Limitations\n")
     L.append("- Disease vocabulary only (MEDIC, DOID, HPO, MONDO rare diseases); chemicals, genes and other UMLS types are not trained.\n"
              "- Short CPU training (minutes, not SapBERT's hours on GPUs over all of UMLS): the models are far from converged.\n"
-             "- Checked on NCBI-disease dev only; held-out test figures are for the evaluation harness (src/eval) to report.\n"
+             f"- Checked on {on_short} only; held-out figures are for the evaluation harness (src/eval) to report.\n"
              "- MEDIC is under CTD's terms of use (not an open license); HPO under the HPO license; DOID CC0; MONDO CC BY 4.0.\n")
     path = out_dir / "MODEL_CARD.md"
     path.write_text("\n".join(L))

@@ -143,7 +143,7 @@ def add_pubtator_mentions(groups, anchor_concepts, path, split: str = "learn") -
     learn part of the corpus's fixed tuning split is used: the tune part is what link settings and
     models are chosen on (src/eval/tuning-split.ts), so a fine-tune never sees it; 'all' uses every
     document (a corpus that is not split, e.g. gold samples collected by the evaluator)."""
-    from .evaluate import norm_gold_id, read_pubtator, tune_document_ids
+    from .evaluate import norm_gold_id, read_pubtator, select_split
 
     key_to_id = {}
     for c in anchor_concepts:
@@ -151,12 +151,9 @@ def add_pubtator_mentions(groups, anchor_concepts, path, split: str = "learn") -
             key_to_id.setdefault(norm_gold_id(k), c.id)
     by_id = {g.id: g for g in groups}
     added = 0
-    mentions = read_pubtator(path)
-    if split == "learn":
-        tune = tune_document_ids(m.doc for m in mentions)
-        mentions = [m for m in mentions if m.doc not in tune]
-    elif split != "all":
+    if split not in ("learn", "all"):
         raise ValueError(f"split must be learn or all, not {split!r}")
+    mentions = select_split(read_pubtator(path), split)
     for m in mentions:
         ids = m.gold[0]
         if len(ids) != 1:

@@ -251,9 +251,46 @@ def test_finetune_refuses_models_default_and_the_evaluation_documents(tmp_path, 
     dev = _gold_corpus(tmp_path / "dev.pubtator", ["7001", "7002"])
     # no --out: the default is models/default, which a fine-tune never writes (models/README.md)
     with pytest.raises(SystemExit, match="refusing to write a fine-tuned model"):
-        pipeline.main(["--corpus", str(dev), "--pubtator", str(train)])
+        pipeline.main(["--corpus", str(dev), "--split", "all", "--pubtator", str(train)])
     with pytest.raises(SystemExit, match="refusing"):
-        pipeline.main(["--corpus", str(dev), "--pubtator", str(train), "--out", str(pipeline.MODELS_DIR / "default" / "..") + "/default/"])
+        pipeline.main(["--corpus", str(dev), "--split", "all", "--pubtator", str(train), "--out", str(pipeline.MODELS_DIR / "default" / "..") + "/default/"])
     # fine-tuning on the evaluation corpus itself
     with pytest.raises(SystemExit, match="shares 2 documents with the evaluation corpus"):
-        pipeline.main(["--corpus", str(dev), "--pubtator", str(dev), "--out", str(tmp_path / "ft")])
+        pipeline.main(["--corpus", str(dev), "--split", "all", "--pubtator", str(dev), "--pubtator-split", "all", "--out", str(tmp_path / "ft")])
+
+
+def test_evaluate_reads_one_part_of_the_tuning_split():
+    from cuilink_models.evaluate import Mention, select_split, tune_document_ids
+
+    docs = [str(6000 + i) for i in range(130)]
+    mentions = [Mention(d, 0, 1, "x", [{"MESH:D1"}], "", "") for d in docs for _ in range(2)]
+    tune = tune_document_ids(docs)
+    assert {m.doc for m in select_split(mentions, "tune")} == tune
+    assert {m.doc for m in select_split(mentions, "learn")} == set(docs) - tune
+    assert select_split(mentions, "all") == mentions
+    with pytest.raises(ValueError, match="split must be one of"):
+        select_split(mentions, "dev")
+
+
+def test_pipeline_judges_ship_decisions_on_the_tune_split_by_default(tmp_path, monkeypatch):
+    from cuilink_models import export, pipeline
+
+    class Evaluated(Exception):
+        pass
+
+    def evaluated(model_dir, a, *rest, **kw):
+        raise Evaluated(a.split)
+
+    monkeypatch.setattr(pipeline, "WORK_DIR", tmp_path / "work")
+    monkeypatch.setattr(export, "export_model", lambda *a, **k: None)
+    monkeypatch.setattr(pipeline, "evaluate", evaluated)
+    train = _gold_corpus(tmp_path / "train.pubtator", [str(5000 + i) for i in range(130)])
+    # the first ship decision's evaluation reads train's tune part: what every choice is made on
+    with pytest.raises(Evaluated, match="^tune$"):
+        pipeline.main(["--corpus", str(train), "--out", str(tmp_path / "m"), "--skip-ce"])
+    # a fine-tune on train's learn part, judged on its tune part, shares no document: it runs
+    with pytest.raises(Evaluated, match="^tune$"):
+        pipeline.main(["--corpus", str(train), "--pubtator", str(train), "--out", str(tmp_path / "ft")])
+    # on the whole of train it would learn the documents it is judged on
+    with pytest.raises(SystemExit, match=r"\(all\) shares 100 documents with the evaluation corpus .* \(tune\)"):
+        pipeline.main(["--corpus", str(train), "--pubtator", str(train), "--pubtator-split", "all", "--out", str(tmp_path / "ft")])

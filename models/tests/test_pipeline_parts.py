@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,29 @@ def test_model_card_states_met_and_missed_bars(tmp_path, monkeypatch):
     assert "bi-encoder alone (cuilink_models.evaluate): acc@1 0.830 ≥ 0.80" in card  # the base is shipped when training did not help
     assert "**missed by 0.030**" in card
     assert "| all non-exact mentions | 0.500 |" in card  # the other settings are listed too
+
+
+def test_model_card_records_the_dev_chosen_weight_without_handing_it_to_the_linker(tmp_path, monkeypatch):
+    # The pipeline picks the weight on dev; the linker's defaults are chosen on the tune split and a
+    # manifest `rerank` block is refused (docs/model-directory.md), so the card may not say otherwise.
+    monkeypatch.setattr(model_card, "WORK_DIR", tmp_path / "work")
+    card = model_card.write_card(_card_dir(tmp_path, with_ce=True), _summary(0.86, 0.87)).read_text()
+    assert "is chosen on dev under the linker's default policy (best acc@1, then acc@5): w = 0.1." in card
+    assert "linker uses it" not in card
+    assert "a record only: the linker's defaults live in src/link/link-config.ts" in card
+
+
+def test_model_card_names_the_split_its_runs_were_judged_on(tmp_path, monkeypatch):
+    monkeypatch.setattr(model_card, "WORK_DIR", tmp_path / "work")
+    summary = {**_summary(0.8, 0.87), "evaluation": {"corpus": "NCBItrainset_corpus.txt", "split": "tune"}}
+    card = model_card.write_card(_card_dir(tmp_path, with_ce=True), summary).read_text()
+    assert "`NCBItrainset_corpus.txt`, its **tune** split" in card
+    assert "did not beat the untrained base on the tune split" in card
+    assert "is chosen on the tune split under the linker's default policy" in card
+    assert not re.search(r"\bdev\b", card.replace("(`cuilink eval` on dev reports those)", ""))
+    # a summary from before the pipeline recorded its evaluation was judged on dev, and says so
+    old = model_card.write_card(_card_dir(tmp_path / "old", with_ce=True), _summary(0.8, 0.87)).read_text()
+    assert "NCBI-disease **dev**" in old and "did not beat the untrained base on dev" in old
 
 
 def test_model_card_keeps_the_hand_written_distilled_section(tmp_path, monkeypatch):
