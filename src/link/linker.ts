@@ -189,7 +189,7 @@ export class Linker implements LinkingCore {
    */
   private async linkInPhases(todo: MentionWork[], memory: MemoryEvidence | undefined, rerankOnly: MentionWork[] = []): Promise<void> {
     await this.retrieve(todo, withSpan);
-    if (memory) for (const w of todo) memory.decide(w, this.allowFor(w.mention.label));
+    if (memory) for (const w of todo) memory.decide(w, this.allowFor(w.mention.label), this.typeFiltered(w.mention.label));
     const reranked = rerankOnly.length > 0 ? [...todo, ...rerankOnly] : todo;
     await withSpan('cuilink.rerank', { 'cuilink.mentions': reranked.length }, () => this.rerank(reranked, memory));
     if (memory) for (const w of todo) memory.tieBreak(w);
@@ -210,7 +210,7 @@ export class Linker implements LinkingCore {
         todo.map(async (w) => {
           await this.retrieve([w], untraced);
           if (--retrieving === 0) retrieveSpan.end();
-          memory?.decide(w, this.allowFor(w.mention.label));
+          memory?.decide(w, this.allowFor(w.mention.label), this.typeFiltered(w.mention.label));
           await this.rerank([w], memory);
           memory?.tieBreak(w);
         }),
@@ -384,6 +384,11 @@ export class Linker implements LinkingCore {
     const tables = { exact: index.exact, loose, xrefNames };
     this.stages ??= { lookups: nameLookups(tables, config.query), phrases: phraseLookups(tables, config.query.loose) };
     return this.stages;
+  }
+
+  /** Whether the config restricts the semantic types of an NER label's concepts (a held-out concept is no such restriction). */
+  private typeFiltered(label: string): boolean {
+    return Object.hasOwn(this.parts.config.typeFilter, label) && this.parts.config.typeFilter[label] !== undefined;
   }
 
   /** Concepts whose semantic types the config allows for an NER label (undefined: no filter). */

@@ -84,8 +84,12 @@ export class MemoryEvidence {
     return this.store.surfaceCounts(text).size > 0;
   }
 
-  /** Before reranking: count votes, add memory-only candidates, apply the majority rule. */
-  decide(w: MemoryWork, allow: ((conceptIndex: number) => boolean) | undefined): void {
+  /**
+   * Before reranking: count votes, add memory-only candidates, apply the majority rule. `allow`
+   * masks the concepts the linker may not return (type filter, held-out concepts); `typeFiltered`
+   * says the label's concepts must have certain semantic types, which an id outside the KB lacks.
+   */
+  decide(w: MemoryWork, allow: ((conceptIndex: number) => boolean) | undefined, typeFiltered = allow !== undefined): void {
     const { config, index, store } = this;
     const byConcept = new Map<number, number>();
     const prototypeSim = new Map<number, number>();
@@ -103,7 +107,7 @@ export class MemoryEvidence {
     const vote = (id: string, n: number): void => {
       total += n;
       const ci = index.indexOf(id);
-      if (ci === undefined && !allow && config.outsideKb) foreign.set(id, (foreign.get(id) ?? 0) + n);
+      if (ci === undefined && !typeFiltered && config.outsideKb) foreign.set(id, (foreign.get(id) ?? 0) + n);
       if (ci === undefined || (allow && !allow(ci))) return; // still evidence against the others
       byConcept.set(ci, (byConcept.get(ci) ?? 0) + n);
     };

@@ -1,4 +1,5 @@
 import { InputError } from '../kb/errors.ts';
+import { normalizeId } from '../kb/ids.ts';
 import type { LinkIndex } from '../retrieve/link-index.ts';
 import { MemoryStore } from '../retrieve/memory-store.ts';
 import { currentMemoryVersion, resolveMemoryDir } from '../retrieve/memory-root.ts';
@@ -16,6 +17,12 @@ export interface MemoryWatcherOptions {
   normalize: (s: string) => string;
   /** The bi-encoder's checksum: prototypes from another model would be compared in the wrong space. */
   modelSha256: string;
+  /**
+   * Concepts (primary ids) held out of the KB (eval --hold-out): every version loads without their
+   * labels, as a memory that never learned them. Kept, they still voted against the concepts
+   * left: knowledge of a concept the evaluation pretends the system never heard of.
+   */
+  exclude?: ReadonlySet<string>;
   /** How often `CURRENT` is read; 0 disables polling. */
   pollMs?: number;
   /** Told of each swap and, once, of each version that could not be loaded (kept serving the old one). */
@@ -62,7 +69,15 @@ export class MemoryWatcher {
     if (store.model.sha256 !== options.modelSha256) {
       throw new InputError(`${dir}: memory built with model ${store.model.sha256.slice(0, 12)}, the linker runs ${options.modelSha256.slice(0, 12)}; rebuild the memory with this model`, 'MODEL_MISMATCH');
     }
-    return new MemoryEvidence(store, options.index, options.config);
+    const { exclude, index } = options;
+    if (exclude !== undefined && exclude.size > 0) {
+      // An alt id or an unprefixed form of a held-out concept is the same concept.
+      store.forgetConcepts((id) => {
+        const at = index.indexOf(id) ?? index.indexOf(normalizeId(id));
+        return exclude.has(at === undefined ? id : index.concepts[at]!.id);
+      });
+    }
+    return new MemoryEvidence(store, index, options.config);
   }
 
   current(): MemoryEvidence | undefined {

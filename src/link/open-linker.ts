@@ -157,7 +157,7 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   if (configuredNil?.inKb === undefined && calibrator?.file.nilInKb !== undefined) config.nil.inKb = calibrator.file.nilInKb;
   let memory: MemoryWatcher | undefined;
   try {
-    memory = options.memoryDir === undefined ? undefined : MemoryWatcher.open({ path: options.memoryDir, index, config: config.memory, normalize: normalizeName, modelSha256: encoder.modelSha256, pollMs: options.memoryPollMs, onError: options.onMemoryError, onSwap: options.onMemorySwap });
+    memory = options.memoryDir === undefined ? undefined : MemoryWatcher.open({ path: options.memoryDir, index, config: config.memory, normalize: normalizeName, modelSha256: encoder.modelSha256, pollMs: options.memoryPollMs, exclude: options.excludeConcepts, onError: options.onMemoryError, onSwap: options.onMemorySwap });
   } catch (error) {
     await encoder.close();
     await cross?.close();

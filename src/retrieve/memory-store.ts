@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
 import { builderTag } from './abandoned-builds.ts';
 import { HnswIndex } from './hnsw-index.ts';
+import { checkPrototypes } from './memory-consistency.ts';
 import { MEMORY_FORMAT_VERSION, MEMORY_MANIFEST_FILE, readMemoryManifest, type MemoryManifest } from './memory-manifest.ts';
 import { parseMemoryRecord, type MemoryRecord, type NewMemoryRecord } from './memory-record.ts';
 import { currentMemoryVersion } from './memory-root.ts';
@@ -49,6 +50,8 @@ export class MemoryStore {
   /** The HMAC key (hex) of a memory without raw text; undefined for a raw-text memory. */
   private readonly hashSalt: string | undefined;
   private readonly hmacKey: Buffer | undefined;
+  /** forgetConcepts dropped labels: this copy is not the memory any more and is never saved. */
+  private forgotten = false;
 
   private constructor(model: MemoryModel, normalize: (s: string) => string, hnsw: HnswIndex, manifest: MemoryManifest | undefined, hashSalt: string | undefined) {
     this.model = model;
@@ -67,7 +70,7 @@ export class MemoryStore {
     return new MemoryStore(model, normalize, HnswIndex.create(model.dims, 1024, MEMORY_HNSW), undefined, salt);
   }
 
-  /** Loads a memory version directory (manifest.json, records.jsonl, prototypes.hnsw). */
+  /** Loads a memory version directory (manifest.json, records.jsonl, prototypes.hnsw), refusing files that disagree (BAD_MEMORY). */
   static open(dir: string, normalize: (s: string) => string): MemoryStore {
     const manifest = readMemoryManifest(dir);
     const hnsw = HnswIndex.load(join(dir, manifest.files.prototypes), manifest.model.dims, manifest.hnsw.efSearch);
@@ -79,6 +82,7 @@ export class MemoryStore {
     } catch (error) {
       throw new InputError(`${file}: ${(error as Error).message}`, 'BAD_MEMORY', error);
     }
+    const lineOfSeq = new Map<number, number>();
     let line = 0;
     for (const raw of text.split('\n')) {
       line++;
@@ -86,9 +90,20 @@ export class MemoryStore {
       // The records hold mention text: the parser's own message (and cause) would quote it.
       const json = parseJsonSafely(raw);
       if ('reason' in json) throw new InputError(`${file}:${line}: ${json.reason}`, 'BAD_MEMORY');
-      store.index(parseMemoryRecord(json.value, `${file}:${line}`, store.rawText));
+      const record = parseMemoryRecord(json.value, `${file}:${line}`, store.rawText);
+      // The next label gets seq nextSeq: a record at or past it would be overwritten, prototype and all.
+      if (record.seq >= store.nextSeq) throw new InputError(`${file}:${line}: seq ${record.seq} is not below the manifest's nextSeq ${store.nextSeq}`, 'BAD_MEMORY');
+      const earlier = lineOfSeq.get(record.seq);
+      if (earlier !== undefined) throw new InputError(`${file}:${line}: seq ${record.seq} again (line ${earlier} has it)`, 'BAD_MEMORY');
+      lineOfSeq.set(record.seq, line);
+      store.index(record);
     }
-    if (store.records.size !== manifest.counts.records) throw new InputError(`${file}: ${store.records.size} records, manifest says ${manifest.counts.records}`, 'BAD_MEMORY');
+    const { counts } = manifest;
+    if (store.records.size !== counts.records) throw new InputError(`${file}: ${store.records.size} records, manifest says ${counts.records}`, 'BAD_MEMORY');
+    if (store.conceptCounts.size !== counts.concepts) throw new InputError(`${file}: ${store.conceptCounts.size} concepts, manifest says ${counts.concepts}`, 'BAD_MEMORY');
+    // Raw surfaces are normalized again on load (normalizeName may have changed since the save): only hashes must agree.
+    if (!store.rawText && store.surfaces.size !== counts.surfaces) throw new InputError(`${file}: ${store.surfaces.size} surfaces, manifest says ${counts.surfaces}`, 'BAD_MEMORY');
+    checkPrototypes(join(dir, manifest.files.prototypes), counts.nextSeq, store.records);
     return store;
   }
 
@@ -221,6 +236,36 @@ export class MemoryStore {
   }
 
   /**
+   * Drops every label of the concepts `forget` names, as if they had never been learned: a record
+   * left with no id leaves (its prototype hidden from search), a composite keeps its other ids.
+   * For a linker's private copy that must not know some concepts (eval --hold-out): such a copy
+   * is never saved. Returns how many labels were dropped.
+   */
+  forgetConcepts(forget: (id: string) => boolean): number {
+    const gone: number[] = [];
+    let dropped = 0;
+    for (const record of this.records.values()) {
+      const kept = record.ids.filter((id) => !forget(id));
+      if (kept.length === record.ids.length) continue;
+      dropped += record.ids.length - kept.length;
+      this.forgotten = true;
+      if (kept.length === 0) {
+        gone.push(record.seq);
+        continue;
+      }
+      const counts = this.surfaces.get(this.recordSurfaceKey(record))!;
+      for (const id of record.ids) {
+        if (kept.includes(id)) continue;
+        decrement(counts, id);
+        decrement(this.conceptCounts, id);
+      }
+      this.records.set(record.seq, { ...record, ids: kept });
+    }
+    this.remove(gone);
+    return dropped;
+  }
+
+  /**
    * Erases every label of these notes (a patient's right to erasure): their records leave the
    * memory, and the notes are remembered by hash so that no later learner takes them in again.
    */
@@ -240,6 +285,7 @@ export class MemoryStore {
    * never sees a partial version) and returns its manifest. `CURRENT` is not touched here.
    */
   save(root: string): MemoryManifest {
+    if (this.forgotten) throw new InputError(`${root}: this memory copy forgot some concepts' labels (an evaluation's copy): it is never saved`, 'BAD_MEMORY');
     this.refuseMixedModes(root);
     const parent = this.current;
     // Records hold mention text (PHI): only the owner may read a version (docs/memory.md).

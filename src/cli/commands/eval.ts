@@ -77,7 +77,8 @@ Options:
                          share F of the mentions (e.g. 0.1); every mention whose gold is removed
                          must come out NIL. Prints NIL precision/recall/F1 at the link config's
                          NIL thresholds (nil.inKb, nil.confidence) and at other thresholds of the
-                         one it decides on (inKb when set), and what the rest lose
+                         one it decides on (inKb when set), and what the rest lose. A --memory
+                         serves without the held-out concepts' labels (as one that never learned them)
   --hold-out-seed S      seed of that draw (default ${HOLD_OUT_SEED}); several (A-B or N,M,…, at most
                          ${MAX_HOLD_OUT_SEEDS}) link the corpus once per draw and report the draws pooled, each
                          draw's row beside it (the other tables are of the first draw's run): NIL F1

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,6 +60,48 @@ test('eval --hold-out: the report names the draw it made; several draws are pool
     assert.equal(both.report.heldOutMentions, five.report.heldOutMentions + six.report.heldOutMentions);
     assert.equal(both.report.otherMentions, five.report.otherMentions + six.report.otherMentions);
     assert.equal(both.report.atConfigured.othersLost, five.report.atConfigured.othersLost + six.report.atConfigured.othersLost);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('eval --hold-out --memory: the memory has no labels of the held-out concepts (as one that never learned them); its other labels link as without --hold-out', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-eval-holdout-memory-'));
+  const threads = ['--provider', 'cpu', '--threads', '1'];
+  try {
+    const index = join(dir, 'index');
+    const built = cli('index', 'build', '--kb', 'test/fixtures/eval/mini-kb.jsonl', '--out', index, ...threads);
+    assert.equal(built.status, 0, built.stderr);
+    // Seed 5 at 0.3 holds out Colonic Neoplasms (D003110), the gold of both "colon cancer" mentions.
+    const kept = [
+      { text: 'colon cancer', label: 'SpecificDisease', ids: ['MESH:D009369'] },
+      // An id outside the KB (memory.outsideKb): the gold of the "OMIM disease" mention.
+      { text: 'OMIM disease', label: 'Modifier', ids: ['OMIM:601665'] },
+    ];
+    const heldOutLabel = { text: 'colon cancer', label: 'SpecificDisease', ids: ['MESH:D003110'] };
+    const memory = (name: string, labels: object[]) => {
+      writeFileSync(join(dir, `${name}.jsonl`), labels.map((l) => `${JSON.stringify(l)}\n`).join(''));
+      const added = cli('memory', 'add', '--memory', join(dir, name), '--jsonl', join(dir, `${name}.jsonl`), '--index', index, '--outside-kb', ...threads);
+      assert.equal(added.status, 0, added.stderr);
+      return join(dir, name);
+    };
+    const evaluate = (memoryRoot: string, ...holdOut: string[]) => {
+      const predictions = join(dir, 'predictions.jsonl');
+      const result = cli('eval', '--index', index, '--corpus', CORPUS, '--memory', memoryRoot, ...holdOut, '--predictions', predictions, ...threads);
+      assert.equal(result.status, 0, result.stderr);
+      return readFileSync(predictions, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { mentionId: string; predicted: string[]; via: string });
+    };
+    const holdOut = ['--hold-out', '0.3', '--hold-out-seed', '5'];
+    const withHeldOutLabels = evaluate(memory('full', [heldOutLabel, heldOutLabel, ...kept]), ...holdOut);
+    const neverLearned = evaluate(memory('kept', kept), ...holdOut);
+    // Kept, the two held-out labels out-voted the other label of "colon cancer": the memory knew the concept the KB had lost.
+    assert.deepEqual(withHeldOutLabels, neverLearned);
+    const colon = withHeldOutLabels.filter((p) => p.mentionId === '0-12' || p.mentionId === '46-58');
+    assert.deepEqual(colon.map((p) => [p.via, p.predicted[0]]), [['memory', 'MESH:D009369'], ['memory', 'MESH:D009369']]);
+    assert.ok(!withHeldOutLabels.some((p) => p.predicted.includes('MESH:D003110')), 'nothing links to a held-out concept');
+    // Holding concepts out is no type filter: an id outside the KB still links (it was turned off for the whole run).
+    const omim = withHeldOutLabels.find((p) => p.mentionId === '60-72')!;
+    assert.deepEqual([omim.via, omim.predicted[0]], ['memory', 'OMIM:601665']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

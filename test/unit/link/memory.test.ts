@@ -40,7 +40,7 @@ function memoryOf(records: NewMemoryRecord[]): MemoryStore {
   return store;
 }
 
-function linker(memory: { current(): MemoryEvidence | undefined } | undefined, config: LinkConfigInput = {}) {
+function linker(memory: { current(): MemoryEvidence | undefined } | undefined, config: LinkConfigInput = {}, exclude?: ReadonlySet<string>) {
   return new Linker({
     index, retriever: new CandidateRetriever(index), encoder,
     biEncoderQuery: (_text, m, override) => override ?? m.text,
@@ -49,6 +49,7 @@ function linker(memory: { current(): MemoryEvidence | undefined } | undefined, c
     config: parseLinkConfig({ rerank: { policy: 'never' }, ...config }),
     versions: { linkerVersion: 't', modelVersion: 'm', indexVersion: index.manifest.indexVersion },
     memory,
+    exclude,
     release: async () => {},
   });
 }
@@ -169,6 +170,50 @@ test('labels naming an id outside the KB link to it (outsideKb), unless turned o
   const off = await linkOne(store, 'zorbitis xq', { memory: { outsideKb: false } });
   assert.notEqual(off.conceptId, 'OMIM:999999');
   assert.equal(off.memoryDecided, false);
+  // An id outside the KB has no semantic types: a label whose concepts must have some never links to one.
+  const filtered = await linkOne(store, 'zorbitis xq', { typeFilter: { Disease: ['Disease'] } });
+  assert.notEqual(filtered.conceptId, 'OMIM:999999');
+  assert.equal(filtered.memoryDecided, false);
+});
+
+test('held-out concepts (eval --hold-out): the memory served has none of their labels, as one that never learned them; other ids outside the KB still link', async () => {
+  const memRoot = join(root, 'mem-held-out');
+  const full = memoryOf([
+    // Two labels of a held-out concept, one of a kept one: kept, the two out-voted the one.
+    label('sugar sickness', 'MESH:D006973'), label('sugar sickness', 'MESH:D006973'), label('sugar sickness', 'MESH:D003920'),
+    // A held-out concept named by its alt id is the same concept.
+    label('colon growth', 'MESH:D003110'), label('colon growth', 'MESH:D003110'), label('colon growth', 'MESH:D003920'),
+    label('zorbitis xq', 'OMIM:999999'),
+  ]);
+  activateMemoryVersion(memRoot, full.save(memRoot).memoryVersion);
+  const heldOut = new Set(['MESH:D006973', 'MESH:D015179']);
+  const options = { path: memRoot, index, config: parseLinkConfig({}).memory, normalize: lowerNormalize, modelSha256: MODEL.sha256, pollMs: 0 };
+  const served = linker(MemoryWatcher.open({ ...options, exclude: heldOut }), {}, heldOut);
+  const neverLearned = memoryOf([label('sugar sickness', 'MESH:D003920'), label('colon growth', 'MESH:D003920'), label('zorbitis xq', 'OMIM:999999')]);
+  const evidence = new MemoryEvidence(neverLearned, index, parseLinkConfig({}).memory);
+  const reference = linker({ current: () => evidence }, {}, heldOut);
+  const linkText = async (l: Linker, text: string): Promise<LinkedMention> => (await l.linkNotes([{ noteId: 'n', text, mentions: [{ id: 'm', start: 0, end: text.length, text, label: 'Disease' }] }]))[0]!.mentions[0]!;
+  for (const text of ['sugar sickness', 'colon growth', 'zorbitis xq']) {
+    const got = await linkText(served, text);
+    assert.equal(got.memoryDecided, true, text);
+    assert.deepEqual(got, await linkText(reference, text), text);
+    assert.ok(!got.candidates.some((c) => heldOut.has(c.conceptId)), text);
+  }
+  assert.equal((await linkText(served, 'sugar sickness')).conceptId, 'MESH:D003920');
+  // The one served without --hold-out still has every label.
+  assert.equal((await linkText(linker(MemoryWatcher.open(options)), 'sugar sickness')).conceptId, 'MESH:D006973');
+});
+
+test('forgetConcepts: a composite keeps its other ids, a record of none leaves the prototypes, and such a copy is never saved', () => {
+  const store = memoryOf([label('sugar and pressure disease', 'MESH:D003920', 'MESH:D006973'), label('high pressure', 'MESH:D006973'), label('high pressure', 'MESH:D006973')]);
+  assert.equal(store.forgetConcepts((id) => id === 'MESH:D006973'), 3);
+  assert.deepEqual([...store.surfaceCounts('sugar and pressure disease')], [['MESH:D003920', 1]]);
+  assert.equal(store.surfaceCounts('high pressure').size, 0);
+  assert.equal(store.conceptCount('MESH:D006973'), 0);
+  assert.equal(store.maxConceptCount, 1);
+  assert.deepEqual(store.nearest(encoder.vector('high pressure'), 5).map((n) => n.record.ids), [['MESH:D003920']]);
+  assert.throws(() => store.save(join(root, 'mem-forgot')), /forgot some concepts' labels .*never saved/);
+  assert.equal(existsSync(join(root, 'mem-forgot')), false);
 });
 
 test('votes break ties without moving a score: an exact name keeps 1 and nothing rises over it', async () => {
