@@ -34,7 +34,8 @@ export const KB_FORMATS_HELP = `Input formats (detected from name and content, o
   obo       OBO 1.2/1.4 (doid.obo)           obograph  OBO-Graph JSON (hp.json)
   ctd       CTD MEDIC CTD_diseases.tsv       biosyn    'ids||name|name' dictionary
   jsonl     concept JSONL
-  Any of them may be gzipped.`;
+  Any of them may be gzipped. The --umls-* flags need a UMLS file among the KB files (supplements
+  and xref-name files count), --all-synonyms an OBO or OBO-Graph one; otherwise they are refused.`;
 
 interface KbFlagValues {
   kb?: string[];

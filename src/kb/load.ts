@@ -52,13 +52,21 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
   for (const path of [...paths, ...supplements, ...xrefNameSources]) {
     if (!existsSync(path)) throw new InputError(`cannot read ${path}: no such file`, 'INPUT_NOT_FOUND');
   }
-  const store = new ConceptStore();
   const sideTables = options.format === undefined && paths.some((p) => /MRCONSO\.RRF(\.gz)?$/i.test(p)) ? paths.filter((p) => UMLS_SIDE_TABLE.test(basename(p))) : [];
   const mainOptions = sideTables.length > 0 ? withSideTables(options, sideTables) : options;
-  for (const path of paths) {
-    // MRSTY/MRREL passed with MRCONSO (a shell glob) are read through MRCONSO.
-    if (sideTables.includes(path)) continue;
-    const format = options.format ?? (await detectKbFormat(path));
+  // MRSTY/MRREL passed with MRCONSO (a shell glob) are read through MRCONSO.
+  const mainPaths = paths.filter((p) => !sideTables.includes(p));
+  // Every format is known before the first file is read, so that an option no file reads is refused
+  // up front rather than after minutes of loading (or never).
+  const formats = new Map<string, KbFormat>();
+  for (const path of [...mainPaths, ...supplements, ...xrefNameSources]) {
+    if (!formats.has(path)) formats.set(path, options.format ?? (await detectKbFormat(path)));
+  }
+  refuseUnreadOptions(options, formats);
+  const formatOf = (path: string): KbFormat => formats.get(path)!;
+  const store = new ConceptStore();
+  for (const path of mainPaths) {
+    const format = formatOf(path);
     let count = 0;
     for await (const concept of readSome(path, format, mainOptions)) {
       store.add(concept);
@@ -67,7 +75,7 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
     options.onFile?.(path, format, count);
   }
   for (const path of supplements) {
-    const format = options.format ?? (await detectKbFormat(path));
+    const format = formatOf(path);
     // Judged against the store before this file: two lines of one supplement may share an id.
     const retired = [];
     for await (const concept of readSome(path, format, options)) {
@@ -78,7 +86,7 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
   }
   const shared = xrefNameSources.length > 0 ? sharedAltIds(store) : new Set<string>();
   for (const path of xrefNameSources) {
-    const format = options.format ?? (await detectKbFormat(path));
+    const format = formatOf(path);
     const named = new Set<string>();
     for await (const source of readSome(path, format, options)) {
       const target = soleTarget(store, source, shared);
@@ -94,6 +102,29 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
     options.onFile?.(path, format, named.size);
   }
   return store;
+}
+
+/**
+ * Options that only some loaders read, by the flag that sets them: given for a KB with no file of
+ * those formats, they would filter nothing while the user believes they did (--umls-tui T047 on an
+ * OBO file exports every disease).
+ */
+const FORMAT_SCOPED_OPTIONS: readonly { flag: string; formats: readonly KbFormat[]; given: (options: KbLoadOptions) => boolean }[] = [
+  { flag: '--umls-lang', formats: ['umls'], given: (o) => o.umls?.languages !== undefined },
+  { flag: '--umls-sab', formats: ['umls'], given: (o) => o.umls?.sources !== undefined },
+  { flag: '--umls-tui', formats: ['umls'], given: (o) => o.umls?.semanticTypes !== undefined },
+  { flag: '--umls-keep-suppressed', formats: ['umls'], given: (o) => o.umls?.keepSuppressed === true },
+  { flag: '--all-synonyms', formats: ['obo', 'obograph'], given: (o) => o.synonymScopes !== undefined },
+];
+
+/** InputError naming the first given option that no file's loader reads, and each file's format. */
+function refuseUnreadOptions(options: KbLoadOptions, formats: ReadonlyMap<string, KbFormat>): void {
+  const present = new Set(formats.values());
+  for (const scoped of FORMAT_SCOPED_OPTIONS) {
+    if (!scoped.given(options) || scoped.formats.some((f) => present.has(f))) continue;
+    const found = [...formats].map(([path, format]) => `${path}: ${format}`).join(', ');
+    throw new InputError(`${scoped.flag} applies to ${scoped.formats.join(', ')} files only, and no KB file is one (${found})`, 'BAD_FLAGS');
+  }
 }
 
 /**

@@ -8,7 +8,7 @@ const BUILDER_FILE = 'builder.json';
 
 /** Marks `staging` as this process's, so that a later build can tell it was abandoned. */
 export function markBuilder(staging: string): void {
-  writeFileSync(join(staging, BUILDER_FILE), `${JSON.stringify({ host: hostname(), pid: process.pid })}\n`);
+  writeFileSync(join(staging, BUILDER_FILE), `${JSON.stringify(thisBuilder())}\n`);
 }
 
 /**
@@ -16,8 +16,18 @@ export function markBuilder(staging: string): void {
  * alone is not enough on a shared volume, where builders on two hosts often have the same one
  * (containers start at 1): each would remove, or rename onto, the other's work in progress.
  */
-export function builderTag(): string {
-  return `${hostname().replace(/[^A-Za-z0-9.-]/g, '_')}-${process.pid}`;
+export function builderTag(builder: Builder = thisBuilder()): string {
+  return `${builder.host.replace(/[^A-Za-z0-9.-]/g, '_')}-${builder.pid}`;
+}
+
+/** Who writes: a host and a process on it. */
+export interface Builder {
+  host: string;
+  pid: number;
+}
+
+export function thisBuilder(): Builder {
+  return { host: hostname(), pid: process.pid };
 }
 
 /** The mark is no part of the index: taken out just before the staging directory is renamed into place. */
@@ -47,7 +57,7 @@ export function removeAbandonedBuilds(outDir: string, mark: string): string[] {
 }
 
 /** Who marked `dir` (markBuilder), or undefined: unmarked (or not yet). */
-export function builderOf(dir: string): { host: string; pid: number } | undefined {
+export function builderOf(dir: string): Builder | undefined {
   try {
     const value = JSON.parse(readFileSync(join(dir, BUILDER_FILE), 'utf8')) as { host?: unknown; pid?: unknown };
     return typeof value.host === 'string' && Number.isInteger(value.pid) ? { host: value.host, pid: value.pid as number } : undefined;

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
+import { builderTag, thisBuilder, type Builder } from './abandoned-builds.ts';
 import { INDEX_MANIFEST_FILE, readIndexManifest, type IndexManifest } from './index-manifest.ts';
 
 /**
@@ -100,8 +101,22 @@ export function resolveIndexDir(path: string, options: { version?: string } = {}
 export function activateIndexVersion(root: string, version: string): IndexVersion {
   checkVersionName(version, 'index version');
   const target = versionAt(root, version);
-  const temporary = join(root, `.${CURRENT_VERSION_FILE}.${process.pid}`);
+  writeCurrentVersion(root, version);
+  return target;
+}
+
+/** Replaces `root/CURRENT` by a rename: readers see the old version or the new one, never half a file. */
+export function writeCurrentVersion(root: string, version: string): void {
+  const temporary = currentVersionTemporary(root);
   writeFileSync(temporary, `${version}\n`);
   renameSync(temporary, join(root, CURRENT_VERSION_FILE));
-  return target;
+}
+
+/**
+ * Where `writer` writes the next `CURRENT` before renaming it into place: tagged with host and pid
+ * (builderTag), since on a shared volume writers on two hosts often have the same pid (containers
+ * start at 1) and would overwrite, or rename away, each other's half-written file.
+ */
+export function currentVersionTemporary(root: string, writer: Builder = thisBuilder()): string {
+  return join(root, `.${CURRENT_VERSION_FILE}.${builderTag(writer)}`);
 }

@@ -1,7 +1,7 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { CuilinkError, InputError } from '../kb/errors.ts';
-import { CURRENT_VERSION_FILE, readCurrentVersion } from './index-versions.ts';
+import { CURRENT_VERSION_FILE, readCurrentVersion, writeCurrentVersion } from './index-versions.ts';
 import { MEMORY_MANIFEST_FILE, readMemoryManifest } from './memory-manifest.ts';
 import { breakStaleLock, lockAge } from './stale-lock.ts';
 
@@ -34,11 +34,7 @@ export function currentMemoryVersion(root: string): string | undefined {
  */
 export function activateMemoryVersion(root: string, version: string, expected?: string | null): void {
   readMemoryManifest(join(root, version));
-  const swap = () => {
-    const temporary = join(root, `.${CURRENT_VERSION_FILE}.${process.pid}`);
-    writeFileSync(temporary, `${version}\n`);
-    renameSync(temporary, join(root, CURRENT_VERSION_FILE));
-  };
+  const swap = () => writeCurrentVersion(root, version);
   if (expected === undefined) return swap();
   withRootLock(root, () => {
     const current = currentMemoryVersion(root) ?? null;

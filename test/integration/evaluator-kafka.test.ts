@@ -178,7 +178,7 @@ test('cuilink evaluator keeps its window across a restart (SIGTERM → state fil
   await publishGold('rs.gold', [...goldOf(first.noteId), ...goldOf(second.noteId)]);
   await publishLinked('rs.linked', await linker.linkNotes([first, second]));
   const stateFile = join(root, 'rs-state.json');
-  const args = ['--linked-topic', 'rs.linked', '--gold-topic', 'rs.gold', '--group', 'rs-evaluator', '--state', stateFile, '--snapshot-seconds', '0.2', '--min-samples', '1'];
+  const args = ['--linked-topic', 'rs.linked', '--gold-topic', 'rs.gold', '--group', 'rs-evaluator', '--state', stateFile, '--snapshot-seconds', '0.2'];
   const expectedFirst = goldOf(first.noteId).length + goldOf(second.noteId).length;
 
   const one = await startEvaluatorCli(args);

@@ -32,6 +32,7 @@ Options:
   --umls-sab A,B         with --kb: UMLS source vocabularies to keep (default all)
   --umls-tui T047,...    with --kb: UMLS semantic types to keep (default all)
   --umls-keep-suppressed with --kb: keep SUPPRESS=O/E/Y rows
+                         (refused unless a --kb file is UMLS, for --all-synonyms OBO or OBO-Graph)
   --linked-topic T       LinkedNote topic (default cuilink.linked)
   --gold-topic T         GoldMention topic (default cuilink.gold)
   --group ID             consumer group (default cuilink-evaluator)
@@ -43,7 +44,8 @@ Options:
   --floor A              alert when acc@1 falls below A
   --baseline A           expected acc@1 (e.g. the offline 'cuilink eval' figure) ...
   --margin D             ... alert when acc@1 is more than D below it (default 0.05)
-  --min-samples N        judge a window only once it holds N samples (default 50)
+  --min-samples N        with --floor or --baseline: alerts judge a window only once it holds
+                         N samples (default 50)
   --snapshot-seconds S   write the state file (then commit) at most this often (default 5)
   --learn-fraction F     a memory updater learns this share of notes (cuilink memory updater): score
                          only the other, *measure* stream, so learned mentions are never measured
@@ -85,6 +87,9 @@ export const evaluator: Command = {
     });
     if (values['split-seed'] !== undefined && values['learn-fraction'] === undefined) throw new InputError('--split-seed: only with --learn-fraction F', 'BAD_FLAGS');
     if (values.margin !== undefined && values.baseline === undefined) throw new InputError('--margin: only with --baseline A', 'BAD_FLAGS');
+    if (values['min-samples'] !== undefined && values.floor === undefined && values.baseline === undefined) {
+      throw new InputError('--min-samples: only with --floor A or --baseline A (it sets when the acc@1 alerts judge a window)', 'BAD_FLAGS');
+    }
     const measure = values['learn-fraction'] === undefined ? undefined : { learnFraction: parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0.5, { min: 0, max: 1 }), seed: parseNumberFlag(values['split-seed'], 'split-seed', MEMORY_SPLIT_SEED, { integer: true }) };
     if ((values.index === undefined) === ((values.kb ?? []).length === 0)) throw new InputError('give the KB with exactly one of --index DIR or --kb FILE', 'BAD_FLAGS');
     for (const flag of ['kb-supplement', 'xref-names', 'kb-format', 'all-synonyms', 'umls-lang', 'umls-sab', 'umls-tui', 'umls-keep-suppressed'] as const) {

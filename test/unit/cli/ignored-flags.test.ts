@@ -32,3 +32,7 @@ test('gold-sample --seed with --review-topic or --request-topic is refused (the 
     await assert.rejects(goldSample.run(['--corpus', 'test/fixtures/eval/sample.PubTator', `--${flag}`, 'cuilink.review', '--seed', '3', '--brokers', '127.0.0.1:1']), refused('--seed: only with --fraction (it draws the sample; --review-topic and --request-topic name the mentions)'), flag);
   }
 });
+
+test('evaluator --min-samples without --floor or --baseline is refused (it only gates the acc@1 alerts)', async () => {
+  await assert.rejects(evaluator.run(['--index', 'test/fixtures/eval/index', '--brokers', '127.0.0.1:1', '--min-samples', '20']), refused('--min-samples: only with --floor A or --baseline A (it sets when the acc@1 alerts judge a window)'));
+});

@@ -72,3 +72,9 @@ test('cuilink kb export --xref-names: names of another vocabulary ride along as 
   assert.equal(bad.status, 2);
   assert.equal(bad.stderr.trim(), 'cuilink evaluator: --xref-names goes with --kb: an index already holds its KB');
 });
+
+test('cuilink kb export: a UMLS filter on a KB with no UMLS file is a flag error, not a filter silently skipped', () => {
+  const run = cuilink(['kb', 'export', '--kb', fixture('tiny.obo'), '--umls-tui', 'T047']);
+  assert.equal(run.status, 2);
+  assert.equal(run.stderr.trim(), `cuilink kb export: --umls-tui applies to umls files only, and no KB file is one (${fixture('tiny.obo')}: obo)`);
+});

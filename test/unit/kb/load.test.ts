@@ -143,3 +143,22 @@ test('loadKb: MRSTY.RRF and MRREL.RRF passed with an MRCONSO.RRF from another di
     tmp.cleanup();
   }
 });
+
+test('loadKb: a UMLS filter or OBO synonym option with no file of that format is refused, naming the option, before any file is read', async () => {
+  const obo = fixture('tiny.obo');
+  const ctd = fixture('ctd-tiny.tsv');
+  const read: string[] = [];
+  const onFile = (path: string): void => void read.push(path);
+  const refused = (message: string) => (e: unknown) => e instanceof InputError && e.code === 'BAD_FLAGS' && e.message === message;
+  await assert.rejects(loadKb([obo], { umls: { semanticTypes: ['T047'] }, onFile }), refused(`--umls-tui applies to umls files only, and no KB file is one (${obo}: obo)`));
+  await assert.rejects(loadKb([obo, ctd], { umls: { sources: ['MSH'] }, onFile }), refused(`--umls-sab applies to umls files only, and no KB file is one (${obo}: obo, ${ctd}: ctd)`));
+  await assert.rejects(loadKb([ctd], { umls: { languages: [] }, onFile }), refused(`--umls-lang applies to umls files only, and no KB file is one (${ctd}: ctd)`));
+  await assert.rejects(loadKb([ctd], { umls: { keepSuppressed: true }, onFile }), refused(`--umls-keep-suppressed applies to umls files only, and no KB file is one (${ctd}: ctd)`));
+  await assert.rejects(loadKb([ctd], { synonymScopes: ['EXACT'], onFile }), refused(`--all-synonyms applies to obo, obograph files only, and no KB file is one (${ctd}: ctd)`));
+  assert.deepEqual(read, []);
+
+  // One file of the format is enough (a supplement counts: it is read with the same options); unset options are no request.
+  assert.equal((await loadKb([ctd, fixture('umls/MRCONSO.RRF')], { umls: { sources: ['MSH'] } })).size > 5, true);
+  assert.equal((await loadKb([ctd], { supplements: [fixture('tiny-obograph.json')], synonymScopes: ['EXACT'] })).size > 5, true);
+  assert.equal((await loadKb([ctd], { umls: { keepSuppressed: false }, synonymScopes: undefined })).size, 5);
+});

@@ -1,11 +1,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildIndex } from '../../../src/retrieve/index-builder.ts';
 import { LinkIndex } from '../../../src/retrieve/link-index.ts';
-import { activateIndexVersion, CURRENT_VERSION_FILE, listIndexVersions, resolveIndexDir } from '../../../src/retrieve/index-versions.ts';
+import { activateIndexVersion, CURRENT_VERSION_FILE, currentVersionTemporary, listIndexVersions, resolveIndexDir } from '../../../src/retrieve/index-versions.ts';
 import { InputError } from '../../../src/kb/errors.ts';
 import { FIXTURE_CONCEPTS } from '../../fixtures/link-concepts.ts';
 import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
@@ -99,5 +99,19 @@ test('an empty directory is an error that says what to do', () => {
     assert.throws(() => resolveIndexDir(empty), (e: unknown) => e instanceof InputError && /cuilink index build/.test(e.message));
   } finally {
     rmSync(empty, { recursive: true });
+  }
+});
+
+test("two writers with one pid on different hosts (a shared volume) never share CURRENT's temporary: another host's in-flight switch is left alone", () => {
+  // Containers on two hosts both run as pid 1.
+  assert.notEqual(currentVersionTemporary(root, { host: 'node-a', pid: 1 }), currentVersionTemporary(root, { host: 'node-b', pid: 1 }));
+  const theirs = currentVersionTemporary(root, { host: `${hostname()}-elsewhere`, pid: process.pid });
+  writeFileSync(theirs, 'kb-2026-10\n');
+  try {
+    activateIndexVersion(root, 'kb-2026-11');
+    assert.equal(readFileSync(join(root, CURRENT_VERSION_FILE), 'utf8'), 'kb-2026-11\n');
+    assert.equal(readFileSync(theirs, 'utf8'), 'kb-2026-10\n', "the other host's temporary was overwritten or renamed away");
+  } finally {
+    rmSync(theirs, { force: true });
   }
 });
