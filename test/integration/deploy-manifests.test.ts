@@ -29,6 +29,9 @@ const RUNTIME_ENV = new Set(['NODE_EXTRA_CA_CERTS', 'CUILINK_CACHE_DIR']);
 /** The workloads that run pods, the linker's StatefulSet included. */
 const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet', 'Job']);
 
+/** `$(NAME)` replaced by the variable as the kubelet does in env values, command and args (an undefined one stays as written; `$$` is `$`). */
+const expandVars = (text: string, env: Record<string, string>): string => text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m: string, name?: string) => (name === undefined ? '$' : (env[name] ?? m)));
+
 /**
  * A container's environment as the kubelet builds it for the pod `podName`: envFrom first, then
  * `env` in order, `$(NAME)` expanded from the variables defined before it (a reference to an
@@ -40,7 +43,7 @@ function podEnv(workload: Json, podName: string, shared: Record<string, string>,
   const declared: Json[] = container(workload).env ?? [];
   for (const v of declared) {
     let value: string;
-    if (v.value !== undefined) value = (v.value as string).replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m: string, name?: string) => (name === undefined ? '$' : (env[name] ?? m)));
+    if (v.value !== undefined) value = expandVars(v.value as string, env);
     else if (v.valueFrom?.secretKeyRef) value = secret[v.valueFrom.secretKeyRef.key]!;
     else if (v.valueFrom?.fieldRef?.fieldPath === 'metadata.name') value = podName;
     else assert.fail(`${workload.metadata.name}: ${v.name} comes from a source this test does not model`);
@@ -155,6 +158,9 @@ test('the stage config and environment of the manifests pass the stage\'s own co
     assert.equal(scaled.spec.scaleTargetRef.kind ?? 'Deployment', 'StatefulSet', `${overlay}: KEDA scales the linker StatefulSet`);
     assert.equal(scaled.spec.scaleTargetRef.apiVersion ?? 'apps/v1', 'apps/v1');
     assert.equal(scaled.spec.scaleTargetRef.name, linker.metadata.name);
+    // Kubernetes: a workload an HPA scales leaves spec.replicas out of its manifest, or every apply
+    // of the manifest (server-side, GitOps sync) sets the count back, and each change is a rebalance.
+    assert.equal(linker.spec.replicas, undefined, `${overlay}: KEDA owns the linker's replica count`);
 
     // Stable pod names (cuilink-0, cuilink-1, …) carry a stable Kafka identity: the client id is the
     // pod name and the transactional id `<groupId>-<pod name>`, so a pod replacing cuilink-3 takes
@@ -219,7 +225,7 @@ test('the linker reads the index and memory volumes read-only, the index-build J
   assert.equal(byKind(docs, 'Deployment', 'cuilink-memory-updater').spec.replicas, 1, 'one writer');
   assert.equal(byKind(docs, 'PersistentVolumeClaim', linkerMemory.claim.claimName).spec.accessModes[0], 'ReadWriteMany');
   assert.equal(env.CUILINK_MEMORY, linkerMemory.mount.mountPath, 'the linkers serve the memory root the updater writes');
-  const args: string[] = updaterPod.containers[0].args;
+  const args = (updaterPod.containers[0].args as string[]).map((a) => expandVars(a, env));
   assert.equal(args[args.indexOf('--memory') + 1], updaterMemory.mount.mountPath);
   const evaluatorArgs: string[] = byKind(docs, 'Deployment', 'cuilink-evaluator').spec.template.spec.containers[0].args;
   assert.equal(evaluatorArgs[evaluatorArgs.indexOf('--learn-fraction') + 1], args[args.indexOf('--learn-fraction') + 1], 'the evaluator scores exactly the notes the updater does not learn');
@@ -235,6 +241,34 @@ test('the linker reads the index and memory volumes read-only, the index-build J
   }
   const pdb = byKind(docs, 'PodDisruptionBudget', 'cuilink');
   assert.deepEqual(pdb.spec.selector.matchLabels, byKind(docs, 'StatefulSet', 'cuilink').spec.selector.matchLabels);
+});
+
+test('the evaluator and the memory updater open the index and the memory the linkers are given, also once an operator pins an index version or moves the memory', (t) => {
+  if (setupSkip) return t.skip(setupSkip);
+  // deploy/README.md: strict mode pins CUILINK_INDEX_DIR to a version directory (CURRENT is not
+  // moved), and a new model needs a new memory root (CUILINK_MEMORY); one ConfigMap edit each.
+  const variants: Record<string, string>[] = [{}, { CUILINK_INDEX_DIR: '/srv/cuilink/indexes/kb-v2', CUILINK_MEMORY: '/var/lib/cuilink-memory/model-b' }];
+  for (const overlay of OVERLAYS) {
+    const docs = rendered.get(overlay)!.docs;
+    const file = join(scratch, `${overlay}-paths-stage.json`);
+    writeFileSync(file, docs.find((d) => d.kind === 'ConfigMap' && d.data?.['stage.json'])!.data['stage.json'] as string);
+    const base: Record<string, string> = docs.find((d) => d.kind === 'ConfigMap' && d.data?.CUILINK_BROKERS)!.data;
+    const secret = byKind(docs, 'Secret', 'cuilink-kafka-credentials').stringData;
+    for (const variant of variants) {
+      const shared = { ...base, ...variant };
+      const { env } = podEnv(byKind(docs, 'StatefulSet', 'cuilink'), 'cuilink-0', shared, secret);
+      const { linker } = loadStageConfig({ file, env });
+      const flagOf = (deployment: string, flag: string) => {
+        const workload = byKind(docs, 'Deployment', deployment);
+        const args = (container(workload).args as string[]).map((a) => expandVars(a, podEnv(workload, `${deployment}-0`, shared, secret).env));
+        return args[args.indexOf(flag) + 1];
+      };
+      const what = `${overlay} ${JSON.stringify(variant)}`;
+      assert.equal(flagOf('cuilink-evaluator', '--index'), linker.indexDir, `${what}: the evaluator scores against the KB the linkers serve`);
+      assert.equal(flagOf('cuilink-memory-updater', '--index'), linker.indexDir, `${what}: the memory updater encodes with the linkers' bi-encoder`);
+      assert.equal(flagOf('cuilink-memory-updater', '--memory'), linker.memoryDir, `${what}: the memory updater writes the memory the linkers serve`);
+    }
+  }
 });
 
 test('the gpu overlay asks for a GPU on a GPU node with the CUDA image; the cpu overlay does not', (t) => {
