@@ -2,6 +2,9 @@
 // code) built with Maven and run against an exactly-once stage on the real local broker: it reads
 // every LinkedNote the stage wrote (read_committed) and prints, for each mention, the concept id
 // cuilink's own reader sees; a LinkedNote written with an older schema (v2) is read with defaults.
+// Also: bad options are exit 2 with the reason and the usage line; --max-notes commits no further
+// than it printed; a record in a format another build could read (a newer schema, a registry's)
+// stops it uncommitted, the deprecated header format is read, an unreadable value is skipped.
 //
 // Skipped, saying so, only when `mvn` is not on PATH (.ci/run installs it). The first build
 // fetches Avro and a few Maven plugins from Maven Central into ~/.m2; later builds run offline.
@@ -16,7 +19,8 @@ import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
 import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
 import { createKafkaClient } from '../../src/stream/kafka-client.ts';
 import { ensureTopics } from '../../src/stream/topics.ts';
-import { avroToLinkedNote, createRecordCodec, knownSchemas, linkedNoteToAvro } from '../../src/stream/avro/index.ts';
+import { avroToLinkedNote, createRecordCodec, knownSchemas, linkedNoteToAvro, SCHEMA_FINGERPRINT_HEADER, type LinkedNoteRecord } from '../../src/stream/avro/index.ts';
+import type { OutboundRecord } from '../../src/stream/kafka/client-types.ts';
 import type { LinkedNote } from '../../src/link/types.ts';
 import { buildPhenotypeIndex, noteMessage, publish, syntheticNotes, TopicCollector, waitFor } from '../support/stream-fixtures.ts';
 import { StageProcess } from '../support/stage-process.ts';
@@ -30,16 +34,16 @@ const SKIP = MAVEN.error !== undefined ? 'mvn is not on PATH: examples/java-cons
 let broker: LocalBroker;
 let root: string;
 let kafka: KafkaClient;
-let indexDir: string;
+let build: { seconds: number; offline: boolean };
 let stage: StageProcess | undefined;
 const codec = createRecordCodec();
 
 before(async () => {
   if (SKIP) return;
+  build = buildExample();
   root = mkdtempSync(join(tmpdir(), 'cuilink-java-consumer-'));
   broker = await startLocalBroker();
   kafka = createKafkaClient({ brokers: broker.brokers, clientId: 'java-consumer-test', logLevel: 'nothing' });
-  indexDir = await buildPhenotypeIndex(join(root, 'index'));
 });
 
 after(async () => {
@@ -62,8 +66,8 @@ function buildExample(): { seconds: number; offline: boolean } {
   return { seconds: (performance.now() - started) / 1000, offline };
 }
 
-/** Runs the consumer until it has printed `maxNotes` notes (or gave up after a minute without records). */
-function runConsumer(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs the consumer until it exits; `timeoutMs` is only a hang guard. */
+function runConsumer(args: string[], timeoutMs = 120_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn('java', ['-jar', JAR, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -87,7 +91,7 @@ function expectedLine(note: LinkedNote): string {
 }
 
 test('the Java example (kafka-clients + Avro BinaryMessageDecoder) reads every LinkedNote of an exactly-once stage, older schema versions included', { skip: SKIP, timeout: 15 * 60_000 }, async (ctx) => {
-  const build = buildExample();
+  const indexDir = await buildPhenotypeIndex(join(root, 'index'));
   ctx.diagnostic(`mvn package took ${build.seconds.toFixed(1)} s (${build.offline ? 'offline, from ~/.m2' : 'online: fetched what ~/.m2 lacked'})`);
 
   const t = { input: 'java.in', output: 'java.out', deadLetter: 'java.dead' };
@@ -140,4 +144,118 @@ test('the Java example (kafka-clients + Avro BinaryMessageDecoder) reads every L
 
   stage.kill('SIGTERM');
   assert.equal(await stage.exited, 0, `the stage drains and exits 0:\n${stage.lines.slice(-5).join('\n')}`);
+});
+
+const USAGE_LINE = 'usage: java -jar cuilink-java-consumer.jar --brokers HOST:PORT[,...] [--topic T] [--group G] [--max-notes N] [--idle-exit-ms MS]';
+
+test('the Java example refuses unknown options, missing values and malformed numbers: exit 2, the reason and the usage line', { skip: SKIP, timeout: 10 * 60_000 }, async () => {
+  // Nothing listens on port 1; --idle-exit-ms lets a consumer that accepted the options end on its own.
+  const dead = ['--brokers', '127.0.0.1:1'];
+  const idle = ['--idle-exit-ms', '1000'];
+  const cases: Array<[string[], string]> = [
+    [[...dead, '--min-confidenc', '0.9', ...idle], 'unknown option --min-confidenc'],
+    [[...dead, '--min-confidence=0.9', ...idle], 'unknown option --min-confidence'],
+    [[...dead, '--max-notes', 'ten', ...idle], "--max-notes must be a whole number, got 'ten'"],
+    [[...dead, '--idle-exit-ms', '2.5'], "--idle-exit-ms must be a whole number, got '2.5'"],
+    [[...dead, '--max-notes', '-5', ...idle], '--max-notes must be at least 1, got -5'],
+    [[...dead, ...idle, '--max-notes'], '--max-notes needs a value'],
+    [['--brokers', '--topic', 't', ...idle], '--brokers needs a value, got the option --topic'],
+    [[...dead, '--topic', 'a', '--topic', 'b', ...idle], '--topic given more than once (it takes one value)'],
+    [[...dead, 'stray', ...idle], "unexpected argument 'stray' (options are --name value)"],
+    [['--topic', 't', ...idle], 'missing required option --brokers'],
+  ];
+  for (const [args, reason] of cases) {
+    const run = await runConsumer(args);
+    const what = `${args.join(' ')}\n--- stdout ---\n${run.stdout}\n--- stderr ---\n${run.stderr.slice(-2000)}`;
+    assert.equal(run.code, 2, `exit 2 for ${what}`);
+    assert.deepEqual(run.stderr.trim().split('\n'), [`cuilink-java-consumer: ${reason}`, USAGE_LINE], what);
+    assert.equal(run.stdout, '', what);
+  }
+  const help = await runConsumer(['--help']);
+  assert.equal(help.code, 0, help.stderr);
+  assert.ok(help.stdout.startsWith(`${USAGE_LINE}\n`), help.stdout);
+  assert.match(help.stdout, /--max-notes N/);
+});
+
+/** A LinkedNote of two mentions, `m1 -> HP:0001250, m2 -> NIL`, in the current schema's record form. */
+function linkedRecord(noteId: string): LinkedNoteRecord {
+  const linked = { conceptId: 'HP:0001250', name: 'Seizure', semanticTypes: [], score: 0.9, retrievalScore: 0.9, exact: true, via: 'exact' };
+  return {
+    noteId,
+    mentions: [
+      { mentionId: 'm1', start: 0, end: 8, label: 'Phenotype', conceptId: 'HP:0001250', conceptName: 'Seizure', semanticTypes: [], score: 0.9, confidence: 0.8, via: 'exact', inKb: 0.9, nil: false, reranked: false, candidates: [linked], expandedFrom: null, memoryDecided: false, memorySupport: 0 },
+      { mentionId: 'm2', start: 10, end: 14, label: 'Phenotype', conceptId: null, conceptName: null, semanticTypes: [], score: 0.1, confidence: null, via: null, inKb: null, nil: true, reranked: false, candidates: [], expandedFrom: null, memoryDecided: false, memorySupport: 0 },
+    ],
+    linkerVersion: 'test',
+    modelVersion: 'test',
+    indexVersion: 'test',
+    memoryVersion: null,
+    linkedAt: 1_700_000_000_000,
+  };
+}
+
+async function singleObject(noteId: string): Promise<OutboundRecord> {
+  const encoded = await codec.encode('LinkedNote', linkedRecord(noteId));
+  return { key: noteId, value: encoded.value, headers: encoded.headers };
+}
+
+/** The Avro binary of the current schema behind `prefix`: C3 01 + an unknown fingerprint, or a Confluent header. */
+function framed(noteId: string, prefix: number[]): OutboundRecord {
+  return { key: noteId, value: Buffer.concat([Buffer.from(prefix), knownSchemas().current('LinkedNote').type.toBuffer(linkedRecord(noteId))]) };
+}
+
+const line = (noteId: string) => `${noteId}: m1 -> HP:0001250, m2 -> NIL`;
+const printed = (stdout: string) => stdout.split('\n').filter((l) => l !== '');
+
+test('the Java example commits no further than the notes it printed: --max-notes N prints N, the next run the rest', { skip: SKIP, timeout: 10 * 60_000 }, async () => {
+  const topic = 'java.max';
+  await ensureTopics(kafka, [topic], { partitions: 1 });
+  const ids = ['max-0', 'max-1', 'max-2', 'max-3', 'max-4'];
+  await publish(kafka, topic, await Promise.all(ids.map(singleObject)));
+  const args = ['--brokers', broker.brokers.join(','), '--topic', topic, '--group', 'java-max', '--idle-exit-ms', '10000'];
+
+  const first = await runConsumer([...args, '--max-notes', '2']);
+  assert.equal(first.code, 0, first.stderr);
+  assert.deepEqual(printed(first.stdout), ids.slice(0, 2).map(line), `--max-notes 2 prints two notes\n${first.stderr}`);
+  const second = await runConsumer([...args, '--max-notes', '3']);
+  assert.equal(second.code, 0, second.stderr);
+  assert.deepEqual(printed(second.stdout), ids.slice(2).map(line), `the next run starts after them\n${second.stderr}`);
+});
+
+test('the Java example reads the deprecated header format, skips an unreadable value, and stops uncommitted at a schema or a format it cannot read', { skip: SKIP, timeout: 10 * 60_000 }, async () => {
+  const topic = 'java.formats';
+  const confluentTopic = 'java.confluent';
+  await ensureTopics(kafka, [topic, confluentTopic], { partitions: 1 });
+  const current = knownSchemas().current('LinkedNote');
+  await publish(kafka, topic, [
+    await singleObject('fmt-single'),
+    // What the previous release wrote: the Avro binary alone, the writer named by its SHA-256 header.
+    { key: 'fmt-header', value: current.type.toBuffer(linkedRecord('fmt-header')), headers: { [SCHEMA_FINGERPRINT_HEADER]: current.fingerprint } },
+    { key: 'fmt-garbage', value: Buffer.from('not avro at all') },
+    await singleObject('fmt-before-newer'),
+    // As a newer cuilink's LinkedNote schema (a fingerprint this build has never seen) reaches an older consumer.
+    framed('fmt-newer', [0xc3, 0x01, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee]),
+    await singleObject('fmt-after-newer'),
+  ]);
+  await publish(kafka, confluentTopic, [framed('fmt-confluent', [0, 0, 0, 0, 7])]);
+  const args = (t: string) => ['--brokers', broker.brokers.join(','), '--topic', t, '--group', `group-${t}`, '--idle-exit-ms', '10000'];
+  const stop = /stopped at java\.formats\/0@4: written with a schema this build does not know \(single-object fingerprint eeeeeeeeeeeeeeee\)/;
+
+  const first = await runConsumer(args(topic));
+  const tail = `\n--- stdout ---\n${first.stdout}\n--- stderr ---\n${first.stderr.slice(-3000)}`;
+  assert.equal(first.code, 1, `exit 1: stopped at the record of an unknown schema${tail}`);
+  assert.deepEqual(printed(first.stdout), ['fmt-single', 'fmt-header', 'fmt-before-newer'].map(line), tail);
+  assert.match(first.stderr, /skipped java\.formats\/0@2: not a cuilink LinkedNote value/, tail);
+  assert.match(first.stderr, stop, tail);
+
+  // Nothing from the unknown record on was committed: a rerun of the same group starts at it again.
+  const again = await runConsumer(args(topic));
+  assert.equal(again.code, 1, again.stderr);
+  assert.equal(again.stdout, '', `what was printed before is committed${again.stderr}`);
+  assert.match(again.stderr, stop);
+
+  const confluent = await runConsumer(args(confluentTopic));
+  assert.equal(confluent.code, 1, confluent.stderr);
+  assert.equal(confluent.stdout, '');
+  assert.match(confluent.stderr, /stopped at java\.confluent\/0@0: in the Confluent wire format \(magic byte 0, schema id 7\)/, confluent.stderr);
 });
