@@ -26,15 +26,22 @@ export async function readTopicToEnd(client: KafkaClient, topic: string, groupPr
   // A partition starts at its log start: records retention deleted are never delivered.
   const reached = new Map(offsets.map((p) => [p.partition, BigInt(p.low)]));
   // Read committed, a transaction's commit (or abort) marker takes an offset but is never delivered
-  // as a record, so a topic a transactional stage writes ends one past its last record (and the
-  // high watermark read above does not say what lies below it). So a partition is read when its
-  // next offset reached its end, or, once the consumer has handed over nothing for IDLE_MS since it
-  // started fetching, when only the end's last offset is missing (a trailing marker). A tail of
-  // aborted records (more than one offset, never delivered) is not guessed at: it ends in the
-  // timeout error, as a consumer that never catches up does.
+  // as a record, nor is an aborted transaction's record, so a topic a transactional producer writes
+  // may end past its last record (and the high watermark read above does not say what lies below
+  // it). So a partition is read when its next offset reached its end, or when the consumer's
+  // settled fetch position did (it moved past markers and aborted records, and nothing of the
+  // partition waits to be handed over), or, for a consumer that cannot tell its position, once it
+  // has handed over nothing for IDLE_MS since it started fetching and only the end's last offset
+  // is missing (a trailing marker). Such a consumer's tail of aborted records is not guessed at: it
+  // ends in the timeout error, as a consumer that never catches up does.
   const caughtUp = (idle: boolean) => [...ends].every(([p, end]) => reached.get(p)! >= end - (idle ? 1n : 0n));
   if (caughtUp(false)) return;
   const consumer = client.consumer({ groupId: `${groupPrefix}-${process.pid}-${Date.now()}`, readCommitted: true });
+  const settled = () =>
+    [...ends].every(([p, end]) => {
+      const position = consumer.settledPosition?.(topic, p);
+      return reached.get(p)! >= end || (position !== undefined && BigInt(position) >= end);
+    });
   let idleCheck: NodeJS.Timeout | undefined;
   try {
     let done!: () => void;
@@ -75,7 +82,9 @@ export async function readTopicToEnd(client: KafkaClient, topic: string, groupPr
     // run() resolves once fetching started (after the join): the idle period counts from there.
     lastActivity = Date.now();
     idleCheck = setInterval(() => {
-      if (inFlight === 0 && Date.now() - lastActivity >= IDLE_MS && caughtUp(true)) done();
+      if (inFlight > 0) return;
+      const idle = Date.now() - lastActivity >= IDLE_MS;
+      if (settled() || (idle && caughtUp(true))) done();
     }, CHECK_EVERY_MS);
     idleCheck.unref();
     const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref());

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { DeadLetterRecord } from './avro/avro-records.ts';
 import { RECORD_FAULT_CODES } from './dead-letter-policy.ts';
 import type { OutboundRecord } from './kafka/client-types.ts';
+import { alreadyReplayedDetail, ledgerKey, type ReplayLedger } from './replay-ledger.ts';
 
 /**
  * What `cuilink dlq inspect` shows of a dead letter and what `cuilink dlq replay` may send back to
@@ -44,7 +45,7 @@ export const REPLAYABLE_AFTER_FIX: ReadonlyMap<string, string> = new Map([
 ]);
 
 /** Why `replay` leaves a dead letter alone. */
-export type SkipReason = 'cut' | 'never' | 'unknown-code' | 'sha256-mismatch' | 'repeated-header' | 'not-a-dead-letter';
+export type SkipReason = 'cut' | 'never' | 'unknown-code' | 'sha256-mismatch' | 'repeated-header' | 'not-a-dead-letter' | 'already-replayed';
 
 export type ReplayVerdict = { replayable: true } | { replayable: false; skip: SkipReason; detail: string };
 
@@ -67,8 +68,11 @@ function sha256(bytes: Buffer): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-/** Whether `replay` may send this dead letter's original back, or why not. */
-export function replayVerdict(entry: DeadLetterEntry): ReplayVerdict {
+/**
+ * Whether `replay` may send this dead letter's original back, or why not. With `ledger`, one it
+ * already sent is skipped (`--again` passes none); a hopeless one keeps its own reason.
+ */
+export function replayVerdict(entry: DeadLetterEntry, ledger?: ReplayLedger): ReplayVerdict {
   const letter = entry.letter;
   if (letter === undefined) return { replayable: false, skip: 'not-a-dead-letter', detail: `not a readable DeadLetter record (${entry.unreadable ?? 'unknown'})` };
   if (letter.originalTruncated) {
@@ -85,6 +89,8 @@ export function replayVerdict(entry: DeadLetterEntry): ReplayVerdict {
   const keys = letter.originalHeaders.map((h) => h.key).filter((k) => k !== REPLAYED_FROM_HEADER);
   const repeated = keys.find((k, i) => keys.indexOf(k) !== i);
   if (repeated !== undefined) return { replayable: false, skip: 'repeated-header', detail: `the header ${JSON.stringify(repeated)} repeats, which the Kafka client cannot produce` };
+  const replayed = ledger?.replayOf(entry, letter);
+  if (replayed !== undefined) return { replayable: false, skip: 'already-replayed', detail: alreadyReplayedDetail(replayed, ledger!.topic) };
   return { replayable: true };
 }
 
@@ -146,9 +152,9 @@ export interface DeadLetterView {
   unreadable?: string;
 }
 
-/** `firstBytes`: show the original's first bytes (they may be note text: only under the operator's PHI switch). */
-export function viewOf(entry: DeadLetterEntry, options: { firstBytes?: boolean } = {}): DeadLetterView {
-  const verdict = replayVerdict(entry);
+/** `firstBytes`: show the original's first bytes (they may be note text: only under the operator's PHI switch); `ledger`: what replay already sent. */
+export function viewOf(entry: DeadLetterEntry, options: { firstBytes?: boolean; ledger?: ReplayLedger } = {}): DeadLetterView {
+  const verdict = replayVerdict(entry, options.ledger);
   const base = { topic: entry.topic, partition: entry.partition, offset: entry.offset, replay: verdict.replayable ? ('yes' as const) : verdict.skip };
   const letter = entry.letter;
   if (letter === undefined) {
@@ -214,7 +220,7 @@ export function replayMessage(entry: DeadLetterEntry): OutboundRecord {
   for (const { key, value } of letter.originalHeaders) {
     if (key !== REPLAYED_FROM_HEADER) headers[key] = value === null ? Buffer.alloc(0) : Buffer.from(value);
   }
-  headers[REPLAYED_FROM_HEADER] = Buffer.from(`${entry.topic}/${entry.partition}/${entry.offset}`);
+  headers[REPLAYED_FROM_HEADER] = Buffer.from(ledgerKey(entry));
   return { key: letter.originalKey === null ? null : Buffer.from(letter.originalKey), value: letter.original === null ? null : Buffer.from(letter.original), headers };
 }
 

@@ -42,7 +42,7 @@ export const TOPIC_LIMITS = {
   maxMessageBytes: { min: 4096, max: 104_857_600 },
 } as const;
 
-export type TopicRole = 'input' | 'output' | 'deadLetter' | 'review' | 'labelRequests' | 'measureRequests' | 'gold';
+export type TopicRole = 'input' | 'output' | 'deadLetter' | 'review' | 'labelRequests' | 'measureRequests' | 'gold' | 'replayLedger';
 
 export interface TopicSettings {
   partitions: number;
@@ -50,6 +50,8 @@ export interface TopicSettings {
   maxMessageBytes: number;
   /** -1 keeps records forever. */
   retentionMs: number;
+  /** `compact`: the latest record per key is kept for good (cleanup.policy); otherwise the broker's default (delete). */
+  cleanupPolicy?: 'compact';
 }
 
 export interface PlannedTopic extends TopicSettings {
@@ -111,9 +113,20 @@ export function planTopics(config: StageConfig, options: TopicPlanOptions = {}):
   return plan;
 }
 
+/**
+ * The replay ledger of `cuilink dlq replay` (src/stream/replay-ledger.ts), made by its first
+ * `--execute` rather than by `topics create`: it is not in planTopics, so a deployment that never
+ * replays is not told it misses one. Compacted: one small record per dead letter ever replayed,
+ * kept as long as the dead letters are (and longer: a key is all it costs). One partition: keys
+ * need no spreading at that size. Replicated as the dead-letter topic is, which the command reads.
+ */
+export function replayLedgerTopic(topic: string, replicationFactor: number): PlannedTopic {
+  return { topic, role: 'replayLedger', usedBy: ['dlq replay'], partitions: 1, replicationFactor, maxMessageBytes: TOPIC_DEFAULTS.maxMessageBytes, retentionMs: -1, cleanupPolicy: 'compact' };
+}
+
 /** The topic configs a planned topic is created with. */
 export function topicConfigs(planned: TopicSettings): Record<string, string> {
-  return { 'max.message.bytes': String(planned.maxMessageBytes), 'retention.ms': String(planned.retentionMs) };
+  return { 'max.message.bytes': String(planned.maxMessageBytes), 'retention.ms': String(planned.retentionMs), ...(planned.cleanupPolicy === undefined ? {} : { 'cleanup.policy': planned.cleanupPolicy }) };
 }
 
 export interface TopicState {
@@ -198,7 +211,7 @@ export function differences(state: TopicState): string[] {
   return notes;
 }
 
-const ROLE_NAMES: Record<TopicRole, string> = { input: 'input', output: 'output', deadLetter: 'dead-letter', review: 'review', labelRequests: 'label-requests', measureRequests: 'measure-requests', gold: 'gold' };
+const ROLE_NAMES: Record<TopicRole, string> = { input: 'input', output: 'output', deadLetter: 'dead-letter', review: 'review', labelRequests: 'label-requests', measureRequests: 'measure-requests', gold: 'gold', replayLedger: 'replay ledger' };
 
 /** `cuilink.notes (input: stage, memory updater)` */
 export function topicLabel(p: PlannedTopic): string {
@@ -206,7 +219,7 @@ export function topicLabel(p: PlannedTopic): string {
 }
 
 /** `partitions 3, replication 1, max.message.bytes 1048588, retention.ms 604800000` */
-export function settingsText(s: { partitions?: number; replicationFactor?: number; maxMessageBytes?: number | string; retentionMs?: number | string }): string {
+export function settingsText(s: { partitions?: number; replicationFactor?: number; maxMessageBytes?: number | string; retentionMs?: number | string; cleanupPolicy?: string }): string {
   const show = (v: number | string | undefined) => (v === undefined ? '?' : String(v));
-  return `partitions ${show(s.partitions)}, replication ${show(s.replicationFactor)}, max.message.bytes ${show(s.maxMessageBytes)}, retention.ms ${show(s.retentionMs)}`;
+  return `partitions ${show(s.partitions)}, replication ${show(s.replicationFactor)}, max.message.bytes ${show(s.maxMessageBytes)}, retention.ms ${show(s.retentionMs)}${s.cleanupPolicy === undefined ? '' : `, cleanup.policy ${s.cleanupPolicy}`}`;
 }

@@ -11,8 +11,12 @@ import { stageConfigSchema, type StageConfig } from '../../src/stream/stage-conf
 import { ensureTopics } from '../../src/stream/topics.ts';
 import { createRecordCodec, SCHEMA_FINGERPRINT_HEADER } from '../../src/stream/avro/index.ts';
 import { startStageRuntime } from '../../src/cli/stage-runtime.ts';
-import { dlqInspect, dlqReplay } from '../../src/cli/commands/dlq.ts';
+import { dlqInspect } from '../../src/cli/commands/dlq.ts';
+import { dlqReplay } from '../../src/cli/commands/dlq-replay.ts';
 import { REPLAYED_FROM_HEADER } from '../../src/stream/dead-letter-replay.ts';
+import { replayTransactionalId } from '../../src/stream/replay-ledger.ts';
+import { isProducerFencedCode } from '../../src/stream/kafka/kafka-errors.ts';
+import { CuilinkError } from '../../src/kb/errors.ts';
 import { buildPhenotypeIndex, noteMessage, publish, readTopics, syntheticNotes, type ReadRecord } from '../support/stream-fixtures.ts';
 import { capture } from '../support/capture-console.ts';
 
@@ -20,10 +24,13 @@ import { capture } from '../support/capture-console.ts';
 // dead-lettered (two notes over a limit, a tombstone, an empty note, a large record of an unknown
 // schema whose dead letter is cut), inspected without note text, replayed in a dry run (nothing
 // sent), and, after the stage restarts with a larger limit, replayed for real: exactly the two
-// notes go back to the input topic with the replayed-from header and are linked.
+// notes go back to the input topic with the replayed-from header and are linked. Replay then
+// remembers (the ledger): run again it sends nothing, --again sends again, and a replay stopped
+// mid-transaction leaves nothing visible and is fenced by the next.
 const MARKER = 'ZQXPHIMARKER4410';
 const DEAD_BYTES = 8192;
 const topics = { input: 'dlq-cli.in', output: 'dlq-cli.out', deadLetter: 'dlq-cli.dead' };
+const ledgerTopic = 'dlq-cli.dead.replayed';
 let broker: LocalBroker;
 let root: string;
 let kafka: KafkaClient;
@@ -61,6 +68,15 @@ function stageConfig(maxNoteChars: number): StageConfig {
   });
 }
 
+async function topicExists(topic: string): Promise<boolean> {
+  const admin = kafka.admin();
+  try {
+    return (await admin.listTopics()).includes(topic);
+  } finally {
+    await admin.close();
+  }
+}
+
 async function endOffset(topic: string): Promise<number> {
   const admin = kafka.admin();
   try {
@@ -70,7 +86,7 @@ async function endOffset(topic: string): Promise<number> {
   }
 }
 
-test('dlq inspect lists the dead letters without note text; replay skips the hopeless ones, dry-runs, then sends exactly the fixable originals back', async (ctx) => {
+test('dlq inspect lists the dead letters without note text; replay skips the hopeless ones, dry-runs, then sends exactly the fixable originals back, once: run again it sends nothing, --again sends again, a replay stopped mid-transaction leaves nothing and is fenced', async (ctx) => {
   const [good, big1, big2, empty] = syntheticNotes(4, 'dlq-cli');
   const padded = (n: typeof big1) => ({ ...n!, text: `${n!.text} ${`${MARKER} `.repeat(80)}` });
   const oversized = [padded(big1), padded(big2)];
@@ -142,6 +158,7 @@ test('dlq inspect lists the dead letters without note text; replay skips the hop
   for (const line of dry.out) assert.doesNotMatch(line, new RegExp(MARKER));
   await new Promise((r) => setTimeout(r, 500));
   assert.equal(await endOffset(topics.input), inputEnd, 'a dry run sends nothing');
+  assert.equal(await topicExists(ledgerTopic), false, 'nor makes the ledger');
   const onlyHopeless = await capture(() => dlqReplay.run(['--config', configFile, '--code', 'EMPTY_RECORD,EMPTY_NOTE']));
   assert.equal(onlyHopeless.code, 3, 'nothing to send');
 
@@ -156,7 +173,14 @@ test('dlq inspect lists the dead letters without note text; replay skips the hop
       wouldSend.map((l) => l.slice('would send '.length)),
       '--execute sent exactly what the dry run printed',
     );
-    assert.match(sent.out.at(-1)!, /2 sent to dlq-cli\.in \(idempotent producer, acks=all\), 3 skipped \(never 2, cut 1\)$/);
+    assert.match(sent.out.at(-1)!, /2 sent to dlq-cli\.in \(transactional, recorded in dlq-cli\.dead\.replayed\), 3 skipped \(never 2, cut 1\)$/);
+    assert.match(sent.out[0]!, /^created dlq-cli\.dead\.replayed \(replay ledger: dlq replay\): partitions 1, replication 1, .*cleanup\.policy compact$/);
+    const ledgerAdmin = kafka.admin();
+    try {
+      assert.equal((await ledgerAdmin.describeTopicConfigs([ledgerTopic], ['cleanup.policy'])).get(ledgerTopic)?.get('cleanup.policy'), 'compact');
+    } finally {
+      await ledgerAdmin.close();
+    }
     const read = await readTopics(kafka, [topics.input, topics.output], (r) => r.get(topics.input)!.length >= messages.length + 2 && r.get(topics.output)!.length >= 3);
     const replayed = read.get(topics.input)!.slice(messages.length);
     assert.equal(replayed.length, 2, 'exactly the two replayable originals');
@@ -172,6 +196,54 @@ test('dlq inspect lists the dead letters without note text; replay skips the hop
     assert.deepEqual(linked, [good!.noteId, big1!.noteId, big2!.noteId].sort(), 'the replayed notes are linked once fixed');
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(await endOffset(topics.deadLetter), 5, 'nothing dead-lettered again');
+
+    // Replay remembers what it sent: the same --execute again (an operator re-running after a
+    // crash, or from a second terminal) sends nothing and names each dead letter it skips.
+    const inputAfterReplay = await endOffset(topics.input);
+    const rerun = await capture(() => dlqReplay.run(['--config', configFile, '--execute']));
+    for (const line of rerun.out) ctx.diagnostic(line);
+    assert.equal(rerun.code, 3, 'nothing left to send');
+    assert.deepEqual(rerun.out.filter((l) => l.startsWith('skip ') && l.includes('already replayed')).map((l) => l.split(' ')[1]), ['0:0', '0:4']);
+    assert.match(rerun.out.at(-1)!, /: 0 sent to dlq-cli\.in .*, 5 skipped \(already-replayed 2, never 2, cut 1\)$/);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(await endOffset(topics.input), inputAfterReplay, 'the second --execute sent nothing');
+
+    // A replay stopped mid-transaction (killed after sending 0:4 and its ledger entry, before the
+    // commit). The next replay takes the ledger's transactional id: the open transaction is
+    // aborted (nothing of it ever visible) and the stopped one can no longer commit. The ledger it
+    // reads then ends in aborted records, which read_committed never hands over.
+    const zombie = kafka.producer({ transactionalId: replayTransactionalId(ledgerTopic), transactionTimeoutMs: 60_000 });
+    await zombie.connect();
+    const open = await zombie.transaction();
+    await open.send({ topic: topics.input, messages: [{ ...oversizedMessages[1]!, headers: { ...oversizedMessages[1]!.headers, [REPLAYED_FROM_HEADER]: `${topics.deadLetter}/0/4`, 'dlq-cli-zombie': 'yes' } }] });
+    await open.send({ topic: ledgerTopic, messages: [{ key: `${topics.deadLetter}/0/4`, value: '{"zombie":true}' }] });
+    // --again: the ledger's 0:0 is sent once more.
+    const forced = await capture(() => dlqReplay.run(['--config', configFile, '--execute', '--again', '--offsets', '0:0']));
+    for (const line of forced.out) ctx.diagnostic(line);
+    assert.equal(forced.code, 0);
+    assert.match(forced.out.filter((l) => l.startsWith('sent '))[0]!, new RegExp(`^sent 0:0 NOTE_TOO_LARGE → ${topics.input} .* again \\(replayed before at \\d{4}-`));
+    assert.match(forced.out.at(-1)!, /, 1 selected: 1 sent to dlq-cli\.in \(/);
+    await assert.rejects(open.commit(), (error: unknown) => {
+      ctx.diagnostic(`the stopped replay's commit: ${(error as Error).message}`);
+      return error instanceof CuilinkError && isProducerFencedCode(error.code);
+    });
+    await zombie.close();
+    const afterAgain = await readTopics(kafka, [topics.input], (r) => r.get(topics.input)!.length >= messages.length + 3);
+    const replayedAll = afterAgain.get(topics.input)!.slice(messages.length);
+    assert.deepEqual(replayedAll.map((r) => [r.key, String(r.headers[REPLAYED_FROM_HEADER])]), [
+      [big1!.noteId, `${topics.deadLetter}/0/0`],
+      [big2!.noteId, `${topics.deadLetter}/0/4`],
+      [big1!.noteId, `${topics.deadLetter}/0/0`],
+    ]);
+    assert.ok(replayedAll.every((r) => r.headers['dlq-cli-zombie'] === undefined), "the stopped replay's record never became visible");
+
+    // The dry run reads the ledger too; inspect says the same.
+    const dryAfter = await capture(() => dlqReplay.run(['--config', configFile, '--code', 'NOTE_TOO_LARGE']));
+    assert.equal(dryAfter.code, 3);
+    assert.deepEqual(dryAfter.out.slice(0, -1).map((l) => l.split(' ').slice(0, 4).join(' ')), ['skip 0:0 NOTE_TOO_LARGE: already', 'skip 0:4 NOTE_TOO_LARGE: already']);
+    assert.match(dryAfter.out.at(-1)!, /^dlq replay \(dry run\): dlq-cli\.dead: 5 records read, 2 selected: 0 would be sent to dlq-cli\.in, 2 skipped \(already-replayed 2\)$/);
+    const inspected = await capture(() => dlqInspect.run(['--config', configFile]));
+    assert.match(inspected.out.at(-1)!, /; replay: already-replayed 2, never 2, cut 1$/);
   } finally {
     await second.close();
   }

@@ -1,9 +1,8 @@
 import type { Command } from '../command.ts';
-import { isBrokerFailure } from '../broker-failure.ts';
 import { parseFlags, parseNumberFlag } from '../args.ts';
 import { CuilinkError, InputError } from '../../kb/errors.ts';
 import { createKafkaClient, parseBrokerList, validateKafkaConnection } from '../../stream/kafka-client.ts';
-import type { KafkaClient, OutboundRecord } from '../../stream/kafka/client-types.ts';
+import type { KafkaClient } from '../../stream/kafka/client-types.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
 import type { RecordCodec } from '../../stream/avro/record-codec.ts';
 import type { SchemaRegistryOptions } from '../../stream/avro/confluent-avro-codec.ts';
@@ -11,26 +10,16 @@ import { avroToHeaders } from '../../stream/avro/avro-conversions.ts';
 import { connectionOf, loadStageConfig, schemaRegistryOf, type StageConfig } from '../../stream/stage-config.ts';
 import { requireTopics } from '../../stream/topics.ts';
 import { RECORD_FAULT_CODES } from '../../stream/dead-letter-policy.ts';
-import {
-  countsText,
-  FIRST_BYTES,
-  positionOf,
-  REPLAYED_FROM_HEADER,
-  replayMessage,
-  replayVerdict,
-  selectDeadLetters,
-  viewLine,
-  viewOf,
-  type DeadLetterEntry,
-  type DeadLetterFilter,
-} from '../../stream/dead-letter-replay.ts';
+import { countsText, FIRST_BYTES, replayVerdict, selectDeadLetters, viewLine, viewOf, type DeadLetterEntry, type DeadLetterFilter } from '../../stream/dead-letter-replay.ts';
+import { defaultLedgerTopic, ReplayLedger } from '../../stream/replay-ledger.ts';
 import { readTopicToEnd } from '../../eval/topic-to-end.ts';
 
-// `cuilink dlq inspect` and `cuilink dlq replay` (docs/dead-letters.md): read the dead-letter
-// topic to its current end (a throwaway consumer group, nothing committed), select by code, time
-// and position, print without note text; replay sends the selected replayable originals back.
+// `cuilink dlq inspect` and what it shares with `cuilink dlq replay` (dlq-replay.ts;
+// docs/dead-letters.md): read the dead-letter topic and the replay ledger to their current ends (a
+// throwaway consumer group, nothing committed), select by code, time and position, print without
+// note text.
 
-const COMMON_HELP = `  --config FILE          the stage's config file: brokers, topics, wire format, TLS/SASL (CUILINK_* variables
+export const COMMON_HELP = `  --config FILE          the stage's config file: brokers, topics, wire format, TLS/SASL (CUILINK_* variables
                          apply as for 'cuilink run'; without it the defaults and CUILINK_* variables)
   --brokers H:P,H:P      Kafka bootstrap brokers (default: the config's brokers, or CUILINK_BROKERS)
   --schema-registry URL  read the Confluent wire format through this registry (default: the config's schemaRegistry.*, as cuilink run reads it)
@@ -41,14 +30,17 @@ const COMMON_HELP = `  --config FILE          the stage's config file: brokers, 
   --until TIME           only dead letters that failed before TIME
   --offsets P:O,P:O      only the dead letters at these positions (partition:offset on the dead-letter topic,
                          as inspect prints them; a bare offset when the topic has one partition)
-  --limit N              at most N dead letters (the first in partition and offset order)`;
+  --limit N              at most N dead letters (the first in partition and offset order)
+  --ledger T             the replay ledger: what 'dlq replay --execute' sent (default: the dead-letter
+                         topic's name + '.replayed')`;
 
 const inspectUsage = `Usage: cuilink dlq inspect [options]
 
 Reads the dead-letter topic from its start to its current end (nothing committed) and prints one
 line per dead letter: its position (partition:offset), error code, stage, failedAt, the source
 record (topic/partition/offset), the original value's size and sha256, whether it was cut to fit,
-whether 'dlq replay' would send it, and the reason; then a summary by code. Note text (PHI) is
+whether 'dlq replay' would send it (or why not: already-replayed when the replay ledger says it
+was sent), and the reason; then a summary by code. Note text (PHI) is
 printed only with --show-text, and so are the original's first ${FIRST_BYTES} bytes in hex (first=hidden
 otherwise: a record without framing starts with its note text), which telemetry.logPhi
 (CUILINK_LOG_PHI) also shows. docs/dead-letters.md.
@@ -60,26 +52,7 @@ ${COMMON_HELP}
                          and its first bytes in hex: PHI
   -h, --help             this text`;
 
-const replayUsage = `Usage: cuilink dlq replay [options] [--dry-run | --execute]
-
-Sends the selected dead letters' original key, value and headers back to the input topic (after the
-cause was fixed: a limit raised, a schema made known...), each with the header
-'${REPLAYED_FROM_HEADER}: <dead-letter topic>/<partition>/<offset>', through an idempotent producer
-(acks=all), in partition and offset order. A dry run (the default) prints exactly what --execute
-would send and sends nothing. Never sent (skipped, counted by reason): a dead letter whose original
-was cut, whose code never succeeds on replay (EMPTY_RECORD, UNDECODABLE, BAD_TEXT_ENCODING,
-BAD_NOTE, EMPTY_NOTE, BAD_MENTION), whose code this version does not know, whose original does not
-match its sha256, or that is no readable DeadLetter. Exit code 3 when nothing is (or would be)
-sent. docs/dead-letters.md.
-
-Options:
-${COMMON_HELP}
-  --to T                 the topic to send to (default: the config's topics.input, cuilink.notes)
-  --dry-run              print what would be sent, send nothing (the default)
-  --execute              send
-  -h, --help             this text`;
-
-const COMMON_FLAGS = {
+export const COMMON_FLAGS = {
   config: { type: 'string' },
   brokers: { type: 'string' },
   'schema-registry': { type: 'string' },
@@ -90,6 +63,7 @@ const COMMON_FLAGS = {
   until: { type: 'string' },
   offsets: { type: 'string' },
   limit: { type: 'string' },
+  ledger: { type: 'string' },
 } as const;
 
 /** `--code` values (repeated or comma-separated), each on the closed list of dead-letter codes. */
@@ -137,7 +111,7 @@ export function parseOffsets(value: string | undefined, partitions: number): Set
   return positions;
 }
 
-interface CommonValues {
+export interface CommonValues {
   config?: string;
   brokers?: string;
   'schema-registry'?: string;
@@ -148,6 +122,7 @@ interface CommonValues {
   until?: string;
   offsets?: string;
   limit?: string;
+  ledger?: string;
 }
 
 /** The filter flags that need no broker, checked before connecting. */
@@ -160,11 +135,13 @@ export function parseFilterFlags(values: CommonValues): { filter: Omit<DeadLette
   return { filter: { codes, since, until }, limit };
 }
 
-interface DlqContext {
+export interface DlqContext {
   config: StageConfig;
   kafka: KafkaClient;
   codec: RecordCodec;
   topic: string;
+  /** The replay ledger topic. */
+  ledger: string;
 }
 
 /** The registry as the stage reads it (schemaRegistry.* with its auth and TLS, CUILINK_SCHEMA_REGISTRY_*), `--schema-registry` replacing only its URL. */
@@ -174,18 +151,23 @@ export function dlqSchemaRegistry(config: StageConfig, override: string | undefi
   return override === undefined ? configured : { ...configured, url: override };
 }
 
-function openContext(values: CommonValues): DlqContext {
+export const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
+
+export function openContext(values: CommonValues): DlqContext {
   const config = loadStageConfig({ file: values.config });
   const brokers = values.brokers !== undefined ? parseBrokerList(values.brokers) : config.brokers;
   if (brokers.length === 0) throw new InputError('no Kafka brokers: pass --brokers host:port, a --config FILE with brokers, or set CUILINK_BROKERS', 'BAD_FLAGS');
   const schemaRegistry = dlqSchemaRegistry(config, values['schema-registry']);
   const topic = values.topic ?? config.topics.deadLetter;
-  if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic)) throw new InputError(`--topic '${topic}' is not a topic name (1-249 of [A-Za-z0-9._-])`, 'BAD_FLAGS');
+  if (!TOPIC_NAME.test(topic)) throw new InputError(`--topic '${topic}' is not a topic name (1-249 of [A-Za-z0-9._-])`, 'BAD_FLAGS');
+  const ledger = values.ledger ?? defaultLedgerTopic(topic);
+  if (!TOPIC_NAME.test(ledger)) throw new InputError(`--ledger '${ledger}' is not a topic name (1-249 of [A-Za-z0-9._-])${values.ledger === undefined ? `: the dead-letter topic's name is too long to derive it, give --ledger` : ''}`, 'BAD_FLAGS');
+  if (ledger === topic) throw new InputError(`--ledger ${ledger} is the dead-letter topic itself`, 'BAD_FLAGS');
   const connection = validateKafkaConnection({ ...connectionOf(config, brokers), clientId: values['client-id'] ?? 'cuilink-dlq' });
-  return { config, kafka: createKafkaClient(connection), codec: createRecordCodec({ schemaRegistry }), topic };
+  return { config, kafka: createKafkaClient(connection), codec: createRecordCodec({ schemaRegistry }), topic, ledger };
 }
 
-async function partitionCount(kafka: KafkaClient, topic: string): Promise<number> {
+export async function partitionCount(kafka: KafkaClient, topic: string): Promise<number> {
   const admin = kafka.admin();
   try {
     return (await admin.topicOffsets(topic)).length;
@@ -195,7 +177,7 @@ async function partitionCount(kafka: KafkaClient, topic: string): Promise<number
 }
 
 /** Reads the dead-letter topic to its current end (records written meanwhile are not read); a record that is no DeadLetter is kept as unreadable. */
-async function readDeadLetters(context: DlqContext): Promise<DeadLetterEntry[]> {
+export async function readDeadLetters(context: DlqContext): Promise<DeadLetterEntry[]> {
   const entries: DeadLetterEntry[] = [];
   await readTopicToEnd(
     context.kafka,
@@ -216,7 +198,25 @@ async function readDeadLetters(context: DlqContext): Promise<DeadLetterEntry[]> 
   return entries;
 }
 
-async function closeContext(context: DlqContext): Promise<void> {
+/**
+ * The replay ledger to its current end (read_committed: a replay's entries only once its
+ * transaction committed); empty when the topic does not exist yet, which only a first --execute
+ * makes.
+ */
+export async function readLedger(context: DlqContext): Promise<ReplayLedger> {
+  const ledger = new ReplayLedger(context.ledger);
+  const admin = context.kafka.admin();
+  let exists: boolean;
+  try {
+    exists = (await admin.listTopics()).includes(context.ledger);
+  } finally {
+    await admin.close();
+  }
+  if (exists) await readTopicToEnd(context.kafka, context.ledger, 'cuilink-dlq-ledger', async (record) => ledger.add(record), 300_000);
+  return ledger;
+}
+
+export async function closeContext(context: DlqContext): Promise<void> {
   await context.codec.close?.();
 }
 
@@ -250,6 +250,7 @@ export const dlqInspect: Command = {
     try {
       await requireTopics(context.kafka, [context.topic]);
       const positions = parseOffsets(values.offsets, await partitionCount(context.kafka, context.topic));
+      const ledger = await readLedger(context);
       const entries = await readDeadLetters(context);
       const matched = selectDeadLetters(entries, { ...filter, positions });
       const shown = matched.slice(0, limit);
@@ -260,12 +261,12 @@ export const dlqInspect: Command = {
       for (const entry of matched) {
         const code = entry.letter?.errorCode ?? '(not a DeadLetter)';
         byCode.set(code, (byCode.get(code) ?? 0) + 1);
-        const verdict = replayVerdict(entry);
+        const verdict = replayVerdict(entry, ledger);
         const replay = verdict.replayable ? 'yes' : verdict.skip;
         byReplay.set(replay, (byReplay.get(replay) ?? 0) + 1);
       }
       for (const entry of shown) {
-        const view = viewOf(entry, { firstBytes: bytesShown });
+        const view = viewOf(entry, { firstBytes: bytesShown, ledger });
         const text = values['show-text'] ? await originalText(context.codec, entry) : undefined;
         if (values.json) console.log(JSON.stringify(text === undefined ? view : { ...view, originalText: text }));
         else {
@@ -282,108 +283,6 @@ export const dlqInspect: Command = {
         );
       }
       return 0;
-    } finally {
-      await closeContext(context);
-    }
-  },
-};
-
-/** The request size replay sends at most per produce call (one record larger goes alone). */
-const SEND_CHUNK_BYTES = 512 * 1024;
-const SEND_CHUNK_RECORDS = 200;
-
-function messageLine(verb: string, entry: DeadLetterEntry, message: OutboundRecord, to: string): string {
-  const value = message.value as Buffer | null;
-  const headers = Object.keys(message.headers ?? {}).map((k) => (k === REPLAYED_FROM_HEADER ? `${k}=${String(message.headers![k])}` : k));
-  const view = viewOf(entry);
-  return `${verb} ${positionOf(entry)} ${entry.letter!.errorCode} → ${to} key=${view.key ?? '(null)'} size=${value?.length ?? '(null)'} sha256=${view.sha256 ?? '-'} headers=[${headers.join(', ')}]`;
-}
-
-/**
- * The error a send that failed part way ends the replay with: the message says how far it got. A
- * broker's failure keeps the broker's code, which makes it exit 3 like every other broker
- * failure, not 2, the exit code of a bad flag.
- */
-export function replayStopped(error: unknown, message: string): CuilinkError {
-  if (isBrokerFailure(error)) return new CuilinkError(error.code, message, { retriable: error.retriable, cause: error });
-  return new CuilinkError('REPLAY_FAILED', message, { cause: error });
-}
-
-export const dlqReplay: Command = {
-  name: 'dlq replay',
-  summary: 'Send selected dead letters back to the input topic after a fix (dry run by default; never the hopeless ones)',
-  usage: replayUsage,
-  async run(argv) {
-    const { values } = parseFlags(argv, { ...COMMON_FLAGS, to: { type: 'string' }, 'dry-run': { type: 'boolean' }, execute: { type: 'boolean', default: false } });
-    if (values.execute && values['dry-run']) throw new InputError('give --dry-run or --execute, not both', 'BAD_FLAGS');
-    const execute = values.execute;
-    const { filter, limit } = parseFilterFlags(values);
-    const context = openContext(values);
-    try {
-      const to = values.to ?? context.config.topics.input;
-      if (!/^[A-Za-z0-9._-]{1,249}$/.test(to)) throw new InputError(`--to '${to}' is not a topic name (1-249 of [A-Za-z0-9._-])`, 'BAD_FLAGS');
-      if (to === context.topic) throw new InputError(`--to ${to} is the dead-letter topic itself`, 'BAD_FLAGS');
-      await requireTopics(context.kafka, [context.topic, to]);
-      const positions = parseOffsets(values.offsets, await partitionCount(context.kafka, context.topic));
-      const entries = await readDeadLetters(context);
-      if (positions !== undefined) {
-        const present = new Set(entries.map(positionOf));
-        const missing = [...positions].filter((p) => !present.has(p));
-        if (missing.length > 0) throw new InputError(`--offsets ${missing.join(', ')}: no record at ${missing.length === 1 ? 'that position' : 'those positions'} of ${context.topic} (read to its end)`, 'BAD_FLAGS');
-      }
-      const selected = selectDeadLetters(entries, { ...filter, positions }, limit);
-      const sends: { entry: DeadLetterEntry; message: OutboundRecord }[] = [];
-      const skipped = new Map<string, number>();
-      for (const entry of selected) {
-        const verdict = replayVerdict(entry);
-        if (!verdict.replayable) {
-          skipped.set(verdict.skip, (skipped.get(verdict.skip) ?? 0) + 1);
-          console.log(`skip ${positionOf(entry)} ${entry.letter?.errorCode ?? '(not a DeadLetter)'}: ${verdict.detail}`);
-          continue;
-        }
-        const message = replayMessage(entry);
-        sends.push({ entry, message });
-        if (!execute) console.log(messageLine('would send', entry, message, to));
-      }
-      const skippedCount = selected.length - sends.length;
-      const head = `dlq replay${execute ? '' : ' (dry run)'}: ${context.topic}: ${entries.length} records read, ${selected.length} selected`;
-      const skipText = skippedCount > 0 ? `, ${skippedCount} skipped (${countsText(skipped)})` : '';
-      if (!execute) {
-        console.log(`${head}: ${sends.length} would be sent to ${to}${skipText}${sends.length > 0 ? '; nothing sent: run again with --execute to send them' : ''}`);
-        return sends.length > 0 ? 0 : 3;
-      }
-      let sent = 0;
-      if (sends.length > 0) {
-        const producer = context.kafka.producer();
-        await producer.connect();
-        try {
-          let chunk: { entry: DeadLetterEntry; message: OutboundRecord }[] = [];
-          let bytes = 0;
-          const flush = async () => {
-            if (chunk.length === 0) return;
-            try {
-              await producer.send([{ topic: to, messages: chunk.map((c) => c.message) }]);
-            } catch (error) {
-              throw replayStopped(error, `replay stopped: ${sent} of ${sends.length} sent for sure, the next ${chunk.length} may be in part (look for ${REPLAYED_FROM_HEADER} on ${to}): ${(error as Error).message}`);
-            }
-            sent += chunk.length;
-            for (const c of chunk) console.log(messageLine('sent', c.entry, c.message, to));
-            chunk = [];
-            bytes = 0;
-          };
-          for (const send of sends) {
-            const size = ((send.message.value as Buffer | null)?.length ?? 0) + ((send.message.key as Buffer | null)?.length ?? 0);
-            if (chunk.length > 0 && (bytes + size > SEND_CHUNK_BYTES || chunk.length >= SEND_CHUNK_RECORDS)) await flush();
-            chunk.push(send);
-            bytes += size;
-          }
-          await flush();
-        } finally {
-          await producer.close();
-        }
-      }
-      console.log(`${head}: ${sent} sent to ${to} (idempotent producer, acks=all)${skipText}`);
-      return sent > 0 ? 0 : 3;
     } finally {
       await closeContext(context);
     }

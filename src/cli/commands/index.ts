@@ -1,6 +1,7 @@
 import type { Command } from '../command.ts';
 import { kbExport } from './kb-export.ts';
-import { dlqInspect, dlqReplay } from './dlq.ts';
+import { dlqInspect } from './dlq.ts';
+import { dlqReplay } from './dlq-replay.ts';
 import { indexBuild } from './index-build.ts';
 import { indexInfo } from './index-info.ts';
 import { indexActivate } from './index-activate.ts';

@@ -102,6 +102,13 @@ export interface KafkaConsumerClient {
   onJoin(listener: (join: ConsumerJoin) => void): void;
   /** The latest high watermark known for a partition (refreshed on a timer), if any. */
   highWatermark?(topic: string, partition: number): string | undefined;
+  /**
+   * The next offset this consumer fetches for a partition while none of its records waits for or
+   * runs in eachBatch: every offset below it was handed over or skipped, and under read_committed
+   * the skipped ones are transaction markers and aborted records, which are never handed over.
+   * Undefined while records of it are pending, or before it was fetched.
+   */
+  settledPosition?(topic: string, partition: number): string | undefined;
   /** Called when the consumer failed; `restarting` false means it gave up for good. */
   onCrash(listener: (error: unknown, restarting: boolean) => void): void;
   /** Stops fetching and waits for the batches in flight; idempotent. */

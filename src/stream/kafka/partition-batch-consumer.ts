@@ -122,6 +122,18 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
     return this.highWatermarks.get(`${topic}:${partition}`);
   }
 
+  settledPosition(topic: string, partition: number): string | undefined {
+    const epoch = this.epoch;
+    // Paused by us, records may wait in the stream's buffer; readableLength counts those of a push not yet emitted.
+    if (epoch === undefined || epoch.stale || epoch.pausedByUs || epoch.stream.readableLength > 0) return undefined;
+    const key = `${topic}:${partition}`;
+    const queue = epoch.queues.get(key);
+    if (queue !== undefined && (queue.running || queue.records.length > 0)) return undefined;
+    // The library moves it past the last batch of each fetch, control and aborted batches included.
+    const next = epoch.stream.offsetsToFetch.get(key);
+    return next === undefined ? undefined : String(next);
+  }
+
   onJoin(listener: (join: ConsumerJoin) => void): void {
     this.joinListeners.push(listener);
   }

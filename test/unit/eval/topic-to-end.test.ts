@@ -11,7 +11,7 @@ function record(partition: number, offset: number): InboundRecord {
  * A client whose topic holds `records` below the `offsets` it reports; its consumer hands them over
  * one partition batch each after run() resolved (as the real one does: fetching starts, then batches).
  */
-function fakeClient(offsets: PartitionOffsets[], records: InboundRecord[]) {
+function fakeClient(offsets: PartitionOffsets[], records: InboundRecord[], settledPosition?: KafkaConsumerClient['settledPosition']) {
   const seen = { consumers: 0, closed: 0, adminClosed: 0, readCommitted: undefined as boolean | undefined };
   const client: KafkaClient = {
     clientId: 'fake',
@@ -29,6 +29,7 @@ function fakeClient(offsets: PartitionOffsets[], records: InboundRecord[]) {
       // A real consumer's connections keep the process up while it waits (the reader's own timers do not).
       let connection: NodeJS.Timeout | undefined;
       const consumer: Partial<KafkaConsumerClient> = {
+        ...(settledPosition === undefined ? {} : { settledPosition }),
         onJoin: () => {},
         run: async (run: ConsumerRunOptions) => {
           assert.equal(run.fromBeginning, true);
@@ -85,6 +86,33 @@ test('more than one offset missing at the end is not guessed at: the read times 
   const { client, seen } = fakeClient([{ partition: 0, low: '0', high: '7' }], [record(0, 0), record(0, 2)]);
   await assert.rejects(readTopicToEnd(client, 't', 'g', async () => {}, 2500), /t: not read to its end within 2500 ms/);
   assert.equal(seen.closed, 1);
+});
+
+test('a tail of aborted records counts as read once the consumer says its fetch position passed it with nothing pending', async () => {
+  // As above, the replay ledger after a replay stopped mid-transaction: records 4 and 5 aborted, their marker at 6.
+  let handedOver = false;
+  const { client, seen } = fakeClient([{ partition: 0, low: '0', high: '7' }], [record(0, 0), record(0, 2)], (topic, partition) => {
+    assert.deepEqual([topic, partition], ['t', 0]);
+    return handedOver ? '7' : undefined;
+  });
+  const got: string[] = [];
+  await readTopicToEnd(
+    client,
+    't',
+    'g',
+    async (r) => {
+      got.push(r.offset);
+      if (r.offset === '2') handedOver = true;
+    },
+    10_000,
+  );
+  assert.deepEqual(got, ['0', '2']);
+  assert.equal(seen.closed, 1);
+});
+
+test('a settled position short of the end is no proof: more than a marker missing still times out', async () => {
+  const { client } = fakeClient([{ partition: 0, low: '0', high: '7' }], [record(0, 0), record(0, 2)], () => '6');
+  await assert.rejects(readTopicToEnd(client, 't', 'g', async () => {}, 2500), /t: not read to its end within 2500 ms/);
 });
 
 test('onRecord throwing ends the read with that error', async () => {

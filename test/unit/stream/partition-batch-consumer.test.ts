@@ -221,3 +221,39 @@ test('a restart whose consume() resolves while stop() runs leaves no stream fetc
   assert.equal(streams.length, 2, 'the restart did open a second stream');
   assert.deepEqual(closedAtStop, [true, true], 'every stream closed once stop() resolves');
 });
+
+test('the settled position is the library\'s next fetch offset (past markers and aborted records), given only while nothing of the partition waits or runs', async () => {
+  const stream = Object.assign(new FakeStream(), { readableLength: 0, offsetsToFetch: new Map<string, bigint>() });
+  const library = {
+    generationId: 1, memberId: 'm', assignments: [], closed: false, on() {},
+    async consume() {
+      return stream;
+    },
+    async listOffsets() {
+      return new Map();
+    },
+    close(_force: boolean, done: () => void) {
+      done();
+    },
+  };
+  const consumer = new PartitionBatchConsumer(() => library as never, { groupId: 'g' });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const running: string[] = [];
+  await consumer.run({ topics: ['in'], fromBeginning: true, eachBatch: async (batch) => {
+    running.push(batch.messages.map((m) => m.offset).join());
+    await released;
+  } });
+  assert.equal(consumer.settledPosition('in', 0), undefined, 'not fetched yet');
+  // One fetch: record 0, then an aborted transaction's records 1-3 and its marker 4, which the library skips.
+  stream.offsetsToFetch.set('in:0', 5n);
+  stream.emit('data', { topic: 'in', partition: 0, offset: 0n, timestamp: 0n, key: null, value: Buffer.from('x'), headers: new Map(), metadata: { consumer: { groupId: 'g', memberId: 'm', generationId: 1, coordinatorId: 0 } } });
+  assert.deepEqual(running, ['0']);
+  assert.equal(consumer.settledPosition('in', 0), undefined, 'record 0 is still being handled');
+  release();
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(consumer.settledPosition('in', 0), '5');
+  stream.readableLength = 1;
+  assert.equal(consumer.settledPosition('in', 0), undefined, 'records wait in the stream');
+  await consumer.close();
+});
