@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
+import { fileDigest } from '../kb/file-digest.ts';
 
 export const MODEL_MANIFEST_FILE = 'manifest.json';
 
@@ -70,14 +70,14 @@ export function readModelManifest(dir: string): ModelManifest {
 
 /** The model's identity: a hash of its manifest, which lists every shipped file's checksum. */
 export function modelChecksum(dir: string): string {
-  return createHash('sha256').update(readFileSync(join(dir, MODEL_MANIFEST_FILE))).digest('hex');
+  return fileDigest(join(dir, MODEL_MANIFEST_FILE)).sha256;
 }
 
 /** Fails when a shipped file does not match the checksum its manifest records. */
 export function verifyModelFile(dir: string, manifest: ModelManifest, file: string): void {
   const expected = manifest.sha256[file];
   if (expected === undefined) return;
-  const actual = createHash('sha256').update(readFileSync(join(dir, file))).digest('hex');
+  const actual = fileDigest(join(dir, file)).sha256;
   if (actual !== expected) throw new InputError(`${join(dir, file)}: checksum ${actual.slice(0, 12)} does not match the manifest's ${expected.slice(0, 12)}`, 'MODEL_CHECKSUM');
 }
 

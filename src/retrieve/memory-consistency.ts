@@ -1,5 +1,26 @@
 import { InputError } from '../kb/errors.ts';
+import { digestOf, fileDigest, type FileDigest } from '../kb/file-digest.ts';
 import { readHnswLabels } from './hnsw-index.ts';
+
+/**
+ * Checks a version's file against the size and SHA-256 its manifest recorded when it was saved
+ * (`content`: the bytes already read for parsing, so those are the bytes checked). No record:
+ * a version from before checksums, checked for shape only.
+ */
+export function checkFileChecksum(file: string, recorded: FileDigest | undefined, content?: Uint8Array): void {
+  if (recorded === undefined) return;
+  let actual: FileDigest;
+  try {
+    actual = content === undefined ? fileDigest(file) : digestOf(content);
+  } catch (error) {
+    throw new InputError(`${file}: ${(error as Error).message}`, 'BAD_MEMORY', error);
+  }
+  if (actual.bytes === recorded.bytes && actual.sha256 === recorded.sha256) return;
+  throw new InputError(
+    `${file}: ${actual.bytes} bytes, sha256 ${actual.sha256}; the manifest recorded ${recorded.bytes} bytes, sha256 ${recorded.sha256}: the file changed after this version was saved (damage, a partial copy, or a file of another memory)`,
+    'BAD_MEMORY',
+  );
+}
 
 /**
  * Checks a memory version's prototypes against its records and manifest. The writer adds one HNSW

@@ -2,9 +2,10 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
+import { digestOf, fileDigest } from '../kb/file-digest.ts';
 import { builderTag } from './abandoned-builds.ts';
 import { HnswIndex } from './hnsw-index.ts';
-import { checkPrototypes } from './memory-consistency.ts';
+import { checkFileChecksum, checkPrototypes } from './memory-consistency.ts';
 import { MEMORY_FORMAT_VERSION, MEMORY_MANIFEST_FILE, readMemoryManifest, type MemoryManifest } from './memory-manifest.ts';
 import { parseMemoryRecord, type MemoryRecord, type NewMemoryRecord } from './memory-record.ts';
 import { currentMemoryVersion } from './memory-root.ts';
@@ -73,15 +74,20 @@ export class MemoryStore {
   /** Loads a memory version directory (manifest.json, records.jsonl, prototypes.hnsw), refusing files that disagree (BAD_MEMORY). */
   static open(dir: string, normalize: (s: string) => string): MemoryStore {
     const manifest = readMemoryManifest(dir);
-    const hnsw = HnswIndex.load(join(dir, manifest.files.prototypes), manifest.model.dims, manifest.hnsw.efSearch);
+    const prototypes = join(dir, manifest.files.prototypes);
+    // Checked before loading: a changed file is reported as such, not as whatever it breaks.
+    checkFileChecksum(prototypes, manifest.checksums?.prototypes);
+    const hnsw = HnswIndex.load(prototypes, manifest.model.dims, manifest.hnsw.efSearch);
     const store = new MemoryStore(manifest.model, normalize, hnsw, manifest, manifest.rawText ? undefined : manifest.hashSalt);
     const file = join(dir, manifest.files.records);
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = readFileSync(file, 'utf8');
+      bytes = readFileSync(file);
     } catch (error) {
       throw new InputError(`${file}: ${(error as Error).message}`, 'BAD_MEMORY', error);
     }
+    checkFileChecksum(file, manifest.checksums?.records, bytes);
+    const text = bytes.toString('utf8');
     const lineOfSeq = new Map<number, number>();
     let line = 0;
     for (const raw of text.split('\n')) {
@@ -103,7 +109,7 @@ export class MemoryStore {
     if (store.conceptCounts.size !== counts.concepts) throw new InputError(`${file}: ${store.conceptCounts.size} concepts, manifest says ${counts.concepts}`, 'BAD_MEMORY');
     // Raw surfaces are normalized again on load (normalizeName may have changed since the save): only hashes must agree.
     if (!store.rawText && store.surfaces.size !== counts.surfaces) throw new InputError(`${file}: ${store.surfaces.size} surfaces, manifest says ${counts.surfaces}`, 'BAD_MEMORY');
-    checkPrototypes(join(dir, manifest.files.prototypes), counts.nextSeq, store.records);
+    checkPrototypes(prototypes, counts.nextSeq, store.records);
     return store;
   }
 
@@ -319,9 +325,11 @@ export class MemoryStore {
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { mode: 0o700 });
     try {
-      writeFileSync(join(staging, RECORDS_FILE), body, { mode: 0o600 });
+      const records = Buffer.from(body, 'utf8');
+      writeFileSync(join(staging, RECORDS_FILE), records, { mode: 0o600 });
       this.hnsw.save(join(staging, PROTOTYPES_FILE));
       chmodSync(join(staging, PROTOTYPES_FILE), 0o600);
+      manifest.checksums = { records: digestOf(records), prototypes: fileDigest(join(staging, PROTOTYPES_FILE)) };
       writeFileSync(join(staging, MEMORY_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
       renameSync(staging, final);
     } catch (error) {

@@ -45,6 +45,9 @@ test('a corrupt memory record, predictions line, label line or evaluator state i
     const version = readdirSync(root).find((name) => /^\d{6}-/.test(name))!;
     const records = join(root, version, 'records.jsonl');
     writeFileSync(records, readFileSync(records, 'utf8').replace(`"${SECRET}`, SECRET));
+    // Without the checksums (a version saved before them) the changed line reaches the parser.
+    const manifest = join(root, version, 'manifest.json');
+    writeFileSync(manifest, JSON.stringify({ ...JSON.parse(readFileSync(manifest, 'utf8')), checksums: undefined }));
     await refusedWithoutText(() => MemoryStore.open(join(root, version), lowerNormalize));
 
     const lines = join(dir, 'lines.jsonl');

@@ -97,7 +97,8 @@ export const memoryInfo: Command = {
 
 Prints the manifest of the memory version ROOT/CURRENT names (or of a version directory): version,
 parent, record/surface/concept counts, model, whether it keeps raw text, and records per source.
-No mention text.`,
+No mention text. Opening the version checks its files against the sizes and SHA-256 checksums its
+manifest recorded (a mismatch is refused, BAD_MEMORY, naming the file).`,
   async run(argv) {
     const { values } = parseFlags(argv, { memory: { type: 'string' }, json: { type: 'boolean', default: false } });
     const { dir } = resolveMemoryDir(requireString(values.memory, 'memory'));
@@ -117,6 +118,7 @@ No mention text.`,
       ['surfaces', String(manifest.counts.surfaces)],
       ['concepts', String(manifest.counts.concepts)],
       ['model', `${manifest.model.id} (${manifest.model.dims} dims, sha256 ${manifest.model.sha256.slice(0, 12)})`],
+      ['checksums', manifest.checksums ? 'records and prototypes match the manifest' : 'none recorded (saved before checksums: files checked for shape only)'],
       ['raw text', manifest.rawText ? 'yes (records hold mention text, context, note ids)' : 'no (keyed hashes of surfaces and note ids only)'],
       ['sources', [...bySource].map(([s, n]) => `${s}: ${n}`).join(', ') || '(none)'],
     ];

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { buildIndex } from '../../../src/retrieve/index-builder.ts';
 import { LinkIndex } from '../../../src/retrieve/link-index.ts';
 import { CandidateRetriever } from '../../../src/retrieve/candidate-retriever.ts';
+import { InputError } from '../../../src/kb/errors.ts';
 import { MemoryStore } from '../../../src/retrieve/memory-store.ts';
 import { activateMemoryVersion, resolveMemoryDir } from '../../../src/retrieve/memory-root.ts';
 import type { NewMemoryRecord } from '../../../src/retrieve/memory-record.ts';
@@ -153,6 +154,43 @@ test('remove retracts a label; save/open round-trips; the watcher swaps to the n
   assert.equal(errors.length, 1);
   assert.equal(w2.current()?.version, v2.memoryVersion);
   assert.match(readFileSync(join(memRoot, v2.memoryVersion, 'records.jsonl'), 'utf8'), /lung fire/);
+});
+
+test('a new version whose file no longer matches its manifest checksum is not swapped in: the old one keeps serving, reported once', async () => {
+  const memRoot = join(root, 'mem-checksum');
+  const store = memoryOf([label('zorbitis xq', 'MESH:D003920')]);
+  const v1 = store.save(memRoot).memoryVersion;
+  activateMemoryVersion(memRoot, v1);
+  const errors: Error[] = [];
+  const watcher = MemoryWatcher.open({ path: memRoot, index, config: parseLinkConfig({}).memory, normalize: lowerNormalize, modelSha256: MODEL.sha256, pollMs: 0, onError: (e) => errors.push(e) });
+  const l = linker(watcher);
+  const n: NoteInput = { noteId: 'n', text: 'zorbitis xq', mentions: [{ id: 'm', start: 0, end: 11, text: 'zorbitis xq', label: 'Disease' }] };
+
+  // v2 retracts the label, then its records rot on disk: one letter of another label changes,
+  // still valid JSON with the same counts.
+  store.remove([0]);
+  store.add([label('lung fire', 'MESH:D011014')], [encoder.vector('lung fire')]);
+  const v2 = store.save(memRoot).memoryVersion;
+  const records = join(memRoot, v2, 'records.jsonl');
+  writeFileSync(records, readFileSync(records, 'utf8').replace('lung fire', 'lung firf'));
+  activateMemoryVersion(memRoot, v2);
+  assert.equal(watcher.poll(), false, 'not swapped');
+  assert.equal(watcher.poll(), false);
+  assert.equal(errors.length, 1, 'reported once, not on every poll');
+  assert.equal((errors[0] as InputError).code, 'BAD_MEMORY');
+  assert.match(errors[0]!.message, /records\.jsonl/);
+  assert.match(errors[0]!.message, /sha256/);
+  assert.equal(watcher.current()?.version, v1);
+  const [out] = await l.linkNotes([n]);
+  assert.equal(out!.memoryVersion, v1);
+  assert.equal(out!.mentions[0]!.conceptId, 'MESH:D003920', "v1's label still decides");
+
+  // The next sound version is taken.
+  store.add([label('bone ache', 'MESH:D011014')], [encoder.vector('bone ache')]);
+  const v3 = store.save(memRoot).memoryVersion;
+  activateMemoryVersion(memRoot, v3);
+  assert.equal(watcher.poll(), true);
+  assert.equal(watcher.current()?.version, v3);
 });
 
 test('labels naming an id outside the KB link to it (outsideKb), unless turned off', async () => {
