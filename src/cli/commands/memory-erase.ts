@@ -1,10 +1,10 @@
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from '../command.ts';
 import { parseFlags, requireString } from '../args.ts';
 import { InputError } from '../../kb/errors.ts';
 import { normalizeName } from '../../text/normalize.ts';
-import { readMemoryManifest } from '../../retrieve/memory-manifest.ts';
+import { MEMORY_MANIFEST_FILE, readMemoryManifest } from '../../retrieve/memory-manifest.ts';
 import { MemoryStore, noteKeyFor } from '../../retrieve/memory-store.ts';
 import { resolveMemoryDir } from '../../retrieve/memory-root.ts';
 import { publishMemory } from '../../link/memory-learner.ts';
@@ -63,11 +63,14 @@ export const memoryErase: Command = {
  * (`noteHash`, under the version's salt): the ids are hashed the same way and matched.
  */
 function versionHolds(dir: string, noteIds: ReadonlySet<string>): boolean {
+  // Only what has no manifest is no version: a version whose manifest cannot be read may still
+  // hold the notes' records, and skipping it would leave them behind after "erased".
+  if (!existsSync(join(dir, MEMORY_MANIFEST_FILE))) return false;
   let manifest;
   try {
     manifest = readMemoryManifest(dir);
-  } catch {
-    return false;
+  } catch (error) {
+    throw new InputError(`${(error as Error).message}; nothing erased (repair or remove that version first)`, 'BAD_MEMORY', error);
   }
   const file = join(dir, manifest.files.records);
   const field = manifest.rawText ? 'noteId' : 'noteHash';

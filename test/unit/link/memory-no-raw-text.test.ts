@@ -2,7 +2,7 @@
 // of the normalized surface and note id, the ids and the vectors; every reader works from those.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildIndex } from '../../../src/retrieve/index-builder.ts';
@@ -136,6 +136,20 @@ test('erase still works: note ids matched by their keyed hash, in the store and 
   // A stale copy (an updater's) cannot publish the erased labels again.
   assert.throws(() => publishMemory(store, mem), (e: Error & { code?: string }) => e.code === 'MEMORY_CHANGED');
   assert.equal(MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName).recordsOfNotes(['note-7002']).length, 0);
+});
+
+test('erase stops, changing nothing, at a version whose manifest cannot be read: it may hold the notes (it was skipped, and survived the erasure)', async () => {
+  const mem = join(root, 'erase-unreadable');
+  const v1 = publishMemory(memoryOf(normalizeName, true), mem);
+  const next = MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName);
+  next.add([{ ...LABELS[0]!, noteId: 'note-7100' }], [encoder.vector(LABELS[0]!.text)]);
+  const v2 = publishMemory(next, mem);
+  // A hand edit the manifest schema refuses (a records file outside the version).
+  const damaged = join(mem, v1, 'manifest.json');
+  writeFileSync(damaged, readFileSync(damaged, 'utf8').replace('"records.jsonl"', '"../elsewhere/records.jsonl"'));
+  await assert.rejects(memoryErase.run(['--memory', mem, '--note-id', 'note-7002']), (e: Error & { code?: string }) => e.code === 'BAD_MEMORY' && e.message.includes(`${v1}/manifest.json`) && /nothing erased/.test(e.message));
+  assert.deepEqual(readdirSync(mem).filter((n) => !n.startsWith('.')).sort(), ['CURRENT', v1, v2].sort(), 'no version removed, none added');
+  assert.equal(MemoryStore.open(resolveMemoryDir(mem).dir, normalizeName).recordsOfNotes(['note-7002']).length, 2);
 });
 
 test('mixing modes is refused with one line: no-raw-text into a raw memory, a raw writer or another salt into a hashed one', () => {
