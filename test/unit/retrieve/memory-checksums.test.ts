@@ -4,10 +4,9 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { InputError } from '../../../src/kb/errors.ts';
 import { MemoryStore } from '../../../src/retrieve/memory-store.ts';
-import type { NewMemoryRecord } from '../../../src/retrieve/memory-record.ts';
-import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
+import { editManifest as editManifestOf, encoder, label, MODEL, refused } from '../../support/memory-files.ts';
+import { lowerNormalize } from '../../support/trigram-encoder.ts';
 
 /**
  * The structural checks (memory-consistency.test.ts) cannot tell two files of the same shape
@@ -16,9 +15,6 @@ import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts
  * Every version here is written by the real writer, then damaged.
  */
 
-const encoder = new TrigramEncoder();
-const MODEL = { id: 'test-trigram-encoder', sha256: 'd'.repeat(64), dims: encoder.dims };
-const label = (text: string, id: string): NewMemoryRecord => ({ text, label: 'Disease', ids: [id], source: 'test', time: 1, noteId: `note-${text}` });
 
 let root: string;
 /** Two memories of one shape: three labels of three concepts each, seq 1 retracted (nextSeq 3). */
@@ -46,26 +42,11 @@ function copyOf(dir: string): string {
   return copy;
 }
 
-function editManifest(dir: string, edit: (manifest: Record<string, unknown> & { files: Record<string, string> }) => void): void {
-  const file = join(dir, 'manifest.json');
-  const manifest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown> & { files: Record<string, string> };
-  edit(manifest);
-  writeFileSync(file, JSON.stringify(manifest));
-}
+
+const editManifest = (dir: string, edit: (manifest: Record<string, unknown> & { files: Record<string, string> }) => void) => editManifestOf<Record<string, unknown> & { files: Record<string, string> }>(dir, edit);
 
 const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
-function refused(dir: string, ...patterns: RegExp[]): void {
-  assert.throws(
-    () => MemoryStore.open(dir, lowerNormalize),
-    (e: unknown) => {
-      assert.ok(e instanceof InputError, `an InputError, not ${String(e)}`);
-      assert.equal(e.code, 'BAD_MEMORY');
-      for (const pattern of patterns) assert.match(e.message, pattern);
-      return true;
-    },
-  );
-}
 
 /** Refused naming the file, the sha256 the manifest recorded and the one the file has now. */
 function refusedAsChanged(dir: string, file: 'records.jsonl' | 'prototypes.hnsw', recordedFrom: string): void {

@@ -8,7 +8,8 @@ import { HnswIndex, readHnswLabels } from '../../../src/retrieve/hnsw-index.ts';
 import { MEMORY_HNSW, MemoryStore } from '../../../src/retrieve/memory-store.ts';
 import type { MemoryManifest } from '../../../src/retrieve/memory-manifest.ts';
 import type { NewMemoryRecord } from '../../../src/retrieve/memory-record.ts';
-import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
+import { editManifest as editManifestOf, encoder, label, MODEL, refused } from '../../support/memory-files.ts';
+import { lowerNormalize } from '../../support/trigram-encoder.ts';
 
 /**
  * A memory version's three files describe the same labels: the manifest's counts (records,
@@ -20,9 +21,6 @@ import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts
  * would hand out a seq already in use.
  */
 
-const encoder = new TrigramEncoder();
-const MODEL = { id: 'test-trigram-encoder', sha256: 'd'.repeat(64), dims: encoder.dims };
-const label = (text: string, id: string): NewMemoryRecord => ({ text, label: 'Disease', ids: [id], source: 'test', time: 1, noteId: `note-${text}` });
 
 let root: string;
 /** v1: seqs 0-2 live; v2: seq 1 retracted (nextSeq 3); v3: seqs 3 and 4 added (nextSeq 5). */
@@ -63,12 +61,8 @@ function copyOf(dir: string): string {
 /** A manifest as read back, where a hand edit may drop the fields that have defaults. */
 type EditableManifest = Omit<MemoryManifest, 'rawText' | 'erasedNotes'> & { rawText?: boolean; erasedNotes?: string[] };
 
-function editManifest(dir: string, edit: (manifest: EditableManifest) => void): void {
-  const file = join(dir, 'manifest.json');
-  const manifest = JSON.parse(readFileSync(file, 'utf8')) as EditableManifest;
-  edit(manifest);
-  writeFileSync(file, JSON.stringify(manifest));
-}
+
+const editManifest = (dir: string, edit: (manifest: EditableManifest) => void) => editManifestOf<EditableManifest>(dir, edit);
 
 function editRecord(dir: string, line: number, edit: (record: Record<string, unknown>) => void): void {
   const file = join(dir, 'records.jsonl');
@@ -79,17 +73,6 @@ function editRecord(dir: string, line: number, edit: (record: Record<string, unk
   writeFileSync(file, lines.join('\n'));
 }
 
-function refused(dir: string, ...patterns: RegExp[]): void {
-  assert.throws(
-    () => MemoryStore.open(dir, lowerNormalize),
-    (e: unknown) => {
-      assert.ok(e instanceof InputError, `an InputError, not ${String(e)}`);
-      assert.equal(e.code, 'BAD_MEMORY');
-      for (const pattern of patterns) assert.match(e.message, pattern);
-      return true;
-    },
-  );
-}
 
 test('the undamaged versions open, with the prototypes their records name', () => {
   for (const [dir, seqs] of [[v1, [0, 1, 2]], [v2, [0, 2]], [v3, [0, 2, 3, 4]], [hashed, [0, 1, 2]]] as const) {
