@@ -89,7 +89,11 @@ def main():
         linked = fastavro.schemaless_reader(io.BytesIO(value[10:]), writer, linked_schema)
         found[linked["noteId"]] = linked
         for m in linked["mentions"]:
-            print(linked["noteId"], m["mentionId"], m["start"], m["end"], m["conceptId"], m["conceptName"], round(m["score"], 3))
+            # Filter on confidence (a probability), never on score (a ranking number); confidence is None
+            # without a calibration, and a NIL mention has no conceptId (docs/confidence.md).
+            confidence = None if m["confidence"] is None else round(m["confidence"], 3)
+            print(linked["noteId"], m["mentionId"], m["start"], m["end"], m["conceptId"], m["conceptName"],
+                  f"confidence={confidence}", "NIL" if m["nil"] else m["via"])
     consumer.close()
     missing = [n for n in sent if n not in found]
     print(f"{len(found)} of {len(sent)} notes linked" + (f"; missing {missing} (check the dead-letter topic)" if missing else ""))

@@ -13,6 +13,7 @@ import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtim
 import { goldSample } from '../../src/cli/commands/gold-sample.ts';
 import type { LinkedNote } from '../../src/link/types.ts';
 import { buildPhenotypeIndex, readTopics, waitFor } from '../support/stream-fixtures.ts';
+import { capture } from '../support/capture-console.ts';
 
 // The review route end to end on a real broker: notes published from a PubTator corpus by
 // gold-sample, linked by a real stage (default models, calibration, phenotype index) that also
@@ -96,4 +97,23 @@ test('unsure mentions go to the review topic beside their link, and gold-sample 
   const goldMentions = await Promise.all(gold.get('gold')!.map((r) => codec.decode('GoldMention', r.value, r.headers as never)));
   assert.deepEqual(goldMentions.map((g) => g.mentionId).sort(), unsure.map((m) => m.mentionId).sort(), 'gold for exactly the mentions sent to review');
   await assert.rejects(goldSample.run(['--corpus', corpus, '--review-topic', 'review', '--fraction', '1', '--brokers', broker.brokers.join(',')]), /exactly one of --fraction, --review-topic or --request-topic/);
+});
+
+test('gold-sample --review-topic with a corpus none of whose mentions went to review says why nothing was sampled', async () => {
+  // Runs after the test above, which left review records of note 901 on the topic.
+  const other = join(root, 'other-corpus.txt');
+  writeFileSync(other, `902|t|${TITLE}\n902|a|${ABSTRACT}\n902\t0\t7\tSeizure\tPhenotype\tHP:0001250\n\n`);
+  const { code, out, err } = await capture(() => goldSample.run(['--corpus', other, '--review-topic', 'review', '--gold-topic', 'gold', '--brokers', broker.brokers.join(',')]));
+  assert.equal(code, 0);
+  assert.match(out.join('\n'), /0 sampled/);
+  assert.match(err.join('\n'), /none of the \d+ mentions on review is an annotation of .*other-corpus\.txt.*the corpus whose notes the stage linked/);
+});
+
+test('gold-sample --review-topic on a review topic that holds nothing yet says so', async () => {
+  await ensureTopics(kafka, ['review-empty'], { partitions: 1 });
+  const corpus = join(root, 'empty-review-corpus.txt');
+  writeFileSync(corpus, `903|t|${TITLE}\n903|a|${ABSTRACT}\n903\t0\t7\tSeizure\tPhenotype\tHP:0001250\n\n`);
+  const { code, err } = await capture(() => goldSample.run(['--corpus', corpus, '--review-topic', 'review-empty', '--gold-topic', 'gold', '--brokers', broker.brokers.join(',')]));
+  assert.equal(code, 0);
+  assert.match(err.join('\n'), /review-empty holds no record: .*linked/);
 });

@@ -80,6 +80,12 @@ export const goldSample: Command = {
       onlyMentions = await readRequestedMentions(kafka, codec, asked.topic, asked.kind);
     }
     const result = await publishGoldSample({ kafka, codec, corpusFile, fraction, seed, goldTopic, notesTopic, types, annotator: values.annotator, onlyMentions });
+    // Nothing sampled is no error (the stage may have been sure of every mention), but "0 sampled" alone does not say which of the two inputs to check.
+    if (asked !== undefined && result.goldPublished === 0) {
+      const what = asked.kind === 'ReviewMention' ? 'unsure (NIL or under review.belowConfidence)' : 'chosen for labels';
+      if (onlyMentions!.size === 0) console.error(`gold-sample: ${asked.topic} holds no record: the stage has not linked these notes yet, found none of their mentions ${what}, or writes to another topic`);
+      else console.error(`gold-sample: none of the ${onlyMentions!.size} mentions on ${asked.topic} is an annotation of ${corpusFile} (matched by note id and mention id start-end): give the corpus whose notes the stage linked (published with --notes-topic)`);
+    }
     console.log(
       `${corpusFile}: ${result.notes} annotated notes, ${result.sampledNotes} sampled (${asked === undefined ? `fraction ${fraction}, seed ${seed}` : `${onlyMentions!.size} mentions on ${asked.topic}`}); ` +
         `${result.goldPublished} gold mentions → ${goldTopic}${notesTopic === undefined ? '' : `, ${result.notesPublished} notes → ${notesTopic}`}`,

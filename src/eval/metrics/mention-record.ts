@@ -41,7 +41,7 @@ export interface MentionScores {
   goldNil: boolean;
   /** The linker said NIL. */
   predictedNil: boolean;
-  /** topScore clamped to [0, 1]. */
+  /** topScore (the calibrated confidence, or the score without a calibration) clamped to [0, 1]. */
   confidence: number;
 }
 
