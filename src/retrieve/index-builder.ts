@@ -5,7 +5,7 @@ import { InputError } from '../kb/errors.ts';
 import { writeConceptJsonlFile } from '../kb/jsonl-writer.ts';
 import { ExactMatchTable } from './exact-match-table.ts';
 import { HnswIndex, DEFAULT_HNSW_PARAMS, type HnswParams } from './hnsw-index.ts';
-import { INDEX_FORMAT_VERSION, INDEX_MANIFEST_FILE, type IndexManifest } from './index-manifest.ts';
+import { INDEX_FORMAT_VERSION, INDEX_MANIFEST_FILE, indexFileDigests, type IndexManifest } from './index-manifest.ts';
 import { NameTable } from './name-table.ts';
 import type { NameEncoder } from './name-encoder.ts';
 import { BuildProgress } from './build-progress.ts';
@@ -70,6 +70,8 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
     writeFileSync(join(staging, 'names.json'), JSON.stringify({ names: names.names, conceptIndexOf: Array.from(names.conceptIndexOf) }));
     await writeConceptJsonlFile(input.concepts, join(staging, 'concepts.jsonl'));
 
+    const files = { concepts: 'concepts.jsonl', names: 'names.json', hnsw: 'names.hnsw' };
+    const checksums = indexFileDigests(staging, files);
     const totalSeconds = (performance.now() - started) / 1000;
     const createdAt = new Date().toISOString();
     const manifest: IndexManifest = {
@@ -81,7 +83,8 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
       hnsw: { space: 'ip', ...params },
       counts: { concepts: input.concepts.length, names: names.size, exactKeys: exact.size },
       timings: { totalSeconds, encodeSeconds, namesPerSecond: names.size / Math.max(encodeSeconds, 1e-9) },
-      files: { concepts: 'concepts.jsonl', names: 'names.json', hnsw: 'names.hnsw' },
+      files,
+      checksums,
     };
     writeFileSync(join(staging, INDEX_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
     unmarkBuilder(staging);

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileS
 import { join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
 import { builderTag, thisBuilder, type Builder } from './abandoned-builds.ts';
-import { INDEX_MANIFEST_FILE, readIndexManifest, type IndexManifest } from './index-manifest.ts';
+import { INDEX_MANIFEST_FILE, readIndexManifest, verifyIndexFiles, type IndexManifest } from './index-manifest.ts';
 
 /**
  * An index root holds immutable version directories side by side (`ROOT/<version>/manifest.json`)
@@ -97,12 +97,17 @@ export function resolveIndexDir(path: string, options: { version?: string } = {}
   );
 }
 
-/** Points `CURRENT` at `version` after checking it is complete; the rename makes the switch atomic. */
-export function activateIndexVersion(root: string, version: string): IndexVersion {
+/**
+ * Points `CURRENT` at `version` after checking it is complete and its files are the ones it was
+ * built with (checksums, when its manifest has them): a damaged version is refused here, before
+ * replicas restarting onto it fail to open it one after another. The rename makes the switch atomic.
+ */
+export function activateIndexVersion(root: string, version: string): IndexVersion & { verified: boolean } {
   checkVersionName(version, 'index version');
   const target = versionAt(root, version);
+  const verified = verifyIndexFiles(target.dir, target.manifest);
   writeCurrentVersion(root, version);
-  return target;
+  return { ...target, verified };
 }
 
 /** Replaces `root/CURRENT` by a rename: readers see the old version or the new one, never half a file. */

@@ -5,7 +5,7 @@ import { InputError } from '../kb/errors.ts';
 import { readConceptJsonl } from '../kb/jsonl-loader.ts';
 import { ExactMatchTable } from './exact-match-table.ts';
 import { HnswIndex } from './hnsw-index.ts';
-import { readIndexManifest, type IndexManifest } from './index-manifest.ts';
+import { readIndexManifest, verifyIndexFiles, type IndexManifest } from './index-manifest.ts';
 import { NameTable } from './name-table.ts';
 
 /**
@@ -37,6 +37,8 @@ export class LinkIndex {
 
   static async open(dir: string, normalize: (s: string) => string, options: { efSearch?: number } = {}): Promise<LinkIndex> {
     const manifest = readIndexManifest(dir);
+    // Before any file is parsed: a damaged or swapped file is named as such, never served.
+    verifyIndexFiles(dir, manifest);
     const concepts: Concept[] = [];
     for await (const concept of readConceptJsonl(join(dir, manifest.files.concepts))) concepts.push(concept);
     if (concepts.length !== manifest.counts.concepts) throw new InputError(`${dir}: ${concepts.length} concepts, manifest says ${manifest.counts.concepts}`, 'BAD_INDEX');

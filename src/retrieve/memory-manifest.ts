@@ -2,20 +2,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
+import { bareFileName, fileDigestSchema } from './manifest-files.ts';
 
 export const MEMORY_FORMAT_VERSION = 1;
 export const MEMORY_MANIFEST_FILE = 'manifest.json';
-
-/**
- * A version's files lie in its own directory: a name with a separator, '.' or '..' (a hand edit)
- * would have a reader open another version's files, or any file, as this version's.
- */
-const bareFileName = z.string().refine(
-  (name) => name !== '' && name !== '.' && name !== '..' && !/[/\\\0]/.test(name),
-  (name) => ({ message: `${JSON.stringify(name)} is not a bare file name (a version's files lie in its own directory: no '/', '\\', '.' or '..')` }),
-);
-
-const fileChecksumSchema = z.object({ bytes: z.number().int().nonnegative(), sha256: z.string().regex(/^[0-9a-f]{64}$/) });
 
 const memoryManifestSchema = z.object({
   format: z.literal('cuilink-memory'),
@@ -43,7 +33,7 @@ const memoryManifestSchema = z.object({
    * retractions) nor see damage that leaves the structure intact. Absent in versions written
    * before it: those are checked for shape only.
    */
-  checksums: z.object({ records: fileChecksumSchema, prototypes: fileChecksumSchema }).optional(),
+  checksums: z.object({ records: fileDigestSchema, prototypes: fileDigestSchema }).optional(),
   /**
    * SHA-256 (hex) of every note id whose labels were erased (`cuilink memory erase`; with
    * `rawText: false` the keyed hash the records hold instead): carried from version to version so

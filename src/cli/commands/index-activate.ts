@@ -8,7 +8,9 @@ const usage = `Usage: cuilink index activate --root DIR --version NAME
 
 An index root holds complete index versions side by side (ROOT/NAME, each written by
 \`cuilink index build --out ROOT/NAME\`) and a CURRENT file naming the one linkers open when
-given --index ROOT. Activating checks the version is complete and rewrites CURRENT atomically;
+given --index ROOT. Activating checks the version is complete and that its files match the sizes
+and sha256 its manifest recorded at build (BAD_INDEX naming a file that differs; CURRENT then stays
+as it was), and rewrites CURRENT atomically;
 running linkers keep their loaded version until they restart (a rolling restart rolls it out,
 activating the previous version rolls it back). deploy/README.md has the whole procedure.
 
@@ -36,7 +38,8 @@ export const indexActivate: Command = {
     const version = requireString(values.version, 'version');
     const previous = readCurrentVersion(root);
     const target = activateIndexVersion(root, version);
-    console.error(`index activate: ${root} now serves ${target.name} (index ${target.manifest.indexVersion}); was ${previous ?? 'unset'}`);
+    const files = target.verified ? 'files match their checksums' : 'no file checksums to check: built before they were recorded';
+    console.error(`index activate: ${root} now serves ${target.name} (index ${target.manifest.indexVersion}; ${files}); was ${previous ?? 'unset'}`);
     return 0;
   },
 };

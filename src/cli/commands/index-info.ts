@@ -1,9 +1,9 @@
 import type { Command } from '../command.ts';
 import { parseFlags, requireString } from '../args.ts';
-import { readIndexManifest } from '../../retrieve/index-manifest.ts';
+import { readIndexManifest, verifyIndexFiles } from '../../retrieve/index-manifest.ts';
 import { resolveIndexDir } from '../../retrieve/index-versions.ts';
 
-const usage = `Usage: cuilink index info --index DIR|ROOT [--json]
+const usage = `Usage: cuilink index info --index DIR|ROOT [--json] [--verify]
 
 Prints an index directory's manifest (of an index root, the version its CURRENT names): version, KB checksum and counts, model id and checksum,
 dimensions, HNSW parameters and build timings.
@@ -11,6 +11,9 @@ dimensions, HNSW parameters and build timings.
 Options:
   --index DIR   index directory (cuilink index build) or index root
   --json        print the manifest as JSON
+  --verify      first check every index file against the size and sha256 its manifest recorded at
+                build, as a linker does when it opens the index (fails with BAD_INDEX naming a file
+                that differs; an index built before checksums has nothing to check against)
   -h, --help    this text`;
 
 export const indexInfo: Command = {
@@ -18,10 +21,11 @@ export const indexInfo: Command = {
   summary: 'Show an index directory manifest (versions, counts, build parameters)',
   usage,
   async run(argv) {
-    const { values } = parseFlags(argv, { index: { type: 'string' }, json: { type: 'boolean', default: false } });
+    const { values } = parseFlags(argv, { index: { type: 'string' }, json: { type: 'boolean', default: false }, verify: { type: 'boolean', default: false } });
     // An index root (CURRENT + versions) is shown as linkers open it: the version CURRENT names.
     const resolved = resolveIndexDir(requireString(values.index, 'index'));
     const manifest = readIndexManifest(resolved.dir);
+    const verified = values.verify === true && verifyIndexFiles(resolved.dir, manifest);
     if (values.json) {
       console.log(JSON.stringify(manifest, null, 2));
       return 0;
@@ -39,9 +43,15 @@ export const indexInfo: Command = {
       ['model sha256', manifest.model.sha256],
       ['hnsw', `M=${manifest.hnsw.m} efConstruction=${manifest.hnsw.efConstruction} efSearch=${manifest.hnsw.efSearch}`],
       ['build', `${manifest.timings.totalSeconds.toFixed(1)} s total, ${manifest.timings.namesPerSecond.toFixed(0)} names/s encoded`],
+      ['file checksums', fileChecksumsRow(manifest.checksums !== undefined, verified)],
     ];
     const width = Math.max(...rows.map(([k]) => k.length));
     for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
     return 0;
   },
 };
+
+function fileChecksumsRow(recorded: boolean, verified: boolean): string {
+  if (!recorded) return 'none (built before checksums: checked for shape only)';
+  return verified ? 'recorded; every file matches them (--verify)' : 'recorded (checked when the index is opened; --verify checks them now)';
+}

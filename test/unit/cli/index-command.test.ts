@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { indexActivate } from '../../../src/cli/commands/index-activate.ts';
 import { indexInfo } from '../../../src/cli/commands/index-info.ts';
+import { buildIndex } from '../../../src/retrieve/index-builder.ts';
 import { capture } from '../../support/capture-console.ts';
+import { FIXTURE_CONCEPTS } from '../../fixtures/link-concepts.ts';
+import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
 
 const FIXTURE_INDEX = 'test/fixtures/eval/index';
 let root: string;
@@ -33,4 +36,25 @@ test('index info --index ROOT shows the version CURRENT names, as linkers open i
   const direct = await capture(() => indexInfo.run(['--index', FIXTURE_INDEX]));
   assert.doesNotMatch(direct.out.join('\n'), /served version/);
   assert.match(direct.out.join('\n'), /^index version +fixture-eval-1$/m);
+});
+
+test('index info --verify checks the files against the checksums recorded at build; an index without them says so', async () => {
+  const built = join(root, 'built');
+  await buildIndex({
+    concepts: FIXTURE_CONCEPTS, kbSources: ['fixture.jsonl'], kbChecksum: 'a'.repeat(64), encoder: new TrigramEncoder(),
+    model: { path: 'models/test', sha256: 'b'.repeat(64), precision: 'fp32' }, normalize: lowerNormalize, outDir: built, progress: false,
+  });
+  const intact = await capture(() => indexInfo.run(['--index', built, '--verify']));
+  assert.equal(intact.code, 0);
+  assert.match(intact.out.join('\n'), /^file checksums +recorded; every file matches them/m);
+
+  const concepts = join(built, 'concepts.jsonl');
+  writeFileSync(concepts, readFileSync(concepts, 'utf8').replace(FIXTURE_CONCEPTS[0]!.name, 'Xyzzy'));
+  await assert.rejects(indexInfo.run(['--index', built, '--verify']), (e: Error & { code?: string }) => e.code === 'BAD_INDEX' && /concepts\.jsonl: .*the file changed after the index was built/.test(e.message));
+  // Without --verify the manifest is shown as before (reading it reads no index file).
+  assert.equal((await capture(() => indexInfo.run(['--index', built]))).code, 0);
+
+  const old = await capture(() => indexInfo.run(['--index', FIXTURE_INDEX, '--verify']));
+  assert.equal(old.code, 0);
+  assert.match(old.out.join('\n'), /^file checksums +none \(built before checksums/m);
 });

@@ -1,0 +1,169 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { InputError } from '../../../src/kb/errors.ts';
+import { buildIndex } from '../../../src/retrieve/index-builder.ts';
+import { readIndexManifest } from '../../../src/retrieve/index-manifest.ts';
+import { activateIndexVersion, CURRENT_VERSION_FILE } from '../../../src/retrieve/index-versions.ts';
+import { LinkIndex } from '../../../src/retrieve/link-index.ts';
+import { FIXTURE_CONCEPTS } from '../../fixtures/link-concepts.ts';
+import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
+
+/**
+ * The counts an index's manifest records cannot tell two files of the same shape apart (the HNSW
+ * graph of another index of the same names), nor see damage that leaves the structure intact. Each
+ * index's manifest records the size and SHA-256 of its files; open and `index activate` refuse a
+ * file that differs. Every index here is written by the real builder, then damaged.
+ */
+
+const FILES = { concepts: 'concepts.jsonl', names: 'names.json', hnsw: 'names.hnsw' } as const;
+type FileKey = keyof typeof FILES;
+
+let root: string;
+/** Two indexes of one shape: the same concepts and names, graphs built from other random seeds. */
+let indexA: string;
+let indexB: string;
+
+async function build(outDir: string, randomSeed: number): Promise<void> {
+  await buildIndex({
+    concepts: FIXTURE_CONCEPTS, kbSources: ['fixture.jsonl'], kbChecksum: 'a'.repeat(64), encoder: new TrigramEncoder(),
+    model: { path: 'models/test', sha256: 'b'.repeat(64), precision: 'fp32' }, normalize: lowerNormalize, outDir, hnsw: { randomSeed }, progress: false,
+  });
+}
+
+before(async () => {
+  root = mkdtempSync(join(tmpdir(), 'cuilink-index-checksums-'));
+  indexA = join(root, 'a');
+  indexB = join(root, 'b');
+  await build(indexA, 100);
+  await build(indexB, 7);
+});
+after(() => rmSync(root, { recursive: true, force: true }));
+
+let copies = 0;
+function copyOf(dir: string): string {
+  const copy = join(root, `damaged-${copies++}`);
+  cpSync(dir, copy, { recursive: true });
+  return copy;
+}
+
+type EditableManifest = Record<string, unknown> & { files: Record<string, string> };
+function editManifest(dir: string, edit: (manifest: EditableManifest) => void): void {
+  const file = join(dir, 'manifest.json');
+  const manifest = JSON.parse(readFileSync(file, 'utf8')) as EditableManifest;
+  edit(manifest);
+  writeFileSync(file, JSON.stringify(manifest));
+}
+
+const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+
+async function refused(dir: string, ...patterns: RegExp[]): Promise<void> {
+  await assert.rejects(LinkIndex.open(dir, lowerNormalize), (e: unknown) => {
+    assert.ok(e instanceof InputError, `an InputError, not ${String(e)}`);
+    assert.equal(e.code, 'BAD_INDEX');
+    for (const pattern of patterns) assert.match(e.message, pattern);
+    return true;
+  });
+}
+
+/** Refused naming the file, the sha256 the manifest recorded and the one the file has now. */
+async function refusedAsChanged(dir: string, key: FileKey): Promise<void> {
+  const recorded = sha256(join(indexA, FILES[key]));
+  const actual = sha256(join(dir, FILES[key]));
+  assert.notEqual(actual, recorded, 'the test damaged the file');
+  await refused(dir, new RegExp(FILES[key].replace('.', '\\.')), new RegExp(recorded), new RegExp(actual));
+}
+
+test('the undamaged indexes open; their manifests record each file’s size and sha256', async () => {
+  for (const dir of [indexA, indexB]) {
+    assert.equal((await LinkIndex.open(dir, lowerNormalize)).concepts.length, FIXTURE_CONCEPTS.length);
+    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { checksums?: Record<string, { bytes: number; sha256: string }> };
+    for (const [key, file] of Object.entries(FILES)) {
+      assert.deepEqual(manifest.checksums?.[key], { bytes: statSync(join(dir, file)).size, sha256: sha256(join(dir, file)) }, key);
+    }
+  }
+});
+
+test('the HNSW graph of another index of the same shape (same names, same counts) is refused', async () => {
+  assert.notEqual(sha256(join(indexA, FILES.hnsw)), sha256(join(indexB, FILES.hnsw)), 'the two graphs differ');
+  const dir = copyOf(indexA);
+  copyFileSync(join(indexB, FILES.hnsw), join(dir, FILES.hnsw));
+  await refusedAsChanged(dir, 'hnsw');
+});
+
+test('one flipped bit in a name vector (the HNSW structure intact) is refused', async () => {
+  const dir = copyOf(indexA);
+  const file = join(dir, FILES.hnsw);
+  const bytes = readFileSync(file);
+  // hnswlib's header is 96 bytes; an element's vector starts offsetData (header byte 40) into it.
+  const firstVectorByte = 96 + Number(bytes.readBigUInt64LE(40));
+  bytes[firstVectorByte]! ^= 1;
+  writeFileSync(file, bytes);
+  await refusedAsChanged(dir, 'hnsw');
+});
+
+test('one changed letter in a concept or a name (still valid JSON, same counts) is refused', async () => {
+  for (const key of ['concepts', 'names'] as const) {
+    const dir = copyOf(indexA);
+    const file = join(dir, FILES[key]);
+    const text = readFileSync(file, 'utf8');
+    const name = FIXTURE_CONCEPTS[0]!.name;
+    assert.ok(text.includes(name));
+    writeFileSync(file, text.replace(name, `${name.slice(0, -1)}${name.endsWith('x') ? 'y' : 'x'}`));
+    await refusedAsChanged(dir, key);
+  }
+});
+
+test('a file cut short by a partial copy is refused with both sizes (here concepts.jsonl without its last newline: every concept still parses)', async () => {
+  for (const key of ['concepts', 'hnsw'] as const) {
+    const dir = copyOf(indexA);
+    const file = join(dir, FILES[key]);
+    const bytes = readFileSync(file);
+    writeFileSync(file, bytes.subarray(0, bytes.length - 1));
+    await refused(dir, new RegExp(FILES[key].replace('.', '\\.')), new RegExp(`${bytes.length - 1} bytes`), new RegExp(`recorded ${bytes.length} bytes`));
+  }
+});
+
+test('an index built before checksums (no checksums in its manifest) still opens', async () => {
+  const dir = copyOf(indexA);
+  editManifest(dir, (m) => delete m.checksums);
+  assert.equal((await LinkIndex.open(dir, lowerNormalize)).concepts.length, FIXTURE_CONCEPTS.length);
+});
+
+test("files.* naming anything but a bare file name is refused, naming the field and the value (a hand edit cannot reach outside the index's directory)", async () => {
+  for (const [key, name] of [
+    ['hnsw', `../${basename(indexA)}/names.hnsw`],
+    ['names', `../${basename(indexA)}/names.json`],
+    ['concepts', join(indexA, 'concepts.jsonl')],
+    ['hnsw', 'sub/names.hnsw'],
+    ['names', 'sub\\names.json'],
+    ['hnsw', '..'],
+    ['concepts', '.'],
+    ['names', ''],
+  ] as const) {
+    const dir = copyOf(indexA);
+    // The files named are the same bytes as the index's own: only the name is at fault.
+    editManifest(dir, (m) => {
+      m.files[key] = name;
+    });
+    const patterns = [new RegExp(`field 'files\\.${key}'`), /bare file name/, new RegExp(JSON.stringify(name).replace(/[.\\/]/g, '\\$&'))];
+    await refused(dir, ...patterns);
+    assert.throws(() => readIndexManifest(dir), (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX' && patterns.every((p) => p.test(e.message)));
+  }
+});
+
+test('index activate refuses a version whose files changed since it was built, and CURRENT stays as it was', () => {
+  const versions = mkdtempSync(join(root, 'root-'));
+  cpSync(indexA, join(versions, 'good'), { recursive: true });
+  cpSync(indexA, join(versions, 'damaged'), { recursive: true });
+  copyFileSync(join(indexB, FILES.hnsw), join(versions, 'damaged', FILES.hnsw));
+  activateIndexVersion(versions, 'good');
+  assert.throws(
+    () => activateIndexVersion(versions, 'damaged'),
+    (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX' && /names\.hnsw/.test(e.message) && new RegExp(sha256(join(indexA, FILES.hnsw))).test(e.message),
+  );
+  assert.equal(readFileSync(join(versions, CURRENT_VERSION_FILE), 'utf8'), 'good\n');
+});
