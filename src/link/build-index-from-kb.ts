@@ -23,6 +23,8 @@ export interface BuildIndexFromKbOptions {
   hnsw?: Partial<HnswParams>;
   overwrite?: boolean;
   progress?: boolean;
+  /** `index build --sole-builder`: see IndexBuildInput.soleBuilder. */
+  soleBuilder?: boolean;
   log?: (line: string) => void;
 }
 
@@ -65,6 +67,7 @@ export async function buildIndexFromKb(options: BuildIndexFromKbOptions): Promis
       hnsw: options.hnsw,
       overwrite: options.overwrite,
       progress: options.progress,
+      soleBuilder: options.soleBuilder,
     });
     // `kb export` counts every name as written; the index keeps one vector per distinct normalized name of a concept.
     const merged = store.nameCount - manifest.counts.names;

@@ -35,13 +35,24 @@ export function unmarkBuilder(staging: string): void {
   rmSync(join(staging, BUILDER_FILE), { force: true });
 }
 
+export interface RemoveAbandonedOptions {
+  /**
+   * The caller vouches that no other process on any host builds `outDir` now, so every staging
+   * directory but a live one of this host is abandoned. Without it, another host's cannot be
+   * judged (its pids mean nothing here) and stays: a retry of the k8s index-build Job runs in a new
+   * pod, that is on another host, and never removed the directory of the pod that was killed.
+   */
+  soleBuilder?: boolean;
+}
+
 /**
  * Removes the staging directories (`<outDir><mark><host>-<pid>`, builderTag) of builds on this host whose process is
  * gone: a build stopped by Ctrl-C or a kill never reaches its own cleanup, and each leaves the
- * vectors written so far behind. Another host's (a shared volume: its pids mean nothing here), a
- * live process's and an unmarked one are left alone. Returns the names removed.
+ * vectors written so far behind. Another host's (a shared volume: its pids mean nothing here) and
+ * an unmarked one are left alone unless `soleBuilder`; a live process's on this host always.
+ * Returns the names removed.
  */
-export function removeAbandonedBuilds(outDir: string, mark: string): string[] {
+export function removeAbandonedBuilds(outDir: string, mark: string, options: RemoveAbandonedOptions = {}): string[] {
   const parent = dirname(outDir);
   if (!existsSync(parent)) return [];
   const prefix = `${basename(outDir)}${mark}`;
@@ -49,7 +60,8 @@ export function removeAbandonedBuilds(outDir: string, mark: string): string[] {
   for (const name of readdirSync(parent)) {
     if (!name.startsWith(prefix)) continue;
     const builder = builderOf(join(parent, name));
-    if (builder === undefined || builder.host !== hostname() || isProcessAlive(builder.pid)) continue;
+    const abandoned = builder === undefined || builder.host !== hostname() ? options.soleBuilder === true : !isProcessAlive(builder.pid);
+    if (!abandoned) continue;
     rmSync(join(parent, name), { recursive: true, force: true });
     removed.push(name);
   }

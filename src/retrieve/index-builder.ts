@@ -24,6 +24,8 @@ export interface IndexBuildInput {
   chunkSize?: number;
   overwrite?: boolean;
   progress?: boolean;
+  /** No other process on any host builds outDir meanwhile: other hosts' staging directories are abandoned too (removeAbandonedBuilds). */
+  soleBuilder?: boolean;
 }
 
 /**
@@ -39,7 +41,7 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
   if (input.concepts.length === 0) throw new InputError('the knowledge base has no concepts', 'EMPTY_KB');
   const params: HnswParams = { ...DEFAULT_HNSW_PARAMS, ...input.hnsw };
   const staging = `${input.outDir}.building-${builderTag()}`;
-  removeAbandonedBuilds(input.outDir, '.building-');
+  removeAbandonedBuilds(input.outDir, '.building-', { soleBuilder: input.soleBuilder });
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
   markBuilder(staging);

@@ -46,7 +46,11 @@ interface Image {
 function readImage(): Image {
   const text = readFileSync(DOCKERFILE, 'utf8').replace(/\\\n/g, ' ');
   const final = text.slice(text.lastIndexOf('\nFROM '));
-  const entrypoint = JSON.parse(final.match(/^ENTRYPOINT (\[.*\])$/m)![1]!) as string[];
+  // tini runs as PID 1 in the container (deploy-init.test.ts); here the test runner is the parent,
+  // so the command line after `tini --` is started directly.
+  const withInit = JSON.parse(final.match(/^ENTRYPOINT (\[.*\])$/m)![1]!) as string[];
+  assert.deepEqual(withInit.slice(0, 2), ['tini', '--'], 'the image runs its command line under tini');
+  const entrypoint = withInit.slice(2);
   const env: Record<string, string> = {};
   for (const [, pairs] of final.matchAll(/^ENV (.+)$/gm)) for (const [, k, v] of pairs!.matchAll(/(\w+)=(\S+)/g)) env[k!] = v!;
   const copied = [...final.matchAll(/^COPY (?!--from)(?:--\S+ )*(\S+) \S+$/gm)].map((m) => m[1]!).filter((p) => !p.startsWith('$'));

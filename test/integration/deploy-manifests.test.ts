@@ -306,7 +306,8 @@ test('the images run the checkout\'s command line as a non-root user with no bui
   for (const file of ['deploy/docker/Dockerfile', 'deploy/docker/Dockerfile.cuda']) {
     const text = readFileSync(file, 'utf8').replace(/\\\n/g, ' ');
     const finalStage = text.slice(text.lastIndexOf('\nFROM '));
-    assert.match(finalStage, /^ENTRYPOINT \["node", "bin\/cuilink\.js"\]$/m, file);
+    // Under tini, PID 1 (test/integration/deploy-init.test.ts).
+    assert.match(finalStage, /^ENTRYPOINT \["tini", "--", "node", "bin\/cuilink\.js"\]$/m, file);
     assert.match(finalStage, /^CMD \["run"\]$/m, file);
     assert.match(finalStage, /^USER 1000:1000$/m, file);
     assert.match(finalStage, /^HEALTHCHECK .*\/healthz/m, file);
@@ -356,12 +357,23 @@ test('the index-build Job builds and activates a new version once; re-created ov
     const runJob = async () => {
       rmSync(join(srv, 'calls'), { force: true });
       const result = await run('/bin/sh', ['-c', script], { env: { ...process.env, ...env } });
-      return { status: result.code, calls: readFileSync(join(srv, 'calls'), 'utf8').trim().split('\n').map((l) => l.split(' ').slice(1, 3).join(' ')) };
+      const lines = readFileSync(join(srv, 'calls'), 'utf8').trim().split('\n');
+      return { status: result.code, calls: lines.map((l) => l.split(' ').slice(1, 3).join(' ')), lines };
     };
-    assert.deepEqual(await runJob(), { status: 0, calls: ['index build', 'index info', 'index activate'] });
+    const first = await runJob();
+    assert.equal(first.status, 0);
+    assert.deepEqual(first.calls, ['index build', 'index info', 'index activate']);
+    // A retry runs in a new pod, another host: only --sole-builder lets it remove the killed pod's
+    // staging directory, and only a Job that never runs two pods at once may pass it.
+    assert.match(first.lines[0]!, / --sole-builder( |$)/, 'the Job builds as the sole builder');
+    assert.equal(job.spec.parallelism, 1, 'one pod at a time');
+    assert.equal(job.spec.completions, 1);
+    assert.equal(job.spec.podReplacementPolicy, 'Failed', 'a retry pod only once the previous one has terminated (not while it is still terminating)');
     mkdirSync(join(srv, 'indexes', env.INDEX_VERSION), { recursive: true });
     writeFileSync(join(srv, 'indexes', env.INDEX_VERSION, 'manifest.json'), '{}');
-    assert.deepEqual(await runJob(), { status: 0, calls: ['index info'] });
+    const again = await runJob();
+    assert.equal(again.status, 0);
+    assert.deepEqual(again.calls, ['index info']);
   } finally {
     rmSync(srv, { recursive: true, force: true });
   }

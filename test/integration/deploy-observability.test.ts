@@ -12,7 +12,7 @@ import { SidecarEvaluator } from '../../src/eval/sidecar/sidecar-evaluator.ts';
 import { EvaluatorMetrics } from '../../src/eval/sidecar/otel-metrics.ts';
 import { ENV_VARS, loadStageConfig } from '../../src/stream/stage-config.ts';
 import { fixtureOntology } from '../unit/eval/fixture-ontology.ts';
-import { deployLint, installOrSkip, promtool, run } from '../support/deploy-tools.ts';
+import { deployLint, installOrSkip, kustomize, promtool, run } from '../support/deploy-tools.ts';
 
 // deploy/compose, the alert rules and the Grafana dashboard: parsed by the loaders their real
 // consumers use, and every metric they query checked against what cuilink's code exports.
@@ -211,6 +211,46 @@ test('promtool accepts the compose Prometheus config with the rules mounted, and
   const unit = await run(tool!, ['test', 'rules', 'cuilink-alerts.test.yml'], { cwd: 'deploy/prometheus' });
   assert.equal(unit.code, 0, unit.stdout + unit.stderr);
   assert.match(unit.stdout, /SUCCESS/);
+});
+
+/** Seconds in a Prometheus duration ('7m', '1h30m', '90s'). */
+function durationSeconds(duration: string): number {
+  const units: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+  const parts = [...duration.matchAll(/(\d+)([smhd])/g)];
+  assert.equal(parts.map((p) => p[0]).join(''), duration, `${duration}: a duration this test reads`);
+  return parts.reduce((sum, [, n, unit]) => sum + Number(n) * units[unit!]!, 0);
+}
+
+/** Besides the startup probe's window, before the container starts: the image pull (the pod is a target already, refusing). */
+const PULL_MARGIN_S = 120;
+
+test('CuilinkDown waits out the linker\'s startup window in each overlay, and the gpu overlay\'s rules pass their unit tests', async (t) => {
+  const [renderer, tools] = await Promise.all([installOrSkip(kustomize), installOrSkip(promtool)]);
+  const cannot = skip ?? renderer.skip ?? tools.skip;
+  if (cannot) return t.skip(cannot);
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-overlay-rules-'));
+  try {
+    for (const overlay of ['cpu', 'gpu']) {
+      const file = join(dir, `${overlay}.yaml`);
+      writeFileSync(file, await renderer.tool!(`deploy/k8s/overlays/${overlay}`));
+      const docs = JSON.parse((await run(lint!, ['yaml', file])).stdout) as Json[];
+      const linker = docs.find((d) => d.kind === 'StatefulSet' && d.metadata.name === 'cuilink')!.spec.template.spec.containers[0];
+      const probe = linker.startupProbe as Json;
+      const window = (probe.initialDelaySeconds ?? 0) + (probe.periodSeconds ?? 10) * (probe.failureThreshold ?? 3);
+      const groups = docs.find((d) => d.kind === 'PrometheusRule')!.spec.groups as Json[];
+      const down = groups.flatMap((g) => g.rules as Json[]).find((r) => r.alert === 'CuilinkDown')!;
+      // The pod is scraped from the moment it has an address (Prometheus keeps not-ready endpoints),
+      // and a linker does not answer while it loads (the index is read synchronously).
+      assert.ok(durationSeconds(down.for) >= window + PULL_MARGIN_S, `${overlay}: CuilinkDown fires after ${down.for}, within the linker's ${window} s startup window plus ${PULL_MARGIN_S} s for the image pull`);
+      if (overlay === 'gpu') writeFileSync(join(dir, 'cuilink-alerts.gpu.rules.yml'), JSON.stringify({ groups }));
+    }
+    cpSync('deploy/prometheus/cuilink-alerts.gpu.test.yml', join(dir, 'cuilink-alerts.gpu.test.yml'));
+    const unit = await run(tools.tool!, ['test', 'rules', 'cuilink-alerts.gpu.test.yml'], { cwd: dir });
+    assert.equal(unit.code, 0, unit.stdout + unit.stderr);
+    assert.match(unit.stdout, /SUCCESS/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('the Grafana dashboard has the panels operators need, over exported metrics and the provisioned datasource', () => {

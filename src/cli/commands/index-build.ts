@@ -24,6 +24,9 @@ ${ENCODER_FLAGS_HELP}
   --ef-construction N   HNSW build breadth (default ${DEFAULT_HNSW_PARAMS.efConstruction})
   --ef-search N         default search breadth stored in the manifest (default ${DEFAULT_HNSW_PARAMS.efSearch})
   --force               replace DIR if it exists
+  --sole-builder        no other process on any host builds DIR meanwhile (the k8s index-build
+                        Job: one pod at a time): staging directories other hosts left
+                        (DIR.building-*, a killed pod's) are removed too, not only this host's
   --no-progress         no progress bar
   -h, --help            this text`;
 
@@ -41,6 +44,7 @@ export const indexBuild: Command = {
       'ef-construction': { type: 'string' },
       'ef-search': { type: 'string' },
       force: { type: 'boolean', default: false },
+      'sole-builder': { type: 'boolean', default: false },
       'no-progress': { type: 'boolean', default: false },
     });
     const { paths, options } = kbLoadRequest(values);
@@ -58,6 +62,7 @@ export const indexBuild: Command = {
       ...encoderRequest(values),
       hnsw,
       overwrite: values.force,
+      soleBuilder: values['sole-builder'],
       progress: !values['no-progress'],
       log: (line) => console.error(`index build: ${line}`),
     });

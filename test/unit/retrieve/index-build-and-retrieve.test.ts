@@ -209,6 +209,31 @@ test('a build removes what an interrupted build on this host left (its process g
   }
 });
 
+test('a sole builder (the index-build Job) also removes what builds on other hosts left, and unmarked staging, but never a live build of this host', async () => {
+  // A retried Job pod is another host: the staging directory of the pod that was killed had no other owner.
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-sole-builder-'));
+  try {
+    const out = join(root, 'idx');
+    const staging = (name: string, builder?: object) => {
+      const dir = `${out}.building-${name}`;
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'names.hnsw'), 'half written');
+      if (builder) writeFileSync(join(dir, 'builder.json'), JSON.stringify(builder));
+    };
+    staging('cuilink-index-build-x7k2p-1', { host: 'cuilink-index-build-x7k2p', pid: 1 });
+    staging('unmarked');
+    staging('running', { host: hostname(), pid: process.pid });
+    mkdirSync(join(root, 'other.building-elsewhere-1'));
+    await buildIndex({
+      concepts: FIXTURE_CONCEPTS, kbSources: ['fixture.jsonl'], kbChecksum: 'a'.repeat(64), encoder: new TrigramEncoder(),
+      model: { path: 'models/test', sha256: 'b'.repeat(64), precision: 'fp32' }, normalize: lowerNormalize, outDir: out, progress: false, soleBuilder: true,
+    });
+    assert.deepEqual(readdirSync(root).sort(), ['idx', 'idx.building-running', 'other.building-elsewhere-1']);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 test("a build never touches another host's staging or replaced directory, even one whose builder has this process's pid", async () => {
   // Two hosts on a shared volume run their builders with the same pid (containers start at 1).
   const root = mkdtempSync(join(tmpdir(), 'cuilink-same-pid-'));
