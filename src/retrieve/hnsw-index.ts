@@ -1,6 +1,7 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import hnswlib from 'hnswlib-node';
-import { InputError } from '../kb/errors.ts';
+import { syncFile } from '../kb/durable-file.ts';
+import { CuilinkError, InputError } from '../kb/errors.ts';
 
 export interface HnswParams {
   /** Graph degree. */
@@ -86,8 +87,15 @@ export class HnswIndex {
     return Float32Array.from(this.index.getPoint(label));
   }
 
+  /**
+   * Writes the graph to `file` and flushes it to the disk. hnswlib's writer never checks its
+   * stream, so a full or failing disk leaves a cut-short file and no error: the file is read back
+   * for its size and refused (WRITE_INCOMPLETE) when it is not whole.
+   */
   save(file: string): void {
     this.index.writeIndexSync(file);
+    checkHnswFileWhole(file);
+    syncFile(file);
   }
 
   setEfSearch(ef: number): void {
@@ -148,6 +156,43 @@ export function readHnswLabels(file: string): Map<number, boolean> {
     return labels;
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Throws WRITE_INCOMPLETE unless `file` is as long as its header says: the header, every element's
+ * level-0 block, then each element's upper-level link-list size (4 bytes) and links, in element
+ * order (the check hnswlib's own load makes). Reads the header and the link-list part only.
+ */
+export function checkHnswFileWhole(file: string): void {
+  const fd = openSync(file, 'r');
+  let size: number;
+  let expected: number | undefined;
+  try {
+    size = fstatSync(fd).size;
+    const header = Buffer.alloc(FULL_HEADER_BYTES);
+    if (size >= FULL_HEADER_BYTES && readSync(fd, header, 0, FULL_HEADER_BYTES, 0) === FULL_HEADER_BYTES) {
+      const count = Number(header.readBigUInt64LE(16));
+      let at = FULL_HEADER_BYTES + count * Number(header.readBigUInt64LE(24));
+      // Read in windows: one read a size would take seconds for millions of names.
+      const window = Buffer.alloc(Math.min(4 << 20, Math.max(4, size - at)));
+      let windowAt = -1;
+      let windowLength = 0;
+      let i = 0;
+      for (; i < count && at + 4 <= size; i++) {
+        if (windowAt < 0 || at < windowAt || at + 4 > windowAt + windowLength) {
+          windowAt = at;
+          windowLength = readSync(fd, window, 0, Math.min(window.length, size - at), at);
+        }
+        at += 4 + window.readUInt32LE(at - windowAt);
+      }
+      if (i === count) expected = at;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  if (expected !== size) {
+    throw new CuilinkError('WRITE_INCOMPLETE', `HNSW index ${file} was not written whole (${size} bytes on disk${expected === undefined ? ', less than its header gives' : `, its header gives ${expected}`}): the disk is full or failing`);
   }
 }
 

@@ -1,5 +1,6 @@
-import { mkdirSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { mkdirSync, renameSync, rmSync, existsSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { syncDirectory, syncFile, writeFileDurably } from '../kb/durable-file.ts';
 import type { Concept } from '../kb/concept.ts';
 import { InputError } from '../kb/errors.ts';
 import { writeConceptJsonlFile } from '../kb/jsonl-writer.ts';
@@ -68,9 +69,12 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
     }
     progress?.finish();
 
+    // Every file flushed before the rename: a directory with a manifest is taken as built (the
+    // default index is checked by nothing else), and a power cut must not leave one cut short.
     index.save(join(staging, 'names.hnsw'));
-    writeFileSync(join(staging, 'names.json'), JSON.stringify({ names: names.names, conceptIndexOf: Array.from(names.conceptIndexOf) }));
+    writeFileDurably(join(staging, 'names.json'), JSON.stringify({ names: names.names, conceptIndexOf: Array.from(names.conceptIndexOf) }));
     await writeConceptJsonlFile(input.concepts, join(staging, 'concepts.jsonl'));
+    syncFile(join(staging, 'concepts.jsonl'));
 
     const files = { concepts: 'concepts.jsonl', names: 'names.json', hnsw: 'names.hnsw' };
     const checksums = indexFileDigests(staging, files);
@@ -88,14 +92,16 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
       files,
       checksums,
     };
-    writeFileSync(join(staging, INDEX_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+    writeFileDurably(join(staging, INDEX_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
     unmarkBuilder(staging);
+    syncDirectory(staging);
     // The old index is moved aside before the new one is moved in and deleted only after: two
     // renames leave no moment with a half-deleted directory at outDir, and a crash between them
     // leaves the old index whole beside it.
     const replaced = `${input.outDir}.replaced-${builderTag()}`;
     if (existsSync(input.outDir)) renameSync(input.outDir, replaced);
     renameSync(staging, input.outDir);
+    syncDirectory(dirname(input.outDir));
     rmSync(replaced, { recursive: true, force: true });
     return manifest;
   } catch (error) {

@@ -1,5 +1,6 @@
-import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { replaceFileDurably } from '../kb/durable-file.ts';
 import { InputError } from '../kb/errors.ts';
 import { builderTag, thisBuilder, type Builder } from './abandoned-builds.ts';
 import { INDEX_MANIFEST_FILE, readIndexManifest, verifyIndexFiles, type IndexManifest } from './index-manifest.ts';
@@ -110,11 +111,13 @@ export function activateIndexVersion(root: string, version: string): IndexVersio
   return { ...target, verified };
 }
 
-/** Replaces `root/CURRENT` by a rename: readers see the old version or the new one, never half a file. */
+/**
+ * Replaces `root/CURRENT` by a rename: readers see the old version or the new one, never half a
+ * file, also after a power cut (flushed before and after the rename); a write that fails leaves
+ * the old `CURRENT` and no temporary file.
+ */
 export function writeCurrentVersion(root: string, version: string): void {
-  const temporary = currentVersionTemporary(root);
-  writeFileSync(temporary, `${version}\n`);
-  renameSync(temporary, join(root, CURRENT_VERSION_FILE));
+  replaceFileDurably(join(root, CURRENT_VERSION_FILE), `${version}\n`, { temporary: currentVersionTemporary(root) });
 }
 
 /**

@@ -1,6 +1,7 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { syncDirectory, writeFileDurably } from '../kb/durable-file.ts';
 import { InputError } from '../kb/errors.ts';
 import { digestOf, fileDigest } from '../kb/file-digest.ts';
 import { builderTag } from './abandoned-builds.ts';
@@ -325,13 +326,16 @@ export class MemoryStore {
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { mode: 0o700 });
     try {
+      // All flushed before save returns: CURRENT, named next, must never name a version a power cut cut short.
       const records = Buffer.from(body, 'utf8');
-      writeFileSync(join(staging, RECORDS_FILE), records, { mode: 0o600 });
+      writeFileDurably(join(staging, RECORDS_FILE), records, { mode: 0o600 });
       this.hnsw.save(join(staging, PROTOTYPES_FILE));
       chmodSync(join(staging, PROTOTYPES_FILE), 0o600);
       manifest.checksums = { records: digestOf(records), prototypes: fileDigest(join(staging, PROTOTYPES_FILE)) };
-      writeFileSync(join(staging, MEMORY_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+      writeFileDurably(join(staging, MEMORY_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+      syncDirectory(staging);
       renameSync(staging, final);
+      syncDirectory(root);
     } catch (error) {
       // The staged records hold mention text (PHI): a failed write (disk full, a bad root) must not leave them behind.
       rmSync(staging, { recursive: true, force: true });

@@ -108,18 +108,33 @@ export const memoryUpdater: Command = {
       try {
         await Promise.race([stopped, updater.failed]);
       } catch (error) {
-        const code = (error as { code?: string }).code ?? 'MEMORY_UPDATE_FAILED';
-        log(`memory-updater: snapshot failed (${code}); exiting non-zero, a restart resumes from the memory on disk`);
+        log(`memory-updater: snapshot failed (${failureReason(error)}); exiting non-zero, a restart resumes from the memory on disk`);
         return 1;
       }
       log('memory-updater: stopping (final snapshot)');
-      await updater.stop();
+      try {
+        await updater.stop();
+      } catch (error) {
+        // The labels since the last snapshot are not lost: nothing is committed, a restart reads them again.
+        log(`memory-updater: final snapshot failed (${failureReason(error)}); exiting non-zero, a restart resumes from the memory on disk`);
+        return 1;
+      }
     } finally {
       await encoder.close();
     }
     return 0;
   },
 };
+
+/**
+ * Why a snapshot failed, in words that hold no note text: the error's code, and for a file-system
+ * error the call and the path it refused (a disk that is full, read-only or gone says so).
+ */
+function failureReason(error: unknown): string {
+  const { code, syscall, path } = error as { code?: string; syscall?: string; path?: string };
+  const where = syscall !== undefined && path !== undefined ? `: ${syscall} ${path}` : '';
+  return `${code ?? 'MEMORY_UPDATE_FAILED'}${where}`;
+}
 
 /** 0.25 → "25%", 1/3 → "33.3%": enough digits to tell a chosen fraction from a rounded one. */
 function percent(fraction: number): string {

