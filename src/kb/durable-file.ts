@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /*
@@ -12,6 +12,8 @@ import { dirname } from 'node:path';
 export function writeFileDurably(path: string, data: string | Uint8Array, options: { mode?: number } = {}): void {
   const fd = openSync(path, 'w', options.mode ?? 0o666);
   try {
+    // The mode applies to a file this call creates only: one left by a crash keeps its own.
+    if (options.mode !== undefined) fchmodSync(fd, options.mode);
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written);
     fsyncSync(fd);

@@ -14,7 +14,8 @@ import { parseJsonSafely } from '../../kb/safe-json.ts';
  */
 export function saveSnapshot(file: string, snapshot: SidecarSnapshot): void {
   try {
-    replaceFileDurably(file, JSON.stringify(snapshot), { temporary: `${file}.tmp-${process.pid}` });
+    // Owner only: pending gold and predictions hold mention text (PHI).
+    replaceFileDurably(file, JSON.stringify(snapshot), { temporary: `${file}.tmp-${process.pid}`, mode: 0o600 });
   } catch (error) {
     throw new InputError(`cannot write evaluator state ${file}: ${(error as Error).message}`, 'STATE_WRITE_FAILED', error);
   }

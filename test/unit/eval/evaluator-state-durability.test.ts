@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LinkedNote } from '../../../src/link/types.ts';
@@ -104,6 +104,27 @@ test('the state file reaches the disk (the file, then its directory after the re
     assert.ok(dirSynced >= 0 && renamed + dirSynced < commit, `the rename is flushed (its directory) before the commit: ${JSON.stringify(events)}`);
   } finally {
     journal.restore();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the state file, which holds pending mention text, is readable by its owner only, also where an older file was not', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-evstate-'));
+  const opts = options(dir);
+  const previous = process.umask(0o022);
+  const source = memorySource();
+  const running = await startEvaluatorService(fixtureOntology, source, opts);
+  try {
+    source.push('n1');
+    await running.checkpoint();
+    assert.equal(statSync(opts.stateFile).mode & 0o777, 0o600);
+    chmodSync(opts.stateFile, 0o644); // as an earlier version wrote it
+    source.push('n2');
+    await running.checkpoint();
+    assert.equal(statSync(opts.stateFile).mode & 0o777, 0o600);
+  } finally {
+    process.umask(previous);
+    await running.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 });
