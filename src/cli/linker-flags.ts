@@ -1,8 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
 import { resolveMemoryDir } from '../retrieve/memory-root.ts';
 import { ENCODER_FLAG_OPTIONS, ENCODER_FLAGS_HELP, encoderRequest } from './encoder-flags.ts';
 import type { OpenLinkerOptions } from '../link/open-linker.ts';
+import { DEFAULT_MODEL_DIR, defaultCacheDir, defaultIndexDir } from '../link/default-index.ts';
 
 /** The flags that choose and tune the linking core, shared by `link`, `eval` and `run`. */
 export const LINKER_FLAG_OPTIONS = {
@@ -80,4 +82,22 @@ export function requireMemory(values: { memory?: string }): void {
     if (error instanceof InputError) throw new InputError(`--memory ${error.message}`, 'BAD_FLAGS', error);
     throw error;
   }
+}
+
+/**
+ * `--index` where a command scores against the index's KB (`eval`): no default, as the KB is the
+ * question, but the refusal says where the default index of `cuilink link` is and how to pass it.
+ */
+export function requireIndexFlag(value: string | undefined, command: string): string {
+  if (value !== undefined && value.length > 0) return value;
+  let where: string;
+  try {
+    const dir = defaultIndexDir(defaultCacheDir(), DEFAULT_MODEL_DIR);
+    const built = existsSync(join(dir, 'manifest.json'));
+    where = `the default HPO index that 'cuilink link' uses without --index is ${dir}${built ? '' : " (not built yet: the first 'cuilink link' or 'cuilink run' without --index builds it)"}; to ${command} on it, pass --index ${dir}`;
+  } catch {
+    // No default model to name the index by: say where indexes are cached instead.
+    where = `the default HPO index is cached under ${join(defaultCacheDir(), 'indexes')}`;
+  }
+  throw new InputError(`missing required flag --index: ${command} scores against the KB of the index it is given, so it has no default; ${where}`, 'BAD_FLAGS');
 }

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { DeadLetterRecord } from './avro/avro-records.ts';
+import { hasConfluentWireHeader } from './avro/confluent-avro-codec.ts';
+import { SCHEMA_FINGERPRINT_HEADER } from './avro/record-codec.ts';
+import { hasSingleObjectMarker } from './avro/single-object.ts';
 import { RECORD_FAULT_CODES } from './dead-letter-policy.ts';
 import type { OutboundRecord } from './kafka/client-types.ts';
 import { alreadyReplayedDetail, ledgerKey, type ReplayLedger } from './replay-ledger.ts';
@@ -35,7 +38,7 @@ export const NEVER_REPLAY: ReadonlyMap<string, string> = new Map([
 
 /** Codes that may succeed on replay once something outside the record was fixed, and what that fix is. */
 export const REPLAYABLE_AFTER_FIX: ReadonlyMap<string, string> = new Map([
-  ['UNKNOWN_SCHEMA', 'the stage learns the writer schema (its file added to schemas/history/ in a new release, or registered in the schema registry); a record that names no schema at all fails again'],
+  ['UNKNOWN_SCHEMA', 'the stage learns the writer schema (its file added to schemas/history/ in a new release, or registered in the schema registry); never a record that names no schema at all (namesNoSchema: it fails again)'],
   ['INCOMPATIBLE_SCHEMA', 'a reader schema that can read the writer schema (a new release)'],
   ['RECORD_TOO_LARGE', "the decoder's bounds raised"],
   ['NOTE_TOO_LARGE', 'limits.maxNoteChars or limits.maxMentionsPerNote raised'],
@@ -43,6 +46,20 @@ export const REPLAYABLE_AFTER_FIX: ReadonlyMap<string, string> = new Map([
   ['SPAN_TEXT_MISMATCH', "a fix of the stage's offset handling; a producer that sent wrong offsets fails again"],
   ['OUTPUT_TOO_LARGE', "the output topic's max.message.bytes (and topics.maxMessageBytes) raised, or link.topK lowered"],
 ]);
+
+const NAMES_NO_SCHEMA = `neither the single-object header (C3 01 and a fingerprint), nor a ${SCHEMA_FINGERPRINT_HEADER} header, nor the Confluent magic byte and schema id: no schema the stage learns makes it readable`;
+
+/**
+ * An UNKNOWN_SCHEMA original that names no writer schema in any way a reader looks for one. A
+ * schema the stage learns later, or a switch of the wire format, reads only records that name
+ * theirs; this one, re-sent unchanged, fails again.
+ */
+export function namesNoSchema(letter: Pick<DeadLetterRecord, 'original' | 'originalHeaders'>): boolean {
+  if (letter.original === null) return true;
+  const bytes = Buffer.from(letter.original);
+  if (hasSingleObjectMarker(bytes) || hasConfluentWireHeader(bytes)) return false;
+  return !letter.originalHeaders.some((h) => h.key === SCHEMA_FINGERPRINT_HEADER && h.value !== null);
+}
 
 /** Why `replay` leaves a dead letter alone. */
 export type SkipReason = 'cut' | 'never' | 'unknown-code' | 'sha256-mismatch' | 'repeated-header' | 'not-a-dead-letter' | 'already-replayed';
@@ -80,6 +97,7 @@ export function replayVerdict(entry: DeadLetterEntry, ledger?: ReplayLedger): Re
   }
   const never = NEVER_REPLAY.get(letter.errorCode);
   if (never !== undefined) return { replayable: false, skip: 'never', detail: `${letter.errorCode} never succeeds on replay: ${never}` };
+  if (letter.errorCode === 'UNKNOWN_SCHEMA' && namesNoSchema(letter)) return { replayable: false, skip: 'never', detail: `UNKNOWN_SCHEMA never succeeds on replay for a record that names no schema: ${NAMES_NO_SCHEMA}` };
   if (!RECORD_FAULT_CODES.has(letter.errorCode) || !REPLAYABLE_AFTER_FIX.has(letter.errorCode)) {
     return { replayable: false, skip: 'unknown-code', detail: `${letter.errorCode} is no code this version knows; not replayed` };
   }

@@ -1,4 +1,4 @@
-// Environment variables as config: the parsers and the path setter of the stage's ENV_VARS
+// Environment variables as config: the parsers and the path setter (and getter) of the stage's ENV_VARS
 // (stage-config.ts), KAFKA_SECURITY_ENV_VARS (kafka-security.ts) and SCHEMA_REGISTRY_ENV_VARS
 // (avro/schema-registry-config.ts).
 
@@ -19,4 +19,9 @@ export function setPath(target: Record<string, unknown>, path: string[], value: 
     node = node[key] as Record<string, unknown>;
   }
   node[path[path.length - 1]!] = value;
+}
+
+/** The value at `path`, or undefined where a step is missing or no object. */
+export function getPath(source: Record<string, unknown>, path: string[]): unknown {
+  return path.reduce<unknown>((node, key) => (typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[key] : undefined), source);
 }

@@ -13,7 +13,7 @@ import { PartitionBatchHandler, type LabelRouting } from './partition-batch-hand
 import { LabelSelector } from './label-selection/label-selector.ts';
 import { normalizeName } from '../text/normalize.ts';
 import type { StageCodec } from './stage-codec.ts';
-import { connectionOf, type StageConfig } from './stage-config.ts';
+import { connectionOf, stageTopicsOf, type StageConfig } from './stage-config.ts';
 import { StageProgress } from './stage-progress.ts';
 import { OutputFitter } from './output-fitter.ts';
 import { TopicSizeLimits } from './topic-size-limits.ts';
@@ -154,8 +154,7 @@ export class LinkingStage {
   /** Connects, checks the topics exist, joins the group and starts consuming; `signal` aborted gives up before the consumer runs. */
   async start(signal?: AbortSignal): Promise<void> {
     const { config } = this.options;
-    const { input, output, deadLetter, review, labelRequests, measureRequests } = config.topics;
-    await requireTopics(this.kafka, [input, output, deadLetter, review, labelRequests, measureRequests].filter((t) => t !== undefined));
+    await requireTopics(this.kafka, stageTopicsOf(config));
     await this.sizes.load(this.kafka, [config.topics.output, config.topics.deadLetter], config.topics.maxMessageBytes, this.logger);
     this.metrics.highWatermarkOf = (topic, partition) => this.consumer.highWatermark?.(topic, partition);
     this.consumer.onJoin((join) => {

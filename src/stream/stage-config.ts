@@ -4,11 +4,12 @@ import { InputError } from '../kb/errors.ts';
 import { parseLinkConfig } from '../link/link-config.ts';
 import { parseBrokerList, type KafkaConnectionConfig } from './kafka-client.ts';
 import { checkedKafkaSaslSchema, checkedKafkaTlsSchema, KAFKA_SECURITY_ENV_VARS } from './kafka-security.ts';
-import { asBool, asString, setPath, type EnvParser, type EnvVar } from './env-vars.ts';
+import { asBool, asString, getPath, setPath, type EnvParser, type EnvVar } from './env-vars.ts';
 import type { SchemaRegistryOptions } from './avro/confluent-avro-codec.ts';
 import { resolveSchemaRegistry, SCHEMA_REGISTRY_ENV_VARS, schemaRegistrySectionSchema } from './avro/schema-registry-config.ts';
 import { DEFAULT_LABEL_POLICY, DEFAULT_RECURRENCE_EXPONENT, SELECTION_POLICIES } from './label-selection/selection-policy.ts';
 import { MEMORY_SPLIT_SEED } from './label-selection/note-draw.ts';
+import { settingWithoutItsTopic } from './topic-bound-settings.ts';
 
 /**
  * Everything `cuilink run` can be told, validated once at start. Sources, later winning: the
@@ -292,6 +293,8 @@ export interface LoadStageConfigOptions {
   env?: NodeJS.ProcessEnv;
   /** Applied last (CLI flags). */
   overrides?: Record<string, unknown>;
+  /** A command's own defaults (the demo's review topic), taken where no source set the key. */
+  defaults?: Record<string, unknown>;
 }
 
 /** Reads and validates the stage config; an InputError names the offending field and its source. */
@@ -320,13 +323,21 @@ export function loadStageConfig(options: LoadStageConfigOptions = {}): StageConf
     fromEnv.push(name);
   }
   for (const [key, value] of Object.entries(options.overrides ?? {})) setPath(raw, key.split('.'), value);
+  for (const [key, value] of Object.entries(options.defaults ?? {})) if (getPath(raw, key.split('.')) === undefined) setPath(raw, key.split('.'), value);
+  const originOf = (where: string): string => {
+    const envHint = ENV_VARS.find(([name, path]) => fromEnv.includes(name) && path.join('.') === where)?.[0];
+    return envHint ? `environment variable ${envHint}` : options.file ? `config ${options.file}` : 'config';
+  };
   const parsed = stageConfigSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const where = issue.path.join('.') || '(root)';
-    const envHint = ENV_VARS.find(([name, path]) => fromEnv.includes(name) && path.join('.') === where)?.[0];
-    const origin = envHint ? `environment variable ${envHint}` : options.file ? `config ${options.file}` : 'config';
-    throw new InputError(`${origin}: '${where}': ${issue.message}`, 'BAD_CONFIG');
+    throw new InputError(`${originOf(where)}: '${where}': ${issue.message}`, 'BAD_CONFIG');
+  }
+  const inert = settingWithoutItsTopic(raw, parsed.data.topics);
+  if (inert !== undefined) {
+    const topics = inert.needs.map((topic) => `topics.${topic}${envNameOf(['topics', topic])}`).join(' or ');
+    throw new InputError(`${originOf(inert.setting)}: '${inert.setting}' has no effect without ${topics}: set ${inert.needs.length > 1 ? 'one of those topics' : 'that topic'} too, or drop '${inert.setting}'`, 'BAD_CONFIG');
   }
   parseLinkConfig(parsed.data.link, 'config link');
   // The registry's secret and PEM files are read now, so that a bad one stops the start with its field and path.
@@ -337,6 +348,12 @@ export function loadStageConfig(options: LoadStageConfigOptions = {}): StageConf
   return parsed.data;
 }
 
+/** ` (CUILINK_X)` for a path an environment variable sets, else nothing. */
+function envNameOf(path: string[]): string {
+  const name = ENV_VARS.find(([, p]) => p.join('.') === path.join('.'))?.[0];
+  return name === undefined ? '' : ` (${name})`;
+}
+
 /**
  * The schema registry client's options (files read and checked), or undefined when the stage
  * writes the plain format. `names`: how errors name each file field (default `schemaRegistry.<path>`).
@@ -345,6 +362,12 @@ export function schemaRegistryOf(config: StageConfig, names?: Partial<Record<str
   if (config.avro.wireFormat !== 'confluent') return undefined;
   const url = config.schemaRegistry.url ?? config.avro.registryUrl;
   return resolveSchemaRegistry({ ...config.schemaRegistry, url }, 'schemaRegistry', names);
+}
+
+/** Every topic the stage reads or writes: the three it always has, then the optional ones configured. */
+export function stageTopicsOf(config: StageConfig): string[] {
+  const { input, output, deadLetter, review, labelRequests, measureRequests } = config.topics;
+  return [input, output, deadLetter, review, labelRequests, measureRequests].filter((t) => t !== undefined);
 }
 
 /** The connection part of the config in the shape src/stream/kafka-client.ts takes. */

@@ -248,3 +248,15 @@ test('dlq inspect lists the dead letters without note text; replay skips the hop
     await second.close();
   }
 });
+
+test('a topic given by --topic or --to that does not exist is called a typo to check, with the similar names there; the configured one still says topics create', async () => {
+  const typo = (flag: string, topic: string, similar: string) => (error: unknown) =>
+    error instanceof CuilinkError && error.code === 'TOPIC_MISSING' && new RegExp(`^${flag} ${topic.replace(/\./g, '\\.')}: no such topic on the brokers; check ${flag} \\(similar: ${similar.replace(/\./g, '\\.')}\\)$`).test(error.message);
+  await assert.rejects(dlqInspect.run(['--config', configFile, '--topic', 'dlq-cli.daed']), typo('--topic', 'dlq-cli.daed', topics.deadLetter));
+  await assert.rejects(dlqReplay.run(['--config', configFile, '--topic', 'dlq-cli.deadd']), typo('--topic', 'dlq-cli.deadd', topics.deadLetter));
+  await assert.rejects(dlqReplay.run(['--config', configFile, '--to', 'dlq-cli.inn']), typo('--to', 'dlq-cli.inn', topics.input));
+  await assert.rejects(dlqInspect.run(['--config', configFile, '--topic', 'unrelated-name']), (error: Error) => error.message === '--topic unrelated-name: no such topic on the brokers; check --topic (no topic there has a similar name)');
+  const unset = join(root, 'unset.json');
+  writeFileSync(unset, JSON.stringify({ brokers: broker.brokers, topics: { ...topics, deadLetter: 'dlq-cli.never-made' } }));
+  await assert.rejects(dlqInspect.run(['--config', unset]), /topic\(s\) dlq-cli\.never-made do not exist on the brokers; create them with 'cuilink topics create'/);
+});

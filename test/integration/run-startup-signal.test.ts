@@ -7,10 +7,11 @@ import { join } from 'node:path';
 import { buildPhenotypeIndex } from '../support/stream-fixtures.ts';
 import { StageProcess } from '../support/stage-process.ts';
 
-// `cuilink run` told to stop while it is still starting: a pod rescheduled while it loads its
-// models or waits on a broker that does not answer. It must stop then, not once its start-up has
-// run its course (tens of seconds against a silent broker, minutes for a first default index),
-// past the pod's grace period, and it must not go on to join the group and take records.
+// `cuilink run` told to stop while it is still starting: a pod rescheduled while it waits on a
+// broker that does not answer. It must stop then, not once its start-up has run its course (tens of
+// seconds against a silent broker), past the pod's grace period, and it must not go on to load its
+// linker, join the group and take records. The broker and topics are checked before the linker
+// loads; a signal during the load is test/integration/stream-process.test.ts's (a broker that answers).
 let root: string;
 let indexDir: string;
 /** A broker that accepts connections and never answers (a partition, a hung broker): start-up waits on it. */
@@ -53,18 +54,17 @@ async function exitWithin(p: StageProcess, limitMs: number): Promise<{ code: num
   return elapsed >= limitMs ? { code, seconds: null } : { code, seconds: elapsed / 1000 };
 }
 
-for (const [when, mark] of [['while it loads its linker', 'http listening'], ['while it waits on a broker that does not answer', 'linker loaded']] as const) {
-  test(`SIGTERM ${when}: exits 0 within seconds, naming the signal, without starting to consume`, { timeout: 120_000 }, async () => {
-    const stage = startStage(mark === 'http listening' ? 'early-load' : 'early-broker');
-    await stage.untilLogged(mark, 60_000);
-    stage.kill('SIGTERM');
-    // The broker's request timeout (30 s) would end a start-up that ignored the signal: 10 s is well under it.
-    const { code, seconds } = await exitWithin(stage, 10_000);
-    const shown = `\n${stage.lines.slice(-6).join('\n')}`;
-    assert.notEqual(seconds, null, `still running 10 s after SIGTERM${shown}`);
-    assert.equal(code, 0, `exit 0 on a signal during start-up${shown}`);
-    const exiting = stage.lines.find((l) => l.includes('"message":"exiting"'));
-    assert.ok(exiting?.includes('"reason":"SIGTERM"'), `the exit line names the signal: ${exiting}${shown}`);
-    assert.ok(!stage.logged('stage started') && !stage.logged('joined consumer group'), `nothing consumed${shown}`);
-  });
-}
+test('SIGTERM while it waits on a broker that does not answer: exits 0 within seconds, naming the signal, without loading its linker or consuming', { timeout: 120_000 }, async () => {
+  const stage = startStage('early-broker');
+  await stage.untilLogged('checking the brokers and topics', 60_000);
+  stage.kill('SIGTERM');
+  // The broker's request timeout (30 s) would end a start-up that ignored the signal: 10 s is well under it.
+  const { code, seconds } = await exitWithin(stage, 10_000);
+  const shown = `\n${stage.lines.slice(-6).join('\n')}`;
+  assert.notEqual(seconds, null, `still running 10 s after SIGTERM${shown}`);
+  assert.equal(code, 0, `exit 0 on a signal during start-up${shown}`);
+  const exiting = stage.lines.find((l) => l.includes('"message":"exiting"'));
+  assert.ok(exiting?.includes('"reason":"SIGTERM"'), `the exit line names the signal: ${exiting}${shown}`);
+  assert.ok(!stage.logged('http listening') && !stage.logged('linker loaded'), `the linker is not loaded before the broker answers${shown}`);
+  assert.ok(!stage.logged('stage started') && !stage.logged('joined consumer group'), `nothing consumed${shown}`);
+});

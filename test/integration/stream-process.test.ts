@@ -142,6 +142,7 @@ test('SIGTERM while the stage is still loading its linker: it does not start, co
   assert.equal(await stage.exited, 0, `exit 0 on a signal during startup:\n${stage.lines.slice(-5).join('\n')}`);
   const exiting = stage.lines.find((l) => l.includes('"message":"exiting"'));
   assert.ok(exiting?.includes('"reason":"SIGTERM"'), `the exit line names the signal: ${exiting}`);
+  assert.ok(!stage.logged('stage started') && !stage.logged('joined consumer group'), `nothing consumed:\n${stage.lines.slice(-5).join('\n')}`);
 });
 
 test('exactly-once: after SIGKILL and restart, every note appears exactly once among committed output records', async (ctx) => {

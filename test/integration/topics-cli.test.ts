@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
@@ -140,4 +141,24 @@ test('topics describe → create → describe, then run fails naming topics crea
   const after = await cuilink(['topics', 'describe', '--config', fileB]).done;
   assert.equal(after.code, 0, after.stderr);
   assert.match(after.stdout, /^exists b\.linked .*, records [1-9]\d*$/m);
+});
+
+test('run checks the broker and its topics before it loads the linker: a missing topic or a refused broker is named, not the index', async () => {
+  // An index that cannot load stands for one that takes minutes (a first default index): either way the topic must come first.
+  const noIndex = join(root, 'no-such-index');
+  const fileC = writeConfig('c', { ...stageConfig('c'), linker: { indexDir: noIndex, threads: 1 } });
+  const refused = await cuilink(['run', '--config', fileC], { timeoutMs: 60_000 }).done;
+  assert.equal(refused.code, 3, refused.stderr);
+  assert.match(refused.stderr, /TOPIC_MISSING.*topic\(s\) c\.notes, c\.linked, c\.dead, c\.review do not exist/);
+  assert.doesNotMatch(refused.stderr, new RegExp(`${noIndex}|"linker loaded"`), 'nothing of the linker before the topic check');
+
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const { port } = closed.address() as { port: number };
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  const fileD = writeConfig('d', { ...stageConfig('d'), brokers: [`127.0.0.1:${port}`], linker: { indexDir: noIndex, threads: 1 } });
+  const down = await cuilink(['run', '--config', fileD], { timeoutMs: 120_000 }).done;
+  assert.equal(down.code, 3, down.stderr);
+  assert.match(down.stderr, /ECONNREFUSED/);
+  assert.doesNotMatch(down.stderr, new RegExp(`${noIndex}|"linker loaded"`), 'nothing of the linker before the broker answers');
 });

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Command } from '../command.ts';
 import { parseFlags } from '../args.ts';
-import { connectionOf, type StageConfig } from '../../stream/stage-config.ts';
+import { connectionOf, stageTopicsOf, type StageConfig } from '../../stream/stage-config.ts';
 import { CuilinkError } from '../../kb/errors.ts';
 import { startLocalBroker, type LocalBroker } from '../../stream/local-broker.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
@@ -15,6 +15,7 @@ import { serveUntilStopped, untilSignal } from './run.ts';
 import type { NoteInput } from '../../link/types.ts';
 
 const DEFAULT_SAMPLES = join(REPO_ROOT, 'samples', 'notes.jsonl');
+const DEMO_REVIEW_TOPIC = 'cuilink.review';
 
 const usage = `Usage: cuilink demo [--config FILE] [--follow] [--samples FILE] [--index DIR] [--http-port N]
 
@@ -57,7 +58,9 @@ export const demo: Command = {
       index: { type: 'string' },
       'http-port': { type: 'string' },
     });
-    const config = stageConfigFromFlags(values);
+    // The demo shows the review route too: unsure mentions also go to a review topic. Given as a
+    // default of the config, not set after it loads: a review setting alone (CUILINK_REVIEW_BELOW) acts through it.
+    const config = stageConfigFromFlags(values, { 'topics.review': DEMO_REVIEW_TOPIC });
     if (config.brokers.length > 0) console.error(`demo: ignoring the configured brokers (${config.brokers.join(',')}): the demo runs its own; the service is 'cuilink run'`);
     // The demo is for a terminal: quiet logs unless asked, and any free port rather than 8080.
     if (values.config === undefined && process.env.CUILINK_LOG_LEVEL === undefined) {
@@ -91,9 +94,7 @@ async function runDemo(config: StageConfig, samplesFile: string, follow: boolean
 
 async function linkSamples(config: StageConfig, broker: LocalBroker, notes: NoteInput[], follow: boolean, died: Promise<never>, opened: { runtime?: StageRuntime }): Promise<number> {
   const kafka = createKafkaClient(connectionOf(config, broker.brokers), () => {});
-  // The demo shows the review route too: unsure mentions also go to a review topic.
-  config.topics.review ??= 'cuilink.review';
-  await ensureTopics(kafka, [config.topics.input, config.topics.output, config.topics.deadLetter, config.topics.review], { partitions: 3 });
+  await ensureTopics(kafka, stageTopicsOf(config), { partitions: 3 });
   console.error(`demo: broker ${broker.brokers.join(',')}, topics ${config.topics.input} → ${config.topics.output} (dead letters: ${config.topics.deadLetter})`);
   console.error('demo: loading the linker (the first run builds the default HPO index, a few minutes)');
   const runtime = await startStageRuntime(config, { brokers: broker.brokers });

@@ -121,7 +121,7 @@ export const dlqReplay: Command = {
       if (!TOPIC_NAME.test(to)) throw new InputError(`--to '${to}' is not a topic name (1-249 of [A-Za-z0-9._-])`, 'BAD_FLAGS');
       if (to === context.topic) throw new InputError(`--to ${to} is the dead-letter topic itself`, 'BAD_FLAGS');
       if (to === context.ledger) throw new InputError(`--to ${to} is the replay ledger (--ledger)`, 'BAD_FLAGS');
-      await requireTopics(context.kafka, [context.topic, to]);
+      await requireTopics(context.kafka, [context.topic, to], values.to === undefined ? context.flagged : new Map([...context.flagged, [to, '--to']]));
       const positions = parseOffsets(values.offsets, await partitionCount(context.kafka, context.topic));
       if (execute) {
         // The id is registered before the ledger is read: a replay still sending is fenced (its

@@ -142,6 +142,8 @@ export interface DlqContext {
   topic: string;
   /** The replay ledger topic. */
   ledger: string;
+  /** Topics named by a flag, and the flag: missing, they are a typo to check, not topics to create. */
+  flagged: Map<string, string>;
 }
 
 /** The registry as the stage reads it (schemaRegistry.* with its auth and TLS, CUILINK_SCHEMA_REGISTRY_*), `--schema-registry` replacing only its URL. */
@@ -164,7 +166,8 @@ export function openContext(values: CommonValues): DlqContext {
   if (!TOPIC_NAME.test(ledger)) throw new InputError(`--ledger '${ledger}' is not a topic name (1-249 of [A-Za-z0-9._-])${values.ledger === undefined ? `: the dead-letter topic's name is too long to derive it, give --ledger` : ''}`, 'BAD_FLAGS');
   if (ledger === topic) throw new InputError(`--ledger ${ledger} is the dead-letter topic itself`, 'BAD_FLAGS');
   const connection = validateKafkaConnection({ ...connectionOf(config, brokers), clientId: values['client-id'] ?? 'cuilink-dlq' });
-  return { config, kafka: createKafkaClient(connection), codec: createRecordCodec({ schemaRegistry }), topic, ledger };
+  const flagged = new Map(values.topic === undefined ? [] : [[topic, '--topic']]);
+  return { config, kafka: createKafkaClient(connection), codec: createRecordCodec({ schemaRegistry }), topic, ledger, flagged };
 }
 
 export async function partitionCount(kafka: KafkaClient, topic: string): Promise<number> {
@@ -248,7 +251,7 @@ export const dlqInspect: Command = {
     const { filter, limit } = parseFilterFlags(values);
     const context = openContext(values);
     try {
-      await requireTopics(context.kafka, [context.topic]);
+      await requireTopics(context.kafka, [context.topic], context.flagged);
       const positions = parseOffsets(values.offsets, await partitionCount(context.kafka, context.topic));
       const ledger = await readLedger(context);
       const entries = await readDeadLetters(context);

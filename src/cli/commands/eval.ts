@@ -20,7 +20,7 @@ import { formatStageTable, stageBreakdown } from '../../eval/confidence/stage-br
 import { NON_ENTITY_EVAL_SEED, formatNonEntity, nonEntityReport, withNonEntitySpans, type NonEntityReport } from '../../eval/confidence/non-entity-spans.ts';
 import { HOLD_OUT_SEED, formatHoldOut, holdOutConcepts, holdOutReport, pooledHoldOutReport, type HoldOutReport } from '../../eval/confidence/held-out-concepts.ts';
 import type { OpenLinkerOptions } from '../../link/open-linker.ts';
-import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest, requireMemory } from '../linker-flags.ts';
+import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest, requireIndexFlag, requireMemory } from '../linker-flags.ts';
 import { checkWritable, writeOutput } from '../output-files.ts';
 
 /** Draws one `eval --hold-out-seed` links the corpus for (each is a full linking pass). */
@@ -57,7 +57,8 @@ list for the gold, so it reads lower than acc@1: a correct top-1 followed by unr
 is not a perfect list (docs/evaluator.md).
 
 Options:
-  --index DIR            index directory (cuilink index build); its concepts are the KB
+  --index DIR            index directory (cuilink index build); its concepts are the KB. Required
+                         (no default): without it, eval names the default HPO index of 'cuilink link'
   --corpus FILE          PubTator corpus (may be gzipped)
   --types REGEX          keep only annotations whose type matches (e.g. 'Disease')
   --split tune|learn     only one part of the fixed tuning split of a training corpus: 'tune' is
@@ -126,7 +127,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         'non-entities': { type: 'string' },
         'non-entity-seed': { type: 'string' },
       });
-      const indexDir = requireString(values.index, 'index');
+      const indexDir = requireIndexFlag(values.index, 'eval');
       const corpusFile = requireString(values.corpus, 'corpus');
       const batchSize = parseNumberFlag(values.batch, 'batch', 32, { min: 1, integer: true });
       const types = parseTypesFlag(values.types);

@@ -1,8 +1,9 @@
 import type { Command } from '../command.ts';
 import { parseFlags } from '../args.ts';
-import { connectionOf, type StageConfig } from '../../stream/stage-config.ts';
+import { connectionOf, stageTopicsOf, type StageConfig } from '../../stream/stage-config.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
-import { TopicMissingError } from '../../stream/topics.ts';
+import type { KafkaClient } from '../../stream/kafka/client-types.ts';
+import { requireTopics, TopicMissingError } from '../../stream/topics.ts';
 import { createPlannedTopics, planTopics, settingsText } from '../../stream/topic-plan.ts';
 import { stageConfigFromFlags } from '../stage-flags.ts';
 import { startStageRuntime, type StageRuntime } from '../stage-runtime.ts';
@@ -18,8 +19,9 @@ then these flags; docs/stream.md lists them all with their defaults.
 
 Brokers must be configured (CUILINK_BROKERS or "brokers" in the config); without them it exits 2
 at once with a one-line reason (it never starts a broker of its own: that is 'cuilink demo').
-The topics must exist ('cuilink topics create' with the same --config); a missing one exits 3
-naming it. The stage runs until SIGTERM/SIGINT, then drains in-flight batches, commits and exits 0
+The topics must exist ('cuilink topics create' with the same --config); a missing one, or a broker
+that cannot be reached, exits 3 naming it, checked before the linker loads (minutes for a first
+default index). The stage runs until SIGTERM/SIGINT, then drains in-flight batches, commits and exits 0
 (a signal during start-up ends it there, before it consumes anything, and exits 0).
 
 Options:
@@ -55,8 +57,7 @@ export const run: Command = {
 };
 
 /** `--create-topics`: what 'cuilink topics create' does with its defaults, one log line per topic. */
-async function createTopics(config: StageConfig, logger: Logger): Promise<void> {
-  const kafka = createKafkaClient(connectionOf(config), () => {});
+async function createTopics(kafka: KafkaClient, config: StageConfig, logger: Logger): Promise<void> {
   for (const report of await createPlannedTopics(kafka, planTopics(config))) {
     const { planned } = report.state;
     logger.info(report.created ? 'topic created' : 'topic exists', { topic: planned.topic, role: planned.role, settings: settingsText(report.state), ...(report.notes.length > 0 ? { notes: report.notes } : {}) });
@@ -111,7 +112,13 @@ async function runService(config: StageConfig, options: { createTopics: boolean;
   const logger = createLogger({ level: config.telemetry.logLevel, fields: { service: config.telemetry.serviceName } });
   const abandon = new AbortController();
   const starting = (async () => {
-    if (options.createTopics) await createTopics(config, logger);
+    // The broker and the topics before the linker: its load takes minutes on a first default index,
+    // and a missing topic or an unreachable broker must not be reported only after it.
+    const kafka = createKafkaClient(connectionOf(config), () => {});
+    if (options.createTopics) await createTopics(kafka, config, logger);
+    const topics = stageTopicsOf(config);
+    logger.info('checking the brokers and topics', { brokers: config.brokers, topics });
+    await requireTopics(kafka, topics);
     abandon.signal.throwIfAborted();
     return startStageRuntime(config, { signal: abandon.signal });
   })();

@@ -72,6 +72,11 @@ function registryArgs(options: SchemaRegistryOptions): RegistryArgs {
 const MAGIC_BYTE = 0;
 const WIRE_HEADER_BYTES = 5;
 
+/** Whether the value starts as the Confluent wire format does: magic byte 0 and room for a 4-byte schema id. */
+export function hasConfluentWireHeader(bytes: Buffer): boolean {
+  return bytes.length >= WIRE_HEADER_BYTES && bytes[0] === MAGIC_BYTE;
+}
+
 interface RegistryWriter {
   /** The writer schema as avsc parsed it from the registry. */
   type: avro.Type;
@@ -120,7 +125,7 @@ export class ConfluentAvroCodec implements RecordCodec {
     const bytes = requireValue(value, kind);
     // The plain format: single-object encoded (its marker C3 01 is never the magic byte 0), or the deprecated fingerprint header.
     if (hasSingleObjectMarker(bytes) || headerString(headers, SCHEMA_FINGERPRINT_HEADER) !== undefined) return this.plain.decodeSync(kind, bytes, headers, limits);
-    if (bytes.length < WIRE_HEADER_BYTES || bytes[0] !== MAGIC_BYTE) {
+    if (!hasConfluentWireHeader(bytes)) {
       throw new CuilinkError('UNDECODABLE', `value is in neither the Confluent wire format (no magic byte) nor the plain format (no single-object marker C3 01, no ${SCHEMA_FINGERPRINT_HEADER} header)`);
     }
     const id = bytes.readInt32BE(1);

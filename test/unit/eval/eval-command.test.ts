@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeEvalCommand } from '../../../src/cli/commands/eval.ts';
+import { DEFAULT_MODEL_DIR, defaultIndexDir } from '../../../src/link/default-index.ts';
 import { readPredictions } from '../../../src/eval/prediction-file.ts';
 import type { EvalReport } from '../../../src/eval/eval-report.ts';
 import { fakeLinker, SAMPLE_TABLE } from './fake-linker.ts';
@@ -134,5 +135,32 @@ test('`cuilink eval --non-entities N` links the corpus again with unmarked spans
     await assert.rejects(evalCommand.run(['--index', INDEX, '--corpus', corpus, '--non-entities', '0']), /--non-entities/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('`cuilink eval` without --index still refuses, and says where the default index of `cuilink link` is and how to pass it', async () => {
+  const evalCommand = makeEvalCommand(async () => fakeLinker({}));
+  const cacheDir = mkdtempSync(join(tmpdir(), 'cuilink-eval-default-'));
+  const saved = process.env.CUILINK_CACHE_DIR;
+  process.env.CUILINK_CACHE_DIR = cacheDir;
+  try {
+    const dir = defaultIndexDir(cacheDir, DEFAULT_MODEL_DIR);
+    const refusal = async () => {
+      const error = await evalCommand.run(['--corpus', CORPUS]).then(() => assert.fail('eval ran without --index'), (e: Error & { code?: string }) => e);
+      assert.equal(error.code, 'BAD_FLAGS');
+      return error.message;
+    };
+    const unbuilt = await refusal();
+    assert.ok(unbuilt.startsWith('missing required flag --index: '), unbuilt);
+    assert.ok(unbuilt.includes(`--index ${dir}`), `names the default index and the flag to pass it: ${unbuilt}`);
+    assert.match(unbuilt, /not built yet/);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'manifest.json'), '{}');
+    const built = await refusal();
+    assert.ok(built.includes(`--index ${dir}`) && !/not built yet/.test(built), built);
+  } finally {
+    if (saved === undefined) delete process.env.CUILINK_CACHE_DIR;
+    else process.env.CUILINK_CACHE_DIR = saved;
+    rmSync(cacheDir, { recursive: true, force: true });
   }
 });

@@ -18,6 +18,7 @@ import {
   type DeadLetterEntry,
 } from '../../../src/stream/dead-letter-replay.ts';
 import { parseCodes, parseFilterFlags, parseOffsets, parseTime } from '../../../src/cli/commands/dlq.ts';
+import { SCHEMA_FINGERPRINT_HEADER } from '../../../src/stream/avro/record-codec.ts';
 
 const NOTE_TEXT = 'Patient PHIMARKER reports seizures.';
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -151,4 +152,19 @@ test('flag parsing: each bad value is refused in one line naming the flag and th
   assert.throws(() => parseOffsets('12', 3), /--offsets '12' names no partition and the dead-letter topic has 3/);
   assert.throws(() => parseOffsets('0:x', 1), /--offsets '0:x' is not partition:offset/);
   assert.throws(() => parseOffsets('4:1', 2), /--offsets '4:1': the dead-letter topic has no partition 4/);
+});
+
+test('UNKNOWN_SCHEMA: a record that names no schema (no C3 01 header, no fingerprint header, no Confluent magic byte) is never replayed; one that names a schema the stage may learn is', () => {
+  const skip = (original: Buffer, headers: DeadLetterRecord['originalHeaders'] = []) => {
+    const v = replayVerdict(entry(0, letter({ errorCode: 'UNKNOWN_SCHEMA', original, originalSha256: sha(original), originalSize: original.length, originalHeaders: headers })));
+    return v.replayable ? 'yes' : `${v.skip}: ${v.detail}`;
+  };
+  const body = Buffer.from(NOTE_TEXT);
+  assert.match(skip(body), /^never: UNKNOWN_SCHEMA never succeeds on replay for a record that names no schema/);
+  assert.match(skip(body, [{ key: 'cuilink-schema', value: Buffer.from('org.cuilink.NoteEvent') }]), /^never: /, 'the schema name header is informative: readers go by the fingerprint');
+  assert.equal(skip(Buffer.concat([Buffer.from([0xc3, 0x01]), Buffer.alloc(8, 0xff), body])), 'yes', 'single-object encoded under an unknown fingerprint');
+  assert.equal(skip(body, [{ key: SCHEMA_FINGERPRINT_HEADER, value: Buffer.from('f'.repeat(64)) }]), 'yes', 'the deprecated fingerprint header');
+  assert.equal(skip(Buffer.concat([Buffer.from([0, 0, 0, 0, 42]), body])), 'yes', 'a Confluent registry id: the stage switched to the confluent wire format reads it');
+  // The docs' per-code table says so too.
+  assert.match(readFileSync('docs/dead-letters.md', 'utf8'), /\| `UNKNOWN_SCHEMA` \| after a fix \(never for a record that names no schema\) \|/);
 });

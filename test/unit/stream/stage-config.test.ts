@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadStageConfig } from '../../../src/stream/stage-config.ts';
+import { loadStageConfig, stageConfigSchema } from '../../../src/stream/stage-config.ts';
+import { TOPIC_BOUND_SETTINGS } from '../../../src/stream/topic-bound-settings.ts';
 
 function withFile(content: string, fn: (file: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'cuilink-config-'));
@@ -63,4 +64,35 @@ test('bad values are InputErrors naming the field and where it came from', () =>
   assert.throws(() => loadStageConfig({ env: { CUILINK_BROKERS: 'no-port' } }), /host:port/);
   withFile('{"consumer": {"sessionTimeoutMs": 6000, "heartbeatIntervalMs": 10000}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), /consumer\.heartbeatIntervalMs.*must be under consumer\.sessionTimeoutMs \(6000\)/));
   assert.equal(loadStageConfig({ env: {}, overrides: { 'consumer.sessionTimeoutMs': 120_000 } }).consumer.sessionTimeoutMs, 120_000, 'a session longer than the client\'s default rebalance timeout is allowed (the stage raises the rebalance timeout)');
+});
+
+test('a review or labels setting without the topic it acts through is refused, naming the setting, where it was set and the topic it needs', () => {
+  const refused = (pattern: RegExp) => (e: Error & { code?: string }) => e.code === 'BAD_CONFIG' && pattern.test(e.message);
+  assert.throws(() => loadStageConfig({ env: { CUILINK_REVIEW_BELOW: '0.7' } }), refused(/^environment variable CUILINK_REVIEW_BELOW: 'review\.belowConfidence' has no effect without topics\.review \(CUILINK_REVIEW_TOPIC\)/));
+  withFile('{"review": {"belowConfidence": 0.3}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), refused(new RegExp(`^config ${file}: 'review\\.belowConfidence' has no effect without topics\\.review`))));
+  assert.throws(() => loadStageConfig({ env: {}, overrides: { 'review.belowConfidence': 0.2 } }), refused(/^config: 'review\.belowConfidence'/));
+  assert.throws(() => loadStageConfig({ env: { CUILINK_LABEL_BUDGET: '5' } }), refused(/CUILINK_LABEL_BUDGET: 'labels\.budget' has no effect without topics\.labelRequests \(CUILINK_LABEL_TOPIC\)/));
+  // With only the measure topic the learn stream's budget is 0 whatever is set; the measure budget bounds only measure requests.
+  assert.throws(() => loadStageConfig({ env: { CUILINK_MEASURE_TOPIC: 'measure', CUILINK_LABEL_BUDGET: '5' } }), refused(/'labels\.budget' has no effect without topics\.labelRequests/));
+  assert.throws(() => loadStageConfig({ env: { CUILINK_LABEL_TOPIC: 'asks', CUILINK_MEASURE_BUDGET: '5' } }), refused(/'labels\.measureBudget' has no effect without topics\.measureRequests \(CUILINK_MEASURE_TOPIC\)/));
+  assert.throws(() => loadStageConfig({ env: { CUILINK_LABEL_WINDOW_MS: '60000' } }), refused(/'labels\.windowMs' has no effect without topics\.labelRequests \(CUILINK_LABEL_TOPIC\) or topics\.measureRequests \(CUILINK_MEASURE_TOPIC\)/));
+  assert.equal(loadStageConfig({ env: { CUILINK_MEASURE_TOPIC: 'measure', CUILINK_MEASURE_FRACTION: '0.1', CUILINK_LABEL_WINDOW_MS: '60000' } }).labels.measureFraction, 0.1);
+  assert.equal(loadStageConfig({ env: { CUILINK_REVIEW_TOPIC: 'review', CUILINK_REVIEW_BELOW: '0.7' } }).review.belowConfidence, 0.7);
+  // Every setting of the two sections, given at its own default value: refused without any topic, loaded with all of them.
+  const defaults = loadStageConfig({ env: {} });
+  const sections = stageConfigSchema.innerType().shape;
+  const settings = (['review', 'labels'] as const).flatMap((section) => Object.keys(sections[section].removeDefault().shape).map((key) => `${section}.${key}`));
+  assert.deepEqual(settings.sort(), TOPIC_BOUND_SETTINGS.map((s) => s.setting).sort(), 'every review.* and labels.* setting says which topic it needs');
+  for (const setting of settings) {
+    const [section, key] = setting.split('.') as ['review' | 'labels', string];
+    const given = { [section]: { [key]: (defaults[section] as Record<string, unknown>)[key] } };
+    withFile(JSON.stringify(given), (file) => assert.throws(() => loadStageConfig({ file, env: {} }), refused(new RegExp(`'${setting.replace('.', '\\.')}' has no effect without`)), setting));
+    withFile(JSON.stringify({ ...given, topics: { review: 'r', labelRequests: 'l', measureRequests: 'm' } }), (file) => assert.doesNotThrow(() => loadStageConfig({ file, env: {} }), setting));
+  }
+});
+
+test("a command's own default topic (the demo's review topic) counts as given; a configured one wins over it", () => {
+  const config = loadStageConfig({ env: { CUILINK_REVIEW_BELOW: '0.7' }, defaults: { 'topics.review': 'cuilink.review' } });
+  assert.deepEqual([config.topics.review, config.review.belowConfidence], ['cuilink.review', 0.7]);
+  assert.equal(loadStageConfig({ env: { CUILINK_REVIEW_TOPIC: 'mine' }, defaults: { 'topics.review': 'cuilink.review' } }).topics.review, 'mine');
 });
