@@ -99,5 +99,5 @@ export function requireIndexFlag(value: string | undefined, command: string): st
     // No default model to name the index by: say where indexes are cached instead.
     where = `the default HPO index is cached under ${join(defaultCacheDir(), 'indexes')}`;
   }
-  throw new InputError(`missing required flag --index: ${command} scores against the KB of the index it is given, so it has no default; ${where}`, 'BAD_FLAGS');
+  throw new InputError(`missing required flag --index: ${command} reads the KB of the index it is given, so it has no default; ${where}`, 'BAD_FLAGS');
 }

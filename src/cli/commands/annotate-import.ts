@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from '../command.ts';
-import { parseFlags, requireString } from '../args.ts';
+import { parseFlags } from '../args.ts';
 import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-flags.ts';
+import { requireIndexFlag } from '../linker-flags.ts';
 import { InputError } from '../../kb/errors.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
 import type { KafkaClient } from '../../stream/kafka/client-types.ts';
@@ -79,7 +80,7 @@ export const annotateImport: Command = {
     });
     if ((values.export === undefined) === (values.jsonl === undefined)) throw new InputError('give exactly one of --export or --jsonl', 'BAD_FLAGS');
     if (values.tasks === undefined || values.tasks.length === 0) throw new InputError('missing required flag --tasks (the tasks file annotate export wrote)', 'BAD_FLAGS');
-    const indexDir = requireString(values.index, 'index');
+    const indexDir = requireIndexFlag(values.index, 'annotate import');
     if (values.out === undefined && values['gold-topic'] === undefined) throw new InputError('give --out FILE and/or --gold-topic T: the gold would go nowhere', 'BAD_FLAGS');
     const outputs = [['out', values.out], ['nil-out', values['nil-out']]] as const;
     refuseClobbering(outputs, [['export', values.export], ['jsonl', values.jsonl], ...values.tasks.map((t) => ['tasks', t] as const)]);

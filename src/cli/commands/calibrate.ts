@@ -16,7 +16,7 @@ import { TUNING_SPLIT_SEED, parseSplitPart } from '../../eval/tuning-split.ts';
 import { summarizeConfidence } from '../../eval/confidence/selective-metrics.ts';
 import { ConfidenceCalibrator } from '../../link/confidence-calibrator.ts';
 import { openLinker } from '../../link/open-linker.ts';
-import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest } from '../linker-flags.ts';
+import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest, requireIndexFlag } from '../linker-flags.ts';
 import { formatConfidence } from '../../eval/confidence/confidence-format.ts';
 
 /**
@@ -145,7 +145,7 @@ export const calibrate: Command = {
       'non-entity-seed': { type: 'string' },
       'non-entity-prevalence': { type: 'string' },
     });
-    const indexDir = requireString(values.index, 'index');
+    const indexDir = requireIndexFlag(values.index, 'calibrate');
     const corpusFile = requireString(values.corpus, 'corpus');
     const out = requireString(values.out, 'out');
     // Written only at the end, after minutes of linking: a path that cannot be written fails now.
