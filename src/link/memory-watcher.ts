@@ -3,7 +3,7 @@ import { normalizeId } from '../kb/ids.ts';
 import type { LinkIndex } from '../retrieve/link-index.ts';
 import { MemoryStore } from '../retrieve/memory-store.ts';
 import { currentMemoryVersion, resolveMemoryDir } from '../retrieve/memory-root.ts';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { MEMORY_MANIFEST_FILE } from '../retrieve/memory-manifest.ts';
 import type { MemoryConfig } from './link-config.ts';
@@ -41,8 +41,8 @@ export class MemoryWatcher {
   private readonly options: MemoryWatcherOptions;
   private evidence: MemoryEvidence | undefined;
   private timer: NodeJS.Timeout | undefined;
-  /** The last version that failed to load: not loaded again until `CURRENT` names another. */
-  private failedVersion: string | undefined;
+  /** The last version that failed to load, and its files' sizes and times then: not loaded again until they change or `CURRENT` names another. */
+  private failed: { version: string; files: string } | undefined;
   /** `CURRENT` could not be read at the last poll: reported once until it can be. */
   private unreadable = false;
 
@@ -86,9 +86,10 @@ export class MemoryWatcher {
 
   /**
    * Reads `CURRENT` and swaps when it names another version; returns whether it swapped. A version
-   * that failed is not tried again on every poll: versions are immutable (written completely before
-   * `CURRENT` names them), so it would fail again, and each try would repeat the report and the
-   * cost of a load. A new `CURRENT` (the next update, or a rollback) is tried.
+   * that failed is not tried again on every poll while its files stay as they were: it would fail
+   * again, and each try would repeat the report and the cost of a load. It is tried again once a
+   * file of it changes (a copy between hosts that wrote `CURRENT` before the version's files, a
+   * repair), and a new `CURRENT` (the next update, or a rollback) is tried.
    */
   poll(): boolean {
     const root = this.options.path;
@@ -101,14 +102,17 @@ export class MemoryWatcher {
       return false;
     }
     this.unreadable = false;
+    if (version === undefined || version === this.evidence?.version) return false;
+    const dir = join(root, version);
+    const files = filesState(dir);
+    if (version === this.failed?.version && files === this.failed.files) return false;
     try {
-      if (version === undefined || version === this.evidence?.version || version === this.failedVersion) return false;
-      this.evidence = MemoryWatcher.load(join(root, version), this.options);
-      this.failedVersion = undefined;
+      this.evidence = MemoryWatcher.load(dir, this.options);
+      this.failed = undefined;
       this.options.onSwap?.(version);
       return true;
     } catch (error) {
-      this.failedVersion = version;
+      this.failed = { version, files };
       this.options.onError?.(error as Error, version);
       return false;
     }
@@ -117,5 +121,20 @@ export class MemoryWatcher {
   close(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+  }
+}
+
+/** A version directory's files with their sizes and modification times ('' when it cannot be read): a few stats a poll. */
+function filesState(dir: string): string {
+  try {
+    return readdirSync(dir)
+      .sort()
+      .map((name) => {
+        const stat = statSync(join(dir, name));
+        return `${name}:${stat.size}:${stat.mtimeMs}`;
+      })
+      .join('|');
+  } catch {
+    return '';
   }
 }

@@ -156,7 +156,7 @@ test('remove retracts a label; save/open round-trips; the watcher swaps to the n
   assert.match(readFileSync(join(memRoot, v2.memoryVersion, 'records.jsonl'), 'utf8'), /lung fire/);
 });
 
-test('a new version whose file no longer matches its manifest checksum is not swapped in: the old one keeps serving, reported once', async () => {
+test('a new version whose file no longer matches its manifest checksum is not swapped in: the old one keeps serving, reported once, until its files change', async () => {
   const memRoot = join(root, 'mem-checksum');
   const store = memoryOf([label('zorbitis xq', 'MESH:D003920')]);
   const v1 = store.save(memRoot).memoryVersion;
@@ -172,7 +172,8 @@ test('a new version whose file no longer matches its manifest checksum is not sw
   store.add([label('lung fire', 'MESH:D011014')], [encoder.vector('lung fire')]);
   const v2 = store.save(memRoot).memoryVersion;
   const records = join(memRoot, v2, 'records.jsonl');
-  writeFileSync(records, readFileSync(records, 'utf8').replace('lung fire', 'lung firf'));
+  const sound = readFileSync(records, 'utf8');
+  writeFileSync(records, sound.replace('lung fire', 'lung firf'));
   activateMemoryVersion(memRoot, v2);
   assert.equal(watcher.poll(), false, 'not swapped');
   assert.equal(watcher.poll(), false);
@@ -184,6 +185,12 @@ test('a new version whose file no longer matches its manifest checksum is not sw
   const [out] = await l.linkNotes([n]);
   assert.equal(out!.memoryVersion, v1);
   assert.equal(out!.mentions[0]!.conceptId, 'MESH:D003920', "v1's label still decides");
+
+  // Its file repaired (or a copy between hosts finished after CURRENT was written), v2 is tried again and taken.
+  writeFileSync(records, sound);
+  assert.equal(watcher.poll(), true, 'a failed version whose files changed is tried again');
+  assert.equal(watcher.current()?.version, v2);
+  assert.equal(errors.length, 1);
 
   // The next sound version is taken.
   store.add([label('bone ache', 'MESH:D011014')], [encoder.vector('bone ache')]);
