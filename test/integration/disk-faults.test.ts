@@ -5,7 +5,6 @@ import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
-import type { NoteInput } from '../../src/link/types.ts';
 import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
 import { createKafkaClient } from '../../src/stream/kafka-client.ts';
 import { ensureTopics } from '../../src/stream/topics.ts';
@@ -15,7 +14,7 @@ import { goldMentionToAvro } from '../../src/eval/gold-avro.ts';
 import { startKafkaEvaluator, type RunningKafkaEvaluator } from '../../src/eval/sidecar/kafka-evaluator.ts';
 import { CuilinkError } from '../../src/kb/errors.ts';
 import { fixtureOntology } from '../unit/eval/fixture-ontology.ts';
-import { noteMessage, publish, waitFor } from '../support/stream-fixtures.ts';
+import { noteMessage, publish, waitFor, LUMP_MENTION, lumpNote } from '../support/stream-fixtures.ts';
 
 // The long-running processes on a disk that refuses their writes, with the real broker and the
 // real commands: an internal fault is never skipped or dead-lettered; the process says why in one
@@ -41,12 +40,8 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const MENTION = 'zorbital lump';
-function note(id: string): NoteInput {
-  const text = `Exam found a ${MENTION} on the left.`;
-  const start = text.indexOf(MENTION);
-  return { noteId: id, text, mentions: [{ id: `${start}-${start + MENTION.length}`, start, end: start + MENTION.length, text: MENTION, label: 'Disease' }], source: 'test', timestamp: Date.now() };
-}
+const MENTION = LUMP_MENTION;
+const note = lumpNote;
 
 test('memory updater: a final snapshot its disk refuses, at SIGTERM, ends it non-zero with a one-line reason (no stack trace, no note text)', async () => {
   const n = note('df-note-1');

@@ -21,7 +21,7 @@ import { goldStream } from '../../src/eval/gold-sampling.ts';
 import { kbOntologyView, loadIndexKb } from '../../src/eval/kb-ontology-view.ts';
 import { startKafkaEvaluator, type RunningKafkaEvaluator } from '../../src/eval/sidecar/kafka-evaluator.ts';
 import { readFileSync } from 'node:fs';
-import { noteMessage, publish, TopicCollector, waitFor } from '../support/stream-fixtures.ts';
+import { noteMessage, publish, TopicCollector, waitFor, LUMP_MENTION, lumpNote } from '../support/stream-fixtures.ts';
 
 // The real broker, the real default ONNX bi-encoder over a real index of a fixture KB, the real
 // stage and the real memory updater: notes are linked, gold arrives on the gold topic, the memory
@@ -54,12 +54,8 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const MENTION = 'zorbital lump';
-function note(id: string): NoteInput {
-  const text = `Exam found a ${MENTION} on the left.`;
-  const start = text.indexOf(MENTION);
-  return { noteId: id, text, mentions: [{ id: `${start}-${start + MENTION.length}`, start, end: start + MENTION.length, text: MENTION, label: 'Disease' }], source: 'test', timestamp: Date.now() };
-}
+const MENTION = LUMP_MENTION;
+const note = lumpNote;
 
 async function publishGold(n: NoteInput, ids: string[]): Promise<void> {
   const m = n.mentions[0]!;

@@ -14,6 +14,16 @@ export async function buildPhenotypeIndex(outDir: string): Promise<string> {
   return outDir;
 }
 
+/** The one mention of `lumpNote`: no KB name, so only a memory can link it. */
+export const LUMP_MENTION = 'zorbital lump';
+
+/** A note with one Disease mention of `LUMP_MENTION`, its id the span (as the stage derives ids). */
+export function lumpNote(id: string): NoteInput {
+  const text = `Exam found a ${LUMP_MENTION} on the left.`;
+  const start = text.indexOf(LUMP_MENTION);
+  return { noteId: id, text, mentions: [{ id: `${start}-${start + LUMP_MENTION.length}`, start, end: start + LUMP_MENTION.length, text: LUMP_MENTION, label: 'Disease' }], source: 'test', timestamp: Date.now() };
+}
+
 const FINDINGS = ['seizures', 'hypotonia', 'microcephaly', 'short stature', 'scoliosis', 'cataract', 'hepatomegaly', 'anemia', 'ataxia', 'nystagmus', 'headache', 'proteinuria', 'hypertension', 'fatigue', 'fever', 'arthralgia', 'hematuria', 'macrocephaly'];
 
 /** `count` synthetic notes with two or three phenotype mentions each; `marker` is woven into every text and one mention. */

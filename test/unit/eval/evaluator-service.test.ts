@@ -7,7 +7,7 @@ import { loadKb } from '../../../src/kb/load.ts';
 import type { LinkedNote } from '../../../src/link/types.ts';
 import { loadPubTatorCorpus, type GoldMention } from '../../../src/eval/gold.ts';
 import { kbOntologyView } from '../../../src/eval/kb-ontology-view.ts';
-import { startEvaluatorService, type EvaluatorSource } from '../../../src/eval/sidecar/evaluator-service.ts';
+import { startEvaluatorService } from '../../../src/eval/sidecar/evaluator-service.ts';
 import { goldMentionToAvro } from '../../../src/eval/gold-avro.ts';
 import { KafkaEvaluatorSource } from '../../../src/eval/sidecar/kafka-evaluator-source.ts';
 import { linkedNoteToAvro } from '../../../src/stream/avro/avro-conversions.ts';
@@ -15,27 +15,9 @@ import type { RecordCodec } from '../../../src/stream/avro/record-codec.ts';
 import type { ConsumerJoin, ConsumerRunOptions, InboundRecord, InputCommit, KafkaClient, KafkaConsumerClient } from '../../../src/stream/kafka/client-types.ts';
 import { fakeLinker, SAMPLE_TABLE } from './fake-linker.ts';
 import { fixtureOntology } from './fixture-ontology.ts';
+import { memoryEvaluatorSource } from './memory-evaluator-source.ts';
 
 /** An in-memory source: push() delivers, commits are counted. */
-function memorySource() {
-  let handlers: Parameters<EvaluatorSource['start']>[0] | undefined;
-  const source = {
-    commits: 0,
-    async start(h: Parameters<EvaluatorSource['start']>[0]) {
-      handlers = h;
-    },
-    async commit() {
-      source.commits++;
-    },
-    async stop() {},
-    push(event: { gold: GoldMention } | { note: LinkedNote }) {
-      if ('gold' in event) handlers!.gold(event.gold);
-      else handlers!.linkedNote(event.note);
-    },
-  };
-  return source;
-}
-
 test('service: checkpoint writes the state then commits; a restart on the same file keeps the window', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'cuilink-evsvc-'));
   try {
@@ -46,7 +28,7 @@ test('service: checkpoint writes the state then commits; a restart on the same f
       joiner: { ttlMs: 60_000, maxPending: 100 }, windows: { lastN: 100, lastMs: 3_600_000 }, alerts: { minSamples: 1 },
       stateFile: join(dir, 'state.json'), snapshotIntervalMs: 60_000, port: 0, host: '127.0.0.1', log: () => {},
     };
-    const source = memorySource();
+    const source = memoryEvaluatorSource();
     const first = await startEvaluatorService(view, source, options);
     for (const g of corpus.gold.values()) source.push({ gold: g });
     for (const n of linked) source.push({ note: n });
@@ -58,7 +40,7 @@ test('service: checkpoint writes the state then commits; a restart on the same f
     assert.equal(source.commits, 2);
 
     const logs: string[] = [];
-    const second = await startEvaluatorService(view, memorySource(), { ...options, log: (l: string) => logs.push(l) });
+    const second = await startEvaluatorService(view, memoryEvaluatorSource(), { ...options, log: (l: string) => logs.push(l) });
     try {
       assert.deepEqual(second.report().windows.count, before);
       assert.equal(before.overall.n, 8);

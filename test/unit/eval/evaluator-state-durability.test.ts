@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LinkedNote } from '../../../src/link/types.ts';
 import type { GoldMention } from '../../../src/eval/gold.ts';
-import { startEvaluatorService, type EvaluatorSource } from '../../../src/eval/sidecar/evaluator-service.ts';
+import { startEvaluatorService } from '../../../src/eval/sidecar/evaluator-service.ts';
 import { loadSnapshot } from '../../../src/eval/sidecar/state-file.ts';
 import { CuilinkError } from '../../../src/kb/errors.ts';
 import { fixtureOntology } from './fixture-ontology.ts';
+import { memoryEvaluatorSource } from './memory-evaluator-source.ts';
 import { indexOfEvent, journalFs } from '../../support/fs-journal.ts';
 
 // The evaluator commits its Kafka offsets only after its state file is written: a state that is
@@ -23,26 +24,16 @@ function goldAndNote(noteId: string): { gold: GoldMention; note: LinkedNote } {
   return { gold, note };
 }
 
-/** An in-memory source: push() delivers; each commit is counted and reported to `onCommit`. */
-function memorySource(onCommit: () => void = () => {}) {
-  let handlers: Parameters<EvaluatorSource['start']>[0] | undefined;
-  const source = {
-    commits: 0,
-    async start(h: Parameters<EvaluatorSource['start']>[0]) {
-      handlers = h;
-    },
-    async commit() {
-      source.commits++;
-      onCommit();
-    },
-    async stop() {},
-    push(noteId: string) {
+/** The evaluator source of these tests: push(noteId) delivers a note's gold and its linked note. */
+function memorySource(onCommit?: () => void) {
+  const source = memoryEvaluatorSource(onCommit);
+  return Object.assign(source, {
+    pushPair(noteId: string) {
       const { gold, note } = goldAndNote(noteId);
-      handlers!.gold(gold);
-      handlers!.linkedNote(note);
+      source.push({ gold });
+      source.push({ note });
     },
-  };
-  return source;
+  });
 }
 
 const options = (dir: string) => ({
@@ -57,10 +48,10 @@ test('a state write that fails on a full disk commits nothing, keeps the last sn
   const running = await startEvaluatorService(fixtureOntology, source, opts);
   const temporary = `${opts.stateFile}.tmp-${process.pid}`;
   try {
-    source.push('n1');
+    source.pushPair('n1');
     await running.checkpoint();
     const saved = readFileSync(opts.stateFile, 'utf8');
-    source.push('n2');
+    source.pushPair('n2');
     // The kernel's own "no space left on device", whoever runs the test (root ignores read-only modes).
     symlinkSync('/dev/full', temporary);
     await assert.rejects(running.checkpoint(), (error: unknown) => error instanceof CuilinkError && error.code === 'STATE_WRITE_FAILED' && /ENOSPC/.test(error.message) && !error.message.includes('\n'));
@@ -88,7 +79,7 @@ test('the state file reaches the disk (the file, then its directory after the re
     const source = memorySource(() => journal.mark('commit'));
     const running = await startEvaluatorService(fixtureOntology, source, opts);
     try {
-      source.push('n1');
+      source.pushPair('n1');
       await running.checkpoint();
     } finally {
       await running.stop();
@@ -115,11 +106,11 @@ test('the state file, which holds pending mention text, is readable by its owner
   const source = memorySource();
   const running = await startEvaluatorService(fixtureOntology, source, opts);
   try {
-    source.push('n1');
+    source.pushPair('n1');
     await running.checkpoint();
     assert.equal(statSync(opts.stateFile).mode & 0o777, 0o600);
     chmodSync(opts.stateFile, 0o644); // as an earlier version wrote it
-    source.push('n2');
+    source.pushPair('n2');
     await running.checkpoint();
     assert.equal(statSync(opts.stateFile).mode & 0o777, 0o600);
   } finally {
