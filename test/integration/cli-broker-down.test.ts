@@ -49,6 +49,7 @@ test('a broker that is down: every Kafka command exits 3 with one line naming th
       { name: 'memory updater', args: ['memory', 'updater', '--memory', join(dir, 'memory'), '--learn-fraction', '0.5', '--threads', '1'], startLines: /^(memory-updater: learn\/measure split|cuilink: bi-encoder )/ },
       { name: 'topics describe', args: ['topics', 'describe'] },
       { name: 'topics create', args: ['topics', 'create'] },
+      { name: 'topics read', args: ['topics', 'read'] },
       { name: 'dlq inspect', args: ['dlq', 'inspect'] },
       { name: 'dlq replay', args: ['dlq', 'replay'] },
     ];

@@ -206,7 +206,7 @@ export async function readDeadLetters(context: DlqContext): Promise<DeadLetterEn
  * transaction committed); empty when the topic does not exist yet, which only a first --execute
  * makes.
  */
-export async function readLedger(context: DlqContext): Promise<ReplayLedger> {
+export async function readLedger(context: Pick<DlqContext, 'kafka' | 'ledger'>): Promise<ReplayLedger> {
   const ledger = new ReplayLedger(context.ledger);
   const admin = context.kafka.admin();
   let exists: boolean;
@@ -229,7 +229,7 @@ export function showsFirstBytes(showText: boolean, config: StageConfig): boolean
 }
 
 /** With --show-text: the original as decoded NoteEvent JSON, or its bytes as text when it is none. */
-async function originalText(codec: RecordCodec, entry: DeadLetterEntry): Promise<string> {
+export async function originalText(codec: RecordCodec, entry: DeadLetterEntry): Promise<string> {
   const letter = entry.letter;
   if (letter === undefined || letter.original === null) return '(no original)';
   const original = Buffer.from(letter.original);

@@ -13,6 +13,7 @@ import { evaluator } from './evaluator.ts';
 import { goldSample } from './gold-sample.ts';
 import { run } from './run.ts';
 import { topicsCreate, topicsDescribe } from './topics.ts';
+import { topicsRead } from './topics-read.ts';
 import { demo } from './demo.ts';
 import { memoryAdd, memoryExport, memoryInfo, memoryRemove } from './memory.ts';
 import { memoryErase } from './memory-erase.ts';
@@ -22,4 +23,4 @@ import { annotateImport } from './annotate-import.ts';
 import { openLinker } from '../../link/open-linker.ts';
 
 /** Every command, in the order `cuilink --help` lists them. Add yours here. */
-export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), calibrate, compare, evaluator, goldSample, run, topicsCreate, topicsDescribe, demo, memoryAdd, memoryInfo, memoryExport, memoryRemove, memoryErase, memoryUpdater, annotateExport, annotateImport, dlqInspect, dlqReplay];
+export const commands: Command[] = [kbExport, indexBuild, indexInfo, indexActivate, link, makeEvalCommand(openLinker), calibrate, compare, evaluator, goldSample, run, topicsCreate, topicsDescribe, topicsRead, demo, memoryAdd, memoryInfo, memoryExport, memoryRemove, memoryErase, memoryUpdater, annotateExport, annotateImport, dlqInspect, dlqReplay];

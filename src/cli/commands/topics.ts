@@ -98,12 +98,12 @@ export function topicPlanOptionsFromFlags(values: { partitions?: string; replica
   };
 }
 
-function requireBrokers(config: StageConfig): void {
+export function requireBrokers(config: StageConfig): void {
   if (config.brokers.length === 0) throw new InputError('no brokers: pass --brokers host:port, set CUILINK_BROKERS or "brokers" in --config (\'npm run kafka:start\' runs one at 127.0.0.1:9092)', 'NO_BROKERS');
 }
 
 /** Broker failures (unreachable, refused) are exit 3 with the one-line reason; flag and config errors stay exit 2. */
-async function brokerStep(command: string, step: () => Promise<number>): Promise<number> {
+export async function brokerStep(command: string, step: () => Promise<number>): Promise<number> {
   try {
     return await step();
   } catch (error) {

@@ -80,6 +80,12 @@ export interface ConsumerRunOptions {
   eachBatch: (batch: PartitionBatch) => Promise<void>;
   /** How many partitions' batches run at once (default 1). */
   partitionsConcurrently?: number;
+  /**
+   * Where partitions start instead of the committed offsets, for a reader that commits nothing
+   * (`cuilink topics read`): a restart after a failure starts there again, so the reader skips
+   * what it already had. Partitions not named start as `fromBeginning` says.
+   */
+  startOffsets?: { topic: string; partition: number; offset: string }[];
 }
 
 export interface ConsumerJoin {

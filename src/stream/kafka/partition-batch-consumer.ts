@@ -18,7 +18,7 @@ interface PartitionQueue {
 
 /**
  * One fetch stream's life. It ends (goes stale) on a rebalance, on a batch that failed, or on
- * stop; the next one starts from the committed offsets. Ending a whole epoch rather than seeking
+ * stop; the next one starts from the committed offsets (or the run's startOffsets). Ending a whole epoch rather than seeking
  * one partition keeps the rule simple: after any doubt, read again from what is committed.
  */
 class Epoch {
@@ -175,10 +175,10 @@ export class PartitionBatchConsumer implements KafkaConsumerClient {
 
   private async startEpoch(): Promise<void> {
     const consumer = this.consumer!;
-    const { topics, fromBeginning } = this.runOptions!;
-    const stream = await kafkaCall('consume', () =>
-      consumer.consume({ topics, mode: 'committed', fallbackMode: fromBeginning ? 'earliest' : 'latest', autocommit: false, maxWaitTime: 500 }),
-    );
+    const { topics, fromBeginning, startOffsets } = this.runOptions!;
+    const fallbackMode = fromBeginning ? 'earliest' : 'latest';
+    const start = startOffsets === undefined || startOffsets.length === 0 ? { mode: 'committed' as const } : { mode: 'manual' as const, offsets: startOffsets.map((s) => ({ topic: s.topic, partition: s.partition, offset: BigInt(s.offset) })) };
+    const stream = await kafkaCall('consume', () => consumer.consume({ topics, ...start, fallbackMode, autocommit: false, maxWaitTime: 500 }));
     const epoch = new Epoch(stream);
     this.epoch = epoch;
     // consume() resolving is no answer from the broker (it can resolve from the library's group

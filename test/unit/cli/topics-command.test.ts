@@ -63,7 +63,7 @@ test('the CLI: one line naming the flag or file, exit 2, nothing contacted', () 
       [['topics', 'describe', '--brokers', '127.0.0.1:1', '--config', badJson], /^cuilink topics describe: config .*bad\.json: 'topics\.input': a topic name is/],
       [['topics', 'create', '--brokers', '127.0.0.1:1', '--gold-topic', 'cuilink.notes'], /^cuilink topics create: --gold-topic cuilink\.notes is the stage's input topic/],
       [['topics', 'create', '--brokers', '127.0.0.1:1', '--nope'], /^cuilink topics create: Unknown option '--nope'/],
-      [['topics'], /^cuilink: 'topics' needs a subcommand: topics create, topics describe$/],
+      [['topics'], /^cuilink: 'topics' needs a subcommand: topics create, topics describe, topics read$/],
     ];
     for (const [args, message] of cases) {
       const run = cli(args);

@@ -23,6 +23,7 @@ function fakeClient(records: InboundRecord[]): KafkaClient {
       let stopped = false;
       const consumer: Partial<KafkaConsumerClient> = {
         onJoin: () => {},
+        onCrash: () => {},
         run: async (run: ConsumerRunOptions) => {
           setImmediate(() => void run.eachBatch({ topic: 'req', partition: 0, messages: records, membership: { groupId: options.groupId, memberId: 'm', generationId: 1 }, highWatermark: undefined, isStale: () => stopped }));
         },

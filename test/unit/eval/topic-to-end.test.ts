@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ConsumerRunOptions, InboundRecord, KafkaClient, KafkaConsumerClient, PartitionOffsets } from '../../../src/stream/kafka/client-types.ts';
-import { readTopicToEnd } from '../../../src/eval/topic-to-end.ts';
+import { readTopic, readTopicToEnd } from '../../../src/eval/topic-to-end.ts';
 
 function record(partition: number, offset: number): InboundRecord {
   return { topic: 't', partition, offset: String(offset), timestamp: '0', key: null, value: Buffer.from(`${partition}@${offset}`), headers: {} };
@@ -31,6 +31,7 @@ function fakeClient(offsets: PartitionOffsets[], records: InboundRecord[], settl
       const consumer: Partial<KafkaConsumerClient> = {
         ...(settledPosition === undefined ? {} : { settledPosition }),
         onJoin: () => {},
+        onCrash: () => {},
         run: async (run: ConsumerRunOptions) => {
           assert.equal(run.fromBeginning, true);
           connection = setInterval(() => {}, 1000);
@@ -127,4 +128,95 @@ test('onRecord throwing ends the read with that error', async () => {
   );
   assert.deepEqual(got, ['0', '1']);
   assert.equal(seen.closed, 1);
+});
+
+/**
+ * A client whose consumer hands over `batches` (each a partition's records) in order after run()
+ * resolved, then idles; it remembers the run options and can report a crash.
+ */
+function scriptedClient(offsets: PartitionOffsets[], batches: InboundRecord[][]) {
+  const seen = { runs: [] as ConsumerRunOptions[], closed: 0, crash: undefined as ((error: unknown, restarting: boolean) => void) | undefined, deliver: undefined as ((records: InboundRecord[]) => Promise<void>) | undefined };
+  const client: KafkaClient = {
+    clientId: 'fake',
+    admin: () => ({ topicOffsets: async () => offsets, close: async () => {} }) as never,
+    producer: () => {
+      throw new Error('not used');
+    },
+    consumer: (options) => {
+      let stopped = false;
+      let connection: NodeJS.Timeout | undefined;
+      const consumer: Partial<KafkaConsumerClient> = {
+        onJoin: () => {},
+        onCrash: (listener) => void (seen.crash = listener),
+        run: async (run: ConsumerRunOptions) => {
+          seen.runs.push(run);
+          connection = setInterval(() => {}, 1000);
+          const membership = { groupId: options.groupId, memberId: 'm', generationId: 1 };
+          seen.deliver = async (records) => {
+            if (!stopped) await run.eachBatch({ topic: 't', partition: records[0]!.partition, messages: records, membership, highWatermark: undefined, isStale: () => stopped });
+          };
+          setImmediate(async () => {
+            for (const records of batches) await seen.deliver!(records);
+          });
+        },
+        close: async () => {
+          stopped = true;
+          clearInterval(connection);
+          seen.closed++;
+        },
+      };
+      return consumer as KafkaConsumerClient;
+    },
+  };
+  return { client, seen };
+}
+
+test('records a restarted consumer hands over again are not handed over twice', async () => {
+  // A consumer that failed reads again from where it started (nothing is committed): 0 and 1 come twice.
+  const { client } = scriptedClient([{ partition: 0, low: '0', high: '3' }], [[record(0, 0), record(0, 1)], [record(0, 0), record(0, 1), record(0, 2)]]);
+  const got: string[] = [];
+  await readTopicToEnd(client, 't', 'g', async (r) => void got.push(r.offset), 10_000);
+  assert.deepEqual(got, ['0', '1', '2']);
+});
+
+test('chosen partitions and start offsets: the consumer starts there, the other partitions at their end, and only the chosen records are handed over', async () => {
+  const offsets = [{ partition: 0, low: '0', high: '3' }, { partition: 1, low: '2', high: '6' }];
+  const { client, seen } = scriptedClient(offsets, [[record(0, 0), record(0, 1), record(0, 2)], [record(1, 4), record(1, 5)]]);
+  const got: string[] = [];
+  await readTopic(client, 't', 'g', async (r) => void got.push(`${r.partition}@${r.offset}`), { partitions: [1], startOffsets: new Map([[1, 4n]]) });
+  assert.deepEqual(got, ['1@4', '1@5']);
+  assert.deepEqual(seen.runs[0]!.startOffsets, [{ topic: 't', partition: 0, offset: '3' }, { topic: 't', partition: 1, offset: '4' }]);
+  const plain = scriptedClient(offsets, [[record(0, 0), record(0, 1), record(0, 2)], [record(1, 2), record(1, 3), record(1, 4), record(1, 5)]]);
+  await readTopicToEnd(plain.client, 't', 'g', async () => {});
+  assert.equal(plain.seen.runs[0]!.startOffsets, undefined, 'a plain read starts where a new group does');
+});
+
+test('follow: records past the end are handed over until the signal aborts', async () => {
+  const { client, seen } = scriptedClient([{ partition: 0, low: '0', high: '1' }], [[record(0, 0)]]);
+  const stop = new AbortController();
+  const got: string[] = [];
+  const reading = readTopic(client, 't', 'g', async (r) => void got.push(r.offset), { follow: true, signal: stop.signal });
+  while (got.length < 1) await new Promise((r) => setTimeout(r, 10));
+  await seen.deliver!([record(0, 1), record(0, 2)]);
+  assert.deepEqual(got, ['0', '1', '2']);
+  stop.abort();
+  await reading;
+  assert.equal(seen.closed, 1);
+});
+
+test('a consumer that gives up for good ends the read with its error; one that restarts is reported and read on', async () => {
+  const { client, seen } = scriptedClient([{ partition: 0, low: '0', high: '5' }], []);
+  const restarts: unknown[] = [];
+  const reading = readTopic(client, 't', 'g', async () => {}, { onRestart: (error) => restarts.push(error) });
+  while (seen.crash === undefined || seen.runs.length === 0) await new Promise((r) => setTimeout(r, 10));
+  seen.crash(new Error('broker gone a while'), true);
+  seen.crash(new Error('broker gone for good'), false);
+  await assert.rejects(reading, /broker gone for good/);
+  assert.equal(restarts.length, 1);
+  assert.equal(seen.closed, 1);
+});
+
+test('stallMs: a read to the end that gets nothing for that long fails, retriable', async () => {
+  const { client } = scriptedClient([{ partition: 0, low: '0', high: '5' }], [[record(0, 0)]]);
+  await assert.rejects(readTopic(client, 't', 'g', async () => {}, { stallMs: 500, timeoutMs: Infinity }), (error: Error & { code?: string; retriable?: boolean }) => error.code === 'TOPIC_READ_STALLED' && error.retriable === true && /t: not read to its end: nothing was read for 500 ms/.test(error.message));
 });

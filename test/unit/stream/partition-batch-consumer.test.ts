@@ -257,3 +257,26 @@ test('the settled position is the library\'s next fetch offset (past markers and
   assert.equal(consumer.settledPosition('in', 0), undefined, 'records wait in the stream');
   await consumer.close();
 });
+
+test('startOffsets: every fetch stream starts there (the library\'s manual mode), not at the committed offsets', async () => {
+  const { library } = fakeLibraryConsumer([0]);
+  const asked: unknown[] = [];
+  const consume = library.consume.bind(library);
+  library.consume = async (options?: unknown) => {
+    asked.push(options);
+    return consume();
+  };
+  const plain = new PartitionBatchConsumer(() => library as never, { groupId: 'g' });
+  await plain.run({ topics: ['in'], fromBeginning: true, eachBatch: async () => {} });
+  await plain.close();
+  const seeking = new PartitionBatchConsumer(() => library as never, { groupId: 'g' });
+  await seeking.run({ topics: ['in'], fromBeginning: false, startOffsets: [{ topic: 'in', partition: 0, offset: '12' }], eachBatch: async () => {} });
+  await seeking.close();
+  assert.deepEqual(asked.map((o) => {
+    const { mode, fallbackMode, offsets } = o as { mode: string; fallbackMode: string; offsets?: unknown };
+    return { mode, fallbackMode, offsets };
+  }), [
+    { mode: 'committed', fallbackMode: 'earliest', offsets: undefined },
+    { mode: 'manual', fallbackMode: 'latest', offsets: [{ topic: 'in', partition: 0, offset: 12n }] },
+  ]);
+});
