@@ -12,7 +12,8 @@ import { buildPhenotypeIndex } from '../support/stream-fixtures.ts';
 // Issue #27: Node opens a debugger on SIGUSR1, through which anything that reaches the port runs
 // code in the process holding the notes. `cuilink run` (the deploy entrypoint, exactly as the
 // images start it) must refuse it unless CUILINK_INSPECTOR=1. The broker here accepts connections
-// and never answers, so the stage stays in its start-up, alive, for as long as the test needs.
+// and never answers, so the stage stays in its start-up (the broker and topic check, before the
+// linker loads), alive, for as long as the test needs.
 
 const DEBUGGER = /Debugger listening|Starting inspector/;
 let root: string;
@@ -87,7 +88,7 @@ async function stop(stage: Stage): Promise<void> {
 test('cuilink run refuses SIGUSR1: no debugger opens, one warning per signal, the stage goes on', async () => {
   const stage = startStage('inspector-off', {});
   try {
-    await until(stage, /"message":"linker loaded"/, 120_000);
+    await until(stage, /"message":"checking the brokers and topics"/, 120_000);
     stage.child.kill('SIGUSR1');
     await until(stage, /SIGUSR1 refused/, 10_000);
     stage.child.kill('SIGUSR1');
@@ -107,7 +108,7 @@ test('cuilink run refuses SIGUSR1: no debugger opens, one warning per signal, th
 test('with CUILINK_INSPECTOR=1 an operator gets the inspector on SIGUSR1 (and the test above sees one when it opens)', async () => {
   const stage = startStage('inspector-on', { CUILINK_INSPECTOR: '1' });
   try {
-    await until(stage, /"message":"linker loaded"/, 120_000);
+    await until(stage, /"message":"checking the brokers and topics"/, 120_000);
     stage.child.kill('SIGUSR1');
     await until(stage, DEBUGGER, 10_000);
     assert.ok(!stage.lines.some((l) => l.includes('SIGUSR1 refused')));
