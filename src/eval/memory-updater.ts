@@ -30,7 +30,7 @@ export interface MemoryUpdaterOptions {
   /** Notes kept to resolve gold that arrives later (oldest dropped first); gold waits for this many notes at most. */
   maxNotes?: number;
   log: (line: string) => void;
-  /** The clock that spaces the dropped-gold warnings (default Date.now). */
+  /** The clock that spaces the dropped-gold warnings and dates snapshots (default Date.now). */
   now?: () => number;
 }
 
@@ -44,8 +44,17 @@ export interface MemoryUpdaterStats {
   /** Gold of notes whose labels were erased (cuilink memory erase): never learned again. */
   erasedSkipped: number;
   snapshots: number;
+  /** Snapshots that could not be published: refused because another writer published meanwhile (retried), or failed (fatal). */
+  snapshotsFailed: number;
+  /** Labels joined with their note and not yet in a published snapshot. */
+  pending: number;
+  /** When this process last published a snapshot (ms since the epoch), or started when it has none yet. */
+  lastSnapshotAt: number;
   version: string | undefined;
 }
+
+/** Snapshot attempts failing in a row that make the updater unhealthy (it cannot publish what it learns). */
+export const FAILED_SNAPSHOTS_UNHEALTHY = 3;
 
 const DEFAULT_MAX_NOTES = 50_000;
 /** Dropped gold is logged at most this often: a backlog of early gold must not flood the log. */
@@ -82,22 +91,48 @@ export class MemoryUpdater {
   private lastDropWarnAt = Number.NEGATIVE_INFINITY;
   private droppedWarned = 0;
   private flushing: Promise<void> = Promise.resolve();
-  private fail: (error: Error) => void = () => {};
+  private rejectFailed: (error: Error) => void = () => {};
+  private fatal: Error | undefined;
+  private started = false;
+  private joined = false;
+  private failedInARow = 0;
   /**
    * Rejects when a snapshot could not be learned or written (an internal fault): the process should
    * exit non-zero and be restarted; it replays the topics and skips what the memory on disk holds.
    */
   readonly failed: Promise<never> = new Promise<never>((_, reject) => {
-    this.fail = reject;
+    this.rejectFailed = reject;
   });
-  readonly stats: MemoryUpdaterStats = { learned: 0, measureSkipped: 0, duplicates: 0, waiting: 0, goldDropped: 0, erasedSkipped: 0, snapshots: 0, version: undefined };
+  readonly stats: MemoryUpdaterStats = { learned: 0, measureSkipped: 0, duplicates: 0, waiting: 0, goldDropped: 0, erasedSkipped: 0, snapshots: 0, snapshotsFailed: 0, pending: 0, lastSnapshotAt: 0, version: undefined };
 
   constructor(options: MemoryUpdaterOptions) {
     this.options = options;
     this.consumer = options.kafka.consumer({ groupId: options.groupId });
     this.store = options.learner.openOrCreate(options.root, { rawText: options.rawText });
     this.stats.version = this.store.version;
+    this.stats.lastSnapshotAt = this.now();
     this.knowStoredLabels();
+  }
+
+  /** Live (/healthz): started, no fatal error, and snapshots are not failing again and again. */
+  get live(): boolean {
+    return this.started && this.fatal === undefined && this.failedInARow < FAILED_SNAPSHOTS_UNHEALTHY;
+  }
+
+  /** Ready (/readyz): live and the consumer has joined its group. */
+  get ready(): boolean {
+    return this.live && this.joined;
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  private fail(error: Error): void {
+    if (this.fatal !== undefined) return;
+    this.fatal = error;
+    if (this.timer) clearInterval(this.timer);
+    this.rejectFailed(error);
   }
 
   /** By note key (a memory without raw text holds note ids only as keyed hashes; onGold keys the same way). */
@@ -110,6 +145,14 @@ export class MemoryUpdater {
 
   async start(): Promise<void> {
     const { notesTopic, goldTopic, codec, log } = this.options;
+    this.failed.catch(() => {}); // observed by whoever awaits it; never an unhandled rejection
+    this.consumer.onJoin(() => {
+      this.joined = true;
+    });
+    // A consumer that gave up reads nothing more: without this the updater would idle, healthy-looking, forever.
+    this.consumer.onCrash((error, restarting) => {
+      if (!restarting) this.fail(new CuilinkError('CONSUMER_FAILED', 'the consumer gave up: no gold is read any more', { cause: error }));
+    });
     await this.consumer.run({
       topics: [notesTopic, goldTopic],
       fromBeginning: true,
@@ -133,12 +176,9 @@ export class MemoryUpdater {
         }
       },
     });
-    this.failed.catch(() => {}); // observed by whoever awaits it; never an unhandled rejection
+    this.started = true;
     this.timer = setInterval(() => {
-      this.flush().catch((error: unknown) => {
-        if (this.timer) clearInterval(this.timer);
-        this.fail(error as Error);
-      });
+      this.flush().catch((error: unknown) => this.fail(error as Error));
     }, this.options.flushMs ?? 2000);
   }
 
@@ -158,16 +198,23 @@ export class MemoryUpdater {
       }
       const batch = this.pending.filter((p) => p.record.noteId == null || !this.store.isErased(p.record.noteId));
       this.pending = [];
+      this.stats.pending = 0;
       if (batch.length === 0) return;
-      await this.options.learner.add(this.store, batch);
       try {
+        await this.options.learner.add(this.store, batch);
         this.stats.version = publishMemory(this.store, this.options.root);
       } catch (error) {
+        this.stats.snapshotsFailed++;
+        this.failedInARow++;
+        // Still pending (a restart reads them again): the gauge must not say the memory caught up.
+        this.stats.pending += batch.length;
         if (!(error instanceof CuilinkError) || error.code !== 'MEMORY_CHANGED') throw error;
         // Published beside us meanwhile: the batch is learned again on top of that version next time.
         this.pending.unshift(...batch);
         return;
       }
+      this.failedInARow = 0;
+      this.stats.lastSnapshotAt = this.now();
       this.stats.learned += batch.length;
       this.stats.snapshots++;
       this.options.log(`memory-updater: +${batch.length} labels → ${this.stats.version} (${this.store.size} records)`);
@@ -229,6 +276,7 @@ export class MemoryUpdater {
     const text = mention?.text ?? note.text.slice(gold.start, gold.end);
     if (text.trim() === '') return;
     this.known.add(key);
+    this.stats.pending++;
     this.pending.push({
       record: { text, label: gold.label, ids: gold.ids, source: `gold-topic:${this.options.goldTopic}`, time: Date.now(), noteId: gold.noteId, mentionId: gold.mentionId },
       note: { text: note.text, start: gold.start, end: gold.end },
@@ -238,7 +286,7 @@ export class MemoryUpdater {
   /** Counts a label that found no room to wait. */
   private dropGold(): void {
     this.stats.goldDropped++;
-    const now = (this.options.now ?? Date.now)();
+    const now = this.now();
     if (now - this.lastDropWarnAt < DROPPED_GOLD_WARN_EVERY_MS) return;
     this.lastDropWarnAt = now;
     this.warnDropped();

@@ -131,6 +131,11 @@ test('the stage config and environment of the manifests pass the stage\'s own co
     const evaluatorArgs: string[] = container(evaluator).args;
     assert.equal(evaluatorArgs[0], 'evaluator');
     assert.equal(Number(evaluatorArgs[evaluatorArgs.indexOf('--port') + 1]), container(evaluator).ports[0].containerPort, 'the evaluator serves where its probes look');
+    // The updater serves /healthz (503 while its model loads: a startup probe as long as the linker's), /readyz and /metrics where its probes look.
+    const updater = container(byKind(docs, 'Deployment', 'cuilink-memory-updater'));
+    assert.equal(Number(updater.args[updater.args.indexOf('--port') + 1]), updater.ports[0].containerPort, 'the updater serves where its probes look');
+    assert.deepEqual([updater.startupProbe.httpGet.path, updater.livenessProbe.httpGet.path, updater.readinessProbe.httpGet.path], ['/healthz', '/healthz', '/readyz']);
+    assert.ok(updater.startupProbe.periodSeconds * updater.startupProbe.failureThreshold >= 300, `${overlay}: the startup probe gives the model load 5 minutes`);
     // The linker is a StatefulSet (issue #27: fencing across restarts), not a Deployment.
     assert.equal(docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'cuilink'), undefined, `${overlay}: the linker is no Deployment`);
     const linker = byKind(docs, 'StatefulSet', 'cuilink');
@@ -186,7 +191,7 @@ test('the stage config and environment of the manifests pass the stage\'s own co
     // The ServiceMonitor finds both Services, on a port each of them has, at the path they serve.
     const monitor = byKind(docs, 'ServiceMonitor', 'cuilink');
     const services = docs.filter((d) => d.kind === 'Service');
-    assert.deepEqual(services.map((d) => d.metadata.name).sort(), ['cuilink', 'cuilink-evaluator']);
+    assert.deepEqual(services.map((d) => d.metadata.name).sort(), ['cuilink', 'cuilink-evaluator', 'cuilink-memory-updater']);
     for (const service of services) {
       for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels as Record<string, string>)) assert.equal(service.metadata.labels[k], v, `${service.metadata.name} is selected`);
       assert.ok(monitor.spec.endpoints.every((e: Json) => service.spec.ports.some((p: Json) => p.name === e.port)), `${service.metadata.name} has the scraped port`);

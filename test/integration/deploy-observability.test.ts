@@ -5,11 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { StageMetrics } from '../../src/telemetry/stage-metrics.ts';
 import { SidecarEvaluator } from '../../src/eval/sidecar/sidecar-evaluator.ts';
 import { EvaluatorMetrics } from '../../src/eval/sidecar/otel-metrics.ts';
+import { registerMemoryUpdaterInstruments } from '../../src/eval/memory-updater-metrics.ts';
 import { ENV_VARS, loadStageConfig } from '../../src/stream/stage-config.ts';
 import { fixtureOntology } from '../unit/eval/fixture-ontology.ts';
 import { deployLint, installOrSkip, kustomize, promtool, run } from '../support/deploy-tools.ts';
@@ -67,6 +68,18 @@ async function evaluatorFamilies(): Promise<string[]> {
   }
 }
 
+async function memoryUpdaterFamilies(): Promise<string[]> {
+  const exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
+  const provider = new MeterProvider({ readers: [exporter] });
+  registerMemoryUpdaterInstruments(() => ({ learned: 1, measureSkipped: 0, duplicates: 0, waiting: 0, goldDropped: 0, erasedSkipped: 0, snapshots: 1, snapshotsFailed: 0, pending: 0, lastSnapshotAt: 0, version: '000001-x' }), provider.getMeter('cuilink.memory_updater'));
+  try {
+    const { resourceMetrics } = await exporter.collect();
+    return familiesOf(new PrometheusSerializer(undefined, false, undefined, false, true).serialize(resourceMetrics));
+  } finally {
+    await provider.shutdown();
+  }
+}
+
 /** Metric names in a PromQL expression: what is left once labels, ranges, strings, grouping clauses, functions and operators are removed. */
 function metricsIn(expr: string): string[] {
   const bare = expr
@@ -79,7 +92,7 @@ function metricsIn(expr: string): string[] {
 }
 
 before(async () => {
-  exported = new Set([...(await stageFamilies()), ...(await evaluatorFamilies())]);
+  exported = new Set([...(await stageFamilies()), ...(await evaluatorFamilies()), ...(await memoryUpdaterFamilies())]);
   const tool = await installOrSkip(deployLint);
   skip = tool.skip;
   lint = tool.tool;

@@ -12,6 +12,7 @@ import { createKafkaClient } from '../../stream/kafka-client.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
 import { MEMORY_SPLIT_SEED } from '../../eval/gold-sampling.ts';
 import { MemoryUpdater } from '../../eval/memory-updater.ts';
+import { startMemoryUpdaterHttp, type MemoryUpdaterHttp } from '../memory-updater-http.ts';
 
 const usage = `Usage: cuilink memory updater --memory ROOT --learn-fraction F [options]
 
@@ -38,6 +39,10 @@ Options:
   --no-raw-text          a new memory keeps no mention text, context or note id, only keyed hashes
                          (docs/memory.md); an existing memory keeps its mode, and --no-raw-text on one
                          that keeps raw text is refused
+  --port P               serve /healthz, /readyz and /metrics (Prometheus) on this port (0 picks a free one);
+                         none without it. /healthz is 503 until the model is loaded and the consumer runs,
+                         after a fatal error, and while snapshots keep failing
+  --host H               HTTP host (default 0.0.0.0)
 ${ENCODER_FLAGS_HELP}
 ${KAFKA_FLAGS_HELP}
   -h, --help             this text`;
@@ -60,6 +65,8 @@ export const memoryUpdater: Command = {
       index: { type: 'string' },
       model: { type: 'string' },
       'no-raw-text': { type: 'boolean', default: false },
+      port: { type: 'string' },
+      host: { type: 'string' },
     });
     const root = requireString(values.memory, 'memory');
     // No default: a silent 0.5 left half of the gold unlearned without anyone having chosen so.
@@ -67,6 +74,8 @@ export const memoryUpdater: Command = {
     const learnFraction = parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0, { min: 0, max: 1 });
     const splitSeed = parseNumberFlag(values['split-seed'], 'split-seed', MEMORY_SPLIT_SEED, { integer: true });
     const flushMs = parseNumberFlag(values['flush-ms'], 'flush-ms', 2000, { min: 10, integer: true });
+    const port = values.port === undefined ? undefined : parseNumberFlag(values.port, 'port', 0, { min: 0, max: 65535, integer: true });
+    if (values.host !== undefined && port === undefined) throw new InputError('--host goes with --port: without a port nothing is served', 'BAD_FLAGS');
     const notesTopic = values['notes-topic'] ?? 'cuilink.notes';
     const goldTopic = values['gold-topic'] ?? 'cuilink.gold';
     // One topic for both would decode every note as gold: no note would be read, nothing learned.
@@ -76,53 +85,66 @@ export const memoryUpdater: Command = {
       process.stderr.write(`${line}\n`);
     };
     log(`memory-updater: learn/measure split: learning the gold of ${percent(learnFraction)} of notes (--learn-fraction ${learnFraction}, --split-seed ${splitSeed}), measuring the other ${percent(1 - learnFraction)}; memory ${root}`);
-    const modelDir = values.model ?? (values.index !== undefined ? readIndexManifest(resolveIndexDir(values.index).dir).model.path : DEFAULT_MODEL_DIR);
-    const encoder = await BiEncoder.open(modelDir, encoderRequest(values));
-    let updater: MemoryUpdater;
+    let updater: MemoryUpdater | undefined;
+    // Before the model loads: a startup probe sees 503 (not refused) and gives the load its time.
+    const http: MemoryUpdaterHttp | undefined = port === undefined ? undefined : await startMemoryUpdaterHttp({ host: values.host ?? '0.0.0.0', port, updater: () => updater, log });
+    if (http) log(`memory-updater: serving /healthz, /readyz and /metrics at ${http.url}`);
     try {
-      updater = new MemoryUpdater({
-        kafka: createKafkaClient(connection),
-        codec: createRecordCodec({ schemaRegistry }),
-        notesTopic,
-        goldTopic,
-        groupId: values.group ?? 'cuilink-memory-updater',
-        root,
-        learner: new MemoryLearner(encoder),
-        ...(values['no-raw-text'] ? { rawText: false } : {}),
-        learnFraction,
-        splitSeed,
-        flushMs,
-        log,
-      });
-    } catch (error) {
-      // A refused memory (another model, mixed raw-text modes) ends here: the encoder's workers must not keep the process.
-      await encoder.close();
-      throw error;
-    }
-    try {
-      await updater.start();
-      const stopped = new Promise<void>((resolve) => {
-        process.once('SIGTERM', resolve);
-        process.once('SIGINT', resolve);
-      });
-      try {
-        await Promise.race([stopped, updater.failed]);
-      } catch (error) {
-        log(`memory-updater: snapshot failed (${failureReason(error)}); exiting non-zero, a restart resumes from the memory on disk`);
-        return 1;
-      }
-      log('memory-updater: stopping (final snapshot)');
-      try {
-        await updater.stop();
-      } catch (error) {
-        // The labels since the last snapshot are not lost: nothing is committed, a restart reads them again.
-        log(`memory-updater: final snapshot failed (${failureReason(error)}); exiting non-zero, a restart resumes from the memory on disk`);
-        return 1;
-      }
+      return await runUpdater();
     } finally {
-      await encoder.close();
+      await http?.close();
     }
-    return 0;
+
+    async function runUpdater(): Promise<number> {
+      const modelDir = values.model ?? (values.index !== undefined ? readIndexManifest(resolveIndexDir(values.index).dir).model.path : DEFAULT_MODEL_DIR);
+      const encoder = await BiEncoder.open(modelDir, encoderRequest(values));
+      let started: MemoryUpdater;
+      try {
+        started = new MemoryUpdater({
+          kafka: createKafkaClient(connection),
+          codec: createRecordCodec({ schemaRegistry }),
+          notesTopic,
+          goldTopic,
+          groupId: values.group ?? 'cuilink-memory-updater',
+          root,
+          learner: new MemoryLearner(encoder),
+          ...(values['no-raw-text'] ? { rawText: false } : {}),
+          learnFraction,
+          splitSeed,
+          flushMs,
+          log,
+        });
+      } catch (error) {
+        // A refused memory (another model, mixed raw-text modes) ends here: the encoder's workers must not keep the process.
+        await encoder.close();
+        throw error;
+      }
+      updater = started;
+      try {
+        await started.start();
+        const stopped = new Promise<void>((resolve) => {
+          process.once('SIGTERM', resolve);
+          process.once('SIGINT', resolve);
+        });
+        try {
+          await Promise.race([stopped, started.failed]);
+        } catch (error) {
+          log(`memory-updater: ${(error as { code?: string }).code === 'CONSUMER_FAILED' ? 'consumer failed' : 'snapshot failed'} (${failureReason(error)}); exiting non-zero, a restart resumes from the memory on disk`);
+          return 1;
+        }
+        log('memory-updater: stopping (final snapshot)');
+        try {
+          await started.stop();
+        } catch (error) {
+          // The labels since the last snapshot are not lost: nothing is committed, a restart reads them again.
+          log(`memory-updater: final snapshot failed (${failureReason(error)}); exiting non-zero, a restart resumes from the memory on disk`);
+          return 1;
+        }
+      } finally {
+        await encoder.close();
+      }
+      return 0;
+    }
   },
 };
 

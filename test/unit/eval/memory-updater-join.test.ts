@@ -26,6 +26,8 @@ function harness(root: string, options: Partial<MemoryUpdaterOptions> = {}) {
       run = options;
     },
     close: async () => {},
+    onJoin: () => {},
+    onCrash: () => {},
   };
   const kafka = { consumer: () => consumer } as unknown as KafkaClient;
   const codec = { decode: async (_kind: string, value: Buffer) => JSON.parse(value.toString()) } as unknown as RecordCodec;
