@@ -68,6 +68,33 @@ export function removeAbandonedBuilds(outDir: string, mark: string, options: Rem
   return removed;
 }
 
+/**
+ * Removes old indexes that builds replacing `outDir` (`--force`) moved aside to
+ * `<outDir>.replaced-<host>-<pid>` (builderTag) and were killed before deleting: each is a whole
+ * old index, as large as the new one. Only while `outDir` holds an index: a build killed between
+ * its two renames left none there, and the moved-aside one is then the only whole copy. The owner
+ * is read from the name (the builder mark was taken out before the rename): this host's dead
+ * process's and this process's own name (a dead process's with our pid: a restarted container) go;
+ * another host's only with `soleBuilder`. Returns the names removed.
+ */
+export function removeAbandonedReplaced(outDir: string, mark: string, options: RemoveAbandonedOptions = {}): string[] {
+  if (!existsSync(outDir)) return [];
+  const prefix = `${basename(outDir)}${mark}`;
+  const thisHost = builderTag({ host: hostname(), pid: 0 }).slice(0, -'-0'.length);
+  const removed: string[] = [];
+  for (const name of readdirSync(dirname(outDir))) {
+    if (!name.startsWith(prefix)) continue;
+    const tag = /^(.*)-(\d+)$/.exec(name.slice(prefix.length));
+    const ours = tag !== null && tag[1] === thisHost;
+    const pid = tag === null ? NaN : Number(tag[2]);
+    const abandoned = ours ? pid === process.pid || !isProcessAlive(pid) : options.soleBuilder === true;
+    if (!abandoned) continue;
+    rmSync(join(dirname(outDir), name), { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
 /** Who marked `dir` (markBuilder), or undefined: unmarked (or not yet). */
 export function builderOf(dir: string): Builder | undefined {
   try {

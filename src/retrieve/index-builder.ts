@@ -10,7 +10,7 @@ import { INDEX_FORMAT_VERSION, INDEX_MANIFEST_FILE, indexFileDigests, type Index
 import { NameTable } from './name-table.ts';
 import type { NameEncoder } from './name-encoder.ts';
 import { BuildProgress } from './build-progress.ts';
-import { builderTag, markBuilder, removeAbandonedBuilds, unmarkBuilder } from './abandoned-builds.ts';
+import { builderTag, markBuilder, removeAbandonedBuilds, removeAbandonedReplaced, unmarkBuilder } from './abandoned-builds.ts';
 
 export interface IndexBuildInput {
   concepts: readonly Concept[];
@@ -25,9 +25,12 @@ export interface IndexBuildInput {
   chunkSize?: number;
   overwrite?: boolean;
   progress?: boolean;
-  /** No other process on any host builds outDir meanwhile: other hosts' staging directories are abandoned too (removeAbandonedBuilds). */
+  /** No other process on any host builds outDir meanwhile: other hosts' staging and moved-aside directories are abandoned too (removeAbandonedBuilds, removeAbandonedReplaced). */
   soleBuilder?: boolean;
 }
+
+/** The old index moved aside while a new one replaces it (removeAbandonedReplaced). */
+const REPLACED_MARK = '.replaced-';
 
 /**
  * Builds a versioned index directory: concepts, every name, their vectors in HNSW, and the exact
@@ -43,6 +46,7 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
   const params: HnswParams = { ...DEFAULT_HNSW_PARAMS, ...input.hnsw };
   const staging = `${input.outDir}.building-${builderTag()}`;
   removeAbandonedBuilds(input.outDir, '.building-', { soleBuilder: input.soleBuilder });
+  removeAbandonedReplaced(input.outDir, REPLACED_MARK, { soleBuilder: input.soleBuilder });
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
   markBuilder(staging);
@@ -98,7 +102,7 @@ export async function buildIndex(input: IndexBuildInput): Promise<IndexManifest>
     // The old index is moved aside before the new one is moved in and deleted only after: two
     // renames leave no moment with a half-deleted directory at outDir, and a crash between them
     // leaves the old index whole beside it.
-    const replaced = `${input.outDir}.replaced-${builderTag()}`;
+    const replaced = `${input.outDir}${REPLACED_MARK}${builderTag()}`;
     if (existsSync(input.outDir)) renameSync(input.outDir, replaced);
     renameSync(staging, input.outDir);
     syncDirectory(dirname(input.outDir));

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { DeadLetterRecord } from './avro/avro-records.ts';
+import { knownSchemas, type KnownSchemas, type WriterSchema } from './avro/avro-schemas.ts';
 import { hasConfluentWireHeader } from './avro/confluent-avro-codec.ts';
 import { SCHEMA_FINGERPRINT_HEADER } from './avro/record-codec.ts';
-import { hasSingleObjectMarker } from './avro/single-object.ts';
+import { hasSingleObjectMarker, SINGLE_OBJECT_HEADER_BYTES, SINGLE_OBJECT_MARKER } from './avro/single-object.ts';
 import { RECORD_FAULT_CODES } from './dead-letter-policy.ts';
 import type { OutboundRecord } from './kafka/client-types.ts';
 import { alreadyReplayedDetail, ledgerKey, type ReplayLedger } from './replay-ledger.ts';
@@ -38,7 +39,7 @@ export const NEVER_REPLAY: ReadonlyMap<string, string> = new Map([
 
 /** Codes that may succeed on replay once something outside the record was fixed, and what that fix is. */
 export const REPLAYABLE_AFTER_FIX: ReadonlyMap<string, string> = new Map([
-  ['UNKNOWN_SCHEMA', 'the stage learns the writer schema (its file added to schemas/history/ in a new release, or registered in the schema registry); never a record that names no schema at all (namesNoSchema: it fails again)'],
+  ['UNKNOWN_SCHEMA', "the stage learns the writer schema (its file added to schemas/history/ in a new release, or registered in the schema registry); never a record that names no schema at all (namesNoSchema) or another record type's (namesSchemaOfAnotherKind): it fails again"],
   ['INCOMPATIBLE_SCHEMA', 'a reader schema that can read the writer schema (a new release)'],
   ['RECORD_TOO_LARGE', "the decoder's bounds raised"],
   ['NOTE_TOO_LARGE', 'limits.maxNoteChars or limits.maxMentionsPerNote raised'],
@@ -59,6 +60,28 @@ export function namesNoSchema(letter: Pick<DeadLetterRecord, 'original' | 'origi
   const bytes = Buffer.from(letter.original);
   if (hasSingleObjectMarker(bytes) || hasConfluentWireHeader(bytes)) return false;
   return !letter.originalHeaders.some((h) => h.key === SCHEMA_FINGERPRINT_HEADER && h.value !== null);
+}
+
+/**
+ * The schema an UNKNOWN_SCHEMA original names, by its single-object fingerprint or the deprecated
+ * fingerprint header, when this build knows it as another record type's than the NoteEvent the
+ * input topic is read as (a LinkedNote written to the notes topic). A fingerprint hashes the
+ * schema's full name, so no release ever reads it as a NoteEvent: re-sent, it fails again. A
+ * Confluent schema id is not judged: what it names is only in the registry.
+ */
+export function namesSchemaOfAnotherKind(letter: Pick<DeadLetterRecord, 'original' | 'originalHeaders'>, schemas: KnownSchemas = knownSchemas()): WriterSchema | undefined {
+  if (letter.original === null) return undefined;
+  const bytes = Buffer.from(letter.original);
+  let named: WriterSchema | undefined;
+  if (hasSingleObjectMarker(bytes)) {
+    if (bytes.length < SINGLE_OBJECT_HEADER_BYTES) return undefined;
+    named = schemas.bySingleObjectHeader(bytes.subarray(SINGLE_OBJECT_MARKER.length, SINGLE_OBJECT_HEADER_BYTES));
+  } else {
+    // The first one, as the codec reads a repeated header.
+    const header = letter.originalHeaders.find((h) => h.key === SCHEMA_FINGERPRINT_HEADER && h.value !== null);
+    if (header !== undefined) named = schemas.byWriterFingerprint(Buffer.from(header.value!).toString('utf8').toLowerCase());
+  }
+  return named !== undefined && named.kind !== 'NoteEvent' ? named : undefined;
 }
 
 /** Why `replay` leaves a dead letter alone. */
@@ -98,6 +121,10 @@ export function replayVerdict(entry: DeadLetterEntry, ledger?: ReplayLedger): Re
   const never = NEVER_REPLAY.get(letter.errorCode);
   if (never !== undefined) return { replayable: false, skip: 'never', detail: `${letter.errorCode} never succeeds on replay: ${never}` };
   if (letter.errorCode === 'UNKNOWN_SCHEMA' && namesNoSchema(letter)) return { replayable: false, skip: 'never', detail: `UNKNOWN_SCHEMA never succeeds on replay for a record that names no schema: ${NAMES_NO_SCHEMA}` };
+  const other = letter.errorCode === 'UNKNOWN_SCHEMA' ? namesSchemaOfAnotherKind(letter) : undefined;
+  if (other !== undefined) {
+    return { replayable: false, skip: 'never', detail: `UNKNOWN_SCHEMA never succeeds on replay for a record of another type: it names ${other.name} (${other.file}), and the input topic is read as NoteEvent; is this the right topic?` };
+  }
   if (!RECORD_FAULT_CODES.has(letter.errorCode) || !REPLAYABLE_AFTER_FIX.has(letter.errorCode)) {
     return { replayable: false, skip: 'unknown-code', detail: `${letter.errorCode} is no code this version knows; not replayed` };
   }

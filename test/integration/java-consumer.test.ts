@@ -4,7 +4,8 @@
 // cuilink's own reader sees; a LinkedNote written with an older schema (v2) is read with defaults.
 // Also: bad options are exit 2 with the reason and the usage line; --max-notes commits no further
 // than it printed; a record in a format another build could read (a newer schema, a registry's)
-// stops it uncommitted, the deprecated header format is read, an unreadable value is skipped.
+// stops it uncommitted, the deprecated header format is read, an unreadable value is skipped; an
+// unreachable broker is exit 3 and one line after --connect-timeout-ms; output is UTF-8 under LC_ALL=C.
 //
 // Skipped, saying so, only when `mvn` is not on PATH (.ci/run installs it). The first build
 // fetches Avro and a few Maven plugins from Maven Central into ~/.m2; later builds run offline.
@@ -67,20 +68,22 @@ function buildExample(): { seconds: number; offline: boolean } {
 }
 
 /** Runs the consumer until it exits; `timeoutMs` is only a hang guard. */
-function runConsumer(args: string[], timeoutMs = 120_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn('java', ['-jar', JAR, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+function runConsumer(args: string[], timeoutMs = 120_000, jvm: { options?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn('java', [...(jvm.options ?? []), '-jar', JAR, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...jvm.env } });
+  // Whole buffers, decoded once: a UTF-8 character split across two chunks must not be mangled here.
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  let killed = '';
+  child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+  child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
-      stderr += `\n[test] no exit within ${timeoutMs} ms: killed\n`;
+      killed = `\n[test] no exit within ${timeoutMs} ms: killed\n`;
       child.kill('SIGKILL');
     }, timeoutMs);
     child.once('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') + killed });
     });
   });
 }
@@ -146,7 +149,7 @@ test('the Java example (kafka-clients + Avro BinaryMessageDecoder) reads every L
   assert.equal(await stage.exited, 0, `the stage drains and exits 0:\n${stage.lines.slice(-5).join('\n')}`);
 });
 
-const USAGE_LINE = 'usage: java -jar cuilink-java-consumer.jar --brokers HOST:PORT[,...] [--topic T] [--group G] [--max-notes N] [--idle-exit-ms MS]';
+const USAGE_LINE = 'usage: java -jar cuilink-java-consumer.jar --brokers HOST:PORT[,...] [--topic T] [--group G] [--max-notes N] [--idle-exit-ms MS] [--connect-timeout-ms MS]';
 
 test('the Java example refuses unknown options, missing values and malformed numbers: exit 2, the reason and the usage line', { skip: SKIP, timeout: 10 * 60_000 }, async () => {
   // Nothing listens on port 1; --idle-exit-ms lets a consumer that accepted the options end on its own.
@@ -162,6 +165,7 @@ test('the Java example refuses unknown options, missing values and malformed num
     [['--brokers', '--topic', 't', ...idle], '--brokers needs a value, got the option --topic'],
     [[...dead, '--topic', 'a', '--topic', 'b', ...idle], '--topic given more than once (it takes one value)'],
     [[...dead, 'stray', ...idle], "unexpected argument 'stray' (options are --name value)"],
+    [[...dead, '--connect-timeout-ms', '0', ...idle], '--connect-timeout-ms must be at least 1, got 0'],
     [['--topic', 't', ...idle], 'missing required option --brokers'],
   ];
   for (const [args, reason] of cases) {
@@ -258,4 +262,31 @@ test('the Java example reads the deprecated header format, skips an unreadable v
   assert.equal(confluent.code, 1, confluent.stderr);
   assert.equal(confluent.stdout, '');
   assert.match(confluent.stderr, /stopped at java\.confluent\/0@0: in the Confluent wire format \(magic byte 0, schema id 7\)/, confluent.stderr);
+});
+
+test('the Java example ends with exit 3 and one line when no broker answers within --connect-timeout-ms, as the cuilink CLI does', { skip: SKIP, timeout: 5 * 60_000 }, async () => {
+  // Nothing listens on port 1. The hang guard is far above the bounded wait: a consumer that retries for ever is killed by it.
+  const run = await runConsumer(['--brokers', '127.0.0.1:1', '--topic', 'java.nowhere', '--connect-timeout-ms', '3000'], 120_000);
+  const what = `\n--- stdout ---\n${run.stdout}\n--- stderr ---\n${run.stderr.slice(-3000)}`;
+  assert.equal(run.code, 3, `exit 3${what}`);
+  assert.equal(run.stdout, '', what);
+  const lines = run.stderr.trim().split('\n');
+  assert.equal(lines.length, 1, `one line, no retry warnings${what}`);
+  assert.match(lines[0]!, /^cuilink-java-consumer: no broker of 127\.0\.0\.1:1 answered within 3000 ms \(--connect-timeout-ms\)/, what);
+});
+
+test('the Java example prints UTF-8 whatever the platform encoding (LC_ALL=C, file.encoding=ASCII)', { skip: SKIP, timeout: 10 * 60_000 }, async () => {
+  const topic = 'java.utf8';
+  await ensureTopics(kafka, [topic], { partitions: 1 });
+  const noteId = 'nöte-Ω-✓';
+  const record = linkedRecord(noteId);
+  record.mentions[0] = { ...record.mentions[0]!, mentionId: 'mé1', conceptId: 'C:Größe' };
+  const encoded = await codec.encode('LinkedNote', record);
+  await publish(kafka, topic, [{ key: noteId, value: encoded.value, headers: encoded.headers }]);
+  const run = await runConsumer(['--brokers', broker.brokers.join(','), '--topic', topic, '--group', 'java-utf8', '--max-notes', '1'], 120_000, {
+    options: ['-Dfile.encoding=ANSI_X3.4-1968'],
+    env: { LC_ALL: 'C', LANG: 'C' },
+  });
+  assert.equal(run.code, 0, run.stderr);
+  assert.deepEqual(printed(run.stdout), [`${noteId}: mé1 -> C:Größe, m2 -> NIL`], run.stderr);
 });

@@ -20,6 +20,7 @@ import { ENV_VARS } from '../../src/stream/stage-config.ts';
 import { ConfluentAvroCodec, createRecordCodec, knownSchemas, noteInputToNoteEvent, SCHEMA_FINGERPRINT_HEADER, toSingleObject } from '../../src/stream/avro/index.ts';
 import type { DeadLetterRecord, GoldMentionRecord, LabelRequestRecord, LinkedNoteRecord, ReviewMentionRecord } from '../../src/stream/avro/avro-records.ts';
 import { ledgerRecord } from '../../src/stream/replay-ledger.ts';
+import { InputError } from '../../src/kb/errors.ts';
 import { runTopicsRead } from '../../src/cli/commands/topics-read.ts';
 import { publish, syntheticNotes, waitFor } from '../support/stream-fixtures.ts';
 import { capture } from '../support/capture-console.ts';
@@ -29,6 +30,7 @@ const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const MARKER = 'ZQXPHIMARKER7731';
 const topics = { input: 'tr.notes', output: 'tr.linked', deadLetter: 'tr.dead', review: 'tr.review', labelRequests: 'tr.learn', measureRequests: 'tr.measure' };
 const GOLD = 'tr.gold';
+const OTHER_LEDGER = 'tr.other-ledger';
 const codec = createRecordCodec();
 let broker: LocalBroker;
 let registry: SchemaRegistryStandIn;
@@ -121,6 +123,9 @@ before(async () => {
   const letters = [await deadLetter(1_760_000_000_000), await deadLetter(1_760_000_000_001)];
   await publish(kafka, topics.deadLetter, [await encoded('DeadLetter', letters[0] as never, 'tr-dead-key'), await encoded('DeadLetter', letters[1] as never, 'tr-dead-key')]);
   await publish(kafka, `${topics.deadLetter}.replayed`, [ledgerRecord({ topic: topics.deadLetter, partition: 0, offset: '1' }, letters[1]!, topics.input, 1_760_000_000_100)]);
+  // A replay ledger under another name ('dlq replay --ledger tr.other-ledger'): it sent the first one.
+  await ensureTopics(kafka, [OTHER_LEDGER], { partitions: 1 });
+  await publish(kafka, OTHER_LEDGER, [ledgerRecord({ topic: topics.deadLetter, partition: 0, offset: '0' }, letters[0]!, topics.input, 1_760_000_000_200)]);
   await publish(kafka, topics.review, [await encoded('ReviewMention', review as never, 'n-r')]);
   await publish(kafka, topics.labelRequests, [await encoded('LabelRequest', request('learn') as never, 'n-learn'), await encoded('ReviewMention', review as never, 'n-r')]);
   await publish(kafka, topics.measureRequests, [await encoded('LabelRequest', request('measure') as never, 'n-measure')]);
@@ -250,6 +255,14 @@ test('note text stays hidden without --show-text: NoteEvents redacted, dead lett
   const lettersShown = await read(['--topic', topics.deadLetter, '--show-text']);
   assert.match(String(lettersShown.lines[0]!.value!.originalText), new RegExp(MARKER));
   assert.match(String(lettersShown.lines[0]!.value!.firstBytes), /^c301/);
+});
+
+test('--ledger T reads dead letters against that replay ledger, as dlq inspect --ledger does; refused for a topic of another type', async () => {
+  const letters = await read(['--topic', topics.deadLetter, '--ledger', OTHER_LEDGER]);
+  assert.equal(letters.code, 0);
+  assert.deepEqual(letters.lines.map((l) => l.value!.replay), ['already-replayed', 'yes']);
+  await assert.rejects(read(['--ledger', OTHER_LEDGER]), (e: Error) => e instanceof InputError && /^--ledger: only for a dead-letter topic; .* is read as LinkedNote/.test(e.message));
+  await assert.rejects(read(['--topic', topics.deadLetter, '--ledger', topics.deadLetter]), /--ledger .* is the dead-letter topic itself/);
 });
 
 test('the Confluent wire format through the config\'s schema registry', async () => {

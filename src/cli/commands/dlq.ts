@@ -155,6 +155,14 @@ export function dlqSchemaRegistry(config: StageConfig, override: string | undefi
 
 export const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
 
+/** The replay ledger of dead-letter topic `topic`: `--ledger` when given, else the derived name; an InputError names the flag. */
+export function ledgerTopicOf(topic: string, flag: string | undefined): string {
+  const ledger = flag ?? defaultLedgerTopic(topic);
+  if (!TOPIC_NAME.test(ledger)) throw new InputError(`--ledger '${ledger}' is not a topic name (1-249 of [A-Za-z0-9._-])${flag === undefined ? `: the dead-letter topic's name is too long to derive it, give --ledger` : ''}`, 'BAD_FLAGS');
+  if (ledger === topic) throw new InputError(`--ledger ${ledger} is the dead-letter topic itself`, 'BAD_FLAGS');
+  return ledger;
+}
+
 export function openContext(values: CommonValues): DlqContext {
   const config = loadStageConfig({ file: values.config });
   const brokers = values.brokers !== undefined ? parseBrokerList(values.brokers) : config.brokers;
@@ -162,9 +170,7 @@ export function openContext(values: CommonValues): DlqContext {
   const schemaRegistry = dlqSchemaRegistry(config, values['schema-registry']);
   const topic = values.topic ?? config.topics.deadLetter;
   if (!TOPIC_NAME.test(topic)) throw new InputError(`--topic '${topic}' is not a topic name (1-249 of [A-Za-z0-9._-])`, 'BAD_FLAGS');
-  const ledger = values.ledger ?? defaultLedgerTopic(topic);
-  if (!TOPIC_NAME.test(ledger)) throw new InputError(`--ledger '${ledger}' is not a topic name (1-249 of [A-Za-z0-9._-])${values.ledger === undefined ? `: the dead-letter topic's name is too long to derive it, give --ledger` : ''}`, 'BAD_FLAGS');
-  if (ledger === topic) throw new InputError(`--ledger ${ledger} is the dead-letter topic itself`, 'BAD_FLAGS');
+  const ledger = ledgerTopicOf(topic, values.ledger);
   const connection = validateKafkaConnection({ ...connectionOf(config, brokers), clientId: values['client-id'] ?? 'cuilink-dlq' });
   const flagged = new Map(values.topic === undefined ? [] : [[topic, '--topic']]);
   return { config, kafka: createKafkaClient(connection), codec: createRecordCodec({ schemaRegistry }), topic, ledger, flagged };

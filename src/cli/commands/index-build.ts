@@ -26,7 +26,9 @@ ${ENCODER_FLAGS_HELP}
   --force               replace DIR if it exists
   --sole-builder        no other process on any host builds DIR meanwhile (the k8s index-build
                         Job: one pod at a time): staging directories other hosts left
-                        (DIR.building-*, a killed pod's) are removed too, not only this host's
+                        (DIR.building-*, a killed pod's) are removed too, not only this host's;
+                        so are old indexes a killed --force build moved aside (DIR.replaced-*),
+                        once DIR holds an index
   --no-progress         no progress bar
   -h, --help            this text`;
 

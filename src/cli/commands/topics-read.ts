@@ -8,14 +8,14 @@ import { planTopics, TOPIC_DEFAULTS } from '../../stream/topic-plan.ts';
 import { requireTopics } from '../../stream/topics.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
 import type { RecordKind } from '../../stream/avro/avro-schemas.ts';
-import { defaultLedgerTopic, type ReplayLedger } from '../../stream/replay-ledger.ts';
+import type { ReplayLedger } from '../../stream/replay-ledger.ts';
 import { readTopic } from '../../eval/topic-to-end.ts';
 import { brokerStep, requireBrokers, topicPlanOptionsFromFlags, topicsConfigFromFlags } from './topics.ts';
-import { dlqSchemaRegistry, readLedger, showsFirstBytes, TOPIC_NAME } from './dlq.ts';
+import { dlqSchemaRegistry, ledgerTopicOf, readLedger, showsFirstBytes, TOPIC_NAME } from './dlq.ts';
 import { parseRecordType, RECORD_TYPES, recordLine, recordTypeOf } from '../topic-record-lines.ts';
 
 const usage = `Usage: cuilink topics read [--config FILE] [--topic T] [--type T] [--partition P] [--offset O|beginning|end]
-                           [--max N] [--follow] [--show-text] [--read-uncommitted]
+                           [--max N] [--follow] [--show-text] [--read-uncommitted] [--ledger T]
 
 Reads a topic (default: the stage's output topic) from its beginning to the end it has now and
 prints one JSON object per record per line on stdout: {topic, partition, offset, key, timestamp,
@@ -51,6 +51,8 @@ Options:
                             SIGINT/SIGTERM (Ctrl-C) or --max
   --show-text               print note and mention text, and a dead letter's original (PHI)
   --read-uncommitted        also records of open and aborted transactions (default: read_committed)
+  --ledger T                a dead-letter topic only: the replay ledger its 'replay' field is judged by,
+                            as 'dlq inspect --ledger T' (default: the topic's name + '.replayed')
   -h, --help                this text
 
 Exit codes: 0 every record read was printed decoded; 1 a record could not be decoded (its error
@@ -71,6 +73,7 @@ const FLAGS = {
   follow: { type: 'boolean', default: false },
   'show-text': { type: 'boolean', default: false },
   'read-uncommitted': { type: 'boolean', default: false },
+  ledger: { type: 'string' },
 } as const;
 
 export type StartAt = { at: 'beginning' } | { at: 'end' } | { at: 'offset'; offset: bigint };
@@ -194,6 +197,8 @@ export async function runTopicsRead(argv: string[], io: ReadIo): Promise<number>
   const plan = planTopics(config, topicPlanOptionsFromFlags({ 'gold-topic': values['gold-topic'] }));
   const topic = flags.topic ?? config.topics.output;
   const type = recordTypeOf(topic, plan, flags.type);
+  if (values.ledger !== undefined && type !== 'DeadLetter') throw new InputError(`--ledger: only for a dead-letter topic; ${topic} is read as ${type}`, 'BAD_FLAGS');
+  const ledgerTopic = type === 'DeadLetter' ? ledgerTopicOf(topic, values.ledger) : undefined;
   const schemaRegistry = dlqSchemaRegistry(config, values['schema-registry']);
   requireBrokers(config);
   const kafka = createKafkaClient({ ...connectionOf(config), clientId: 'cuilink-topics-read' }, () => {});
@@ -203,7 +208,7 @@ export async function runTopicsRead(argv: string[], io: ReadIo): Promise<number>
       await requireTopics(kafka, [topic]);
       const where = readPlan(topic, await topicOffsets(kafka, topic), flags);
       for (const note of where.notes) io.err(`topics read: ${note}`);
-      const ledger = type === 'DeadLetter' ? await readLedger({ kafka, ledger: defaultLedgerTopic(topic) }) : undefined;
+      const ledger = ledgerTopic === undefined ? undefined : await readLedger({ kafka, ledger: ledgerTopic });
       if (flags.showText) io.err('topics read: --show-text: note text (PHI) follows');
       return await printRecords(kafka, topic, type, where, flags, io, { codec, ledger, firstBytes: showsFirstBytes(flags.showText, config) });
     });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildIndex } from '../../../src/retrieve/index-builder.ts';
@@ -272,6 +272,56 @@ test('an index whose names.hnsw holds vectors of other dims than its manifest is
     const { checksums: _recorded, ...withoutChecksums } = JSON.parse(readFileSync(manifestFile, 'utf8')) as Record<string, unknown>;
     writeFileSync(manifestFile, JSON.stringify(withoutChecksums));
     await assert.rejects(LinkIndex.open(join(root, 'idx'), lowerNormalize), (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX' && /32 dims/.test(e.message) && /64/.test(e.message));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('the old index a killed --force build left moved aside (DIR.replaced-<host>-<pid>) is removed once DIR holds a whole index: this host\'s dead builds always, other hosts\' with soleBuilder', async () => {
+  // Killed after moving the new index in, before deleting the old one: a whole old index stays beside DIR for good.
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-replaced-'));
+  try {
+    const out = join(root, 'idx');
+    await build(out);
+    const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    const deadPid = Number(child.stdout);
+    const host = hostname().replace(/[^A-Za-z0-9.-]/g, '_');
+    const movedAside = (tag: string) => {
+      const dir = `${out}.replaced-${tag}`;
+      mkdirSync(dir);
+      copyFileSync(join(out, 'manifest.json'), join(dir, 'manifest.json'));
+      return dir;
+    };
+    movedAside(`${host}-${deadPid}`);
+    movedAside(`${host}-${process.pid}`);
+    movedAside('cuilink-index-build-x7k2p-1');
+    const again = (soleBuilder: boolean) =>
+      buildIndex({
+        concepts: FIXTURE_CONCEPTS, kbSources: ['fixture.jsonl'], kbChecksum: 'a'.repeat(64), encoder: new TrigramEncoder(),
+        model: { path: 'models/test', sha256: 'b'.repeat(64), precision: 'fp32' }, normalize: lowerNormalize, outDir: out, overwrite: true, progress: false, soleBuilder,
+      });
+    // This process's own tag was a dead process's (a restarted container is pid 1 again): this build's rename needs the name.
+    await again(false);
+    assert.deepEqual(readdirSync(root).sort(), ['idx', 'idx.replaced-cuilink-index-build-x7k2p-1']);
+    await again(true);
+    assert.deepEqual(readdirSync(root).sort(), ['idx']);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('while DIR is missing, an old index moved aside by a build killed between its two renames is the only whole one: no build removes it', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'cuilink-replaced-only-'));
+  try {
+    const out = join(root, 'idx');
+    await build(out);
+    const aside = `${out}.replaced-cuilink-index-build-x7k2p-1`;
+    renameSync(out, aside);
+    await buildIndex({
+      concepts: FIXTURE_CONCEPTS, kbSources: ['fixture.jsonl'], kbChecksum: 'a'.repeat(64), encoder: new TrigramEncoder(),
+      model: { path: 'models/test', sha256: 'b'.repeat(64), precision: 'fp32' }, normalize: lowerNormalize, outDir: out, progress: false, soleBuilder: true,
+    });
+    assert.ok(existsSync(join(aside, 'manifest.json')), 'checked for DIR before this build made it');
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

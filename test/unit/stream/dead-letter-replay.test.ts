@@ -19,6 +19,9 @@ import {
 } from '../../../src/stream/dead-letter-replay.ts';
 import { parseCodes, parseFilterFlags, parseOffsets, parseTime } from '../../../src/cli/commands/dlq.ts';
 import { SCHEMA_FINGERPRINT_HEADER } from '../../../src/stream/avro/record-codec.ts';
+import { knownSchemas } from '../../../src/stream/avro/avro-schemas.ts';
+import { PlainAvroCodec } from '../../../src/stream/avro/plain-avro-codec.ts';
+import { CuilinkError } from '../../../src/kb/errors.ts';
 
 const NOTE_TEXT = 'Patient PHIMARKER reports seizures.';
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -166,5 +169,26 @@ test('UNKNOWN_SCHEMA: a record that names no schema (no C3 01 header, no fingerp
   assert.equal(skip(body, [{ key: SCHEMA_FINGERPRINT_HEADER, value: Buffer.from('f'.repeat(64)) }]), 'yes', 'the deprecated fingerprint header');
   assert.equal(skip(Buffer.concat([Buffer.from([0, 0, 0, 0, 42]), body])), 'yes', 'a Confluent registry id: the stage switched to the confluent wire format reads it');
   // The docs' per-code table says so too.
-  assert.match(readFileSync('docs/dead-letters.md', 'utf8'), /\| `UNKNOWN_SCHEMA` \| after a fix \(never for a record that names no schema\) \|/);
+  assert.match(readFileSync('docs/dead-letters.md', 'utf8'), /\| `UNKNOWN_SCHEMA` \| after a fix \(never for a record that names no schema, or another record type's\) \|/);
+});
+
+test("UNKNOWN_SCHEMA: a record naming a schema the codec knows as another record type's (a LinkedNote on the notes topic) fails again on replay, so is never replayed", () => {
+  const schemas = knownSchemas();
+  const body = Buffer.from(NOTE_TEXT);
+  const linkedNoteV1 = schemas.all('LinkedNote').find((s) => !s.current)!;
+  const cases: Array<[string, Buffer, DeadLetterRecord['originalHeaders'], string]> = [
+    ['single-object, the current LinkedNote', Buffer.concat([Buffer.from([0xc3, 0x01]), schemas.current('LinkedNote').singleObjectFingerprint, body]), [], schemas.current('LinkedNote').name],
+    ['single-object, an older LinkedNote', Buffer.concat([Buffer.from([0xc3, 0x01]), linkedNoteV1.singleObjectFingerprint, body]), [], linkedNoteV1.name],
+    ['the deprecated header, a GoldMention', body, [{ key: SCHEMA_FINGERPRINT_HEADER, value: Buffer.from(schemas.current('GoldMention').fingerprint) }], schemas.current('GoldMention').name],
+  ];
+  const codec = new PlainAvroCodec();
+  for (const [what, original, headers, name] of cases) {
+    // What the stage does with it, again and again: the writer schema is fixed by its fingerprint.
+    assert.throws(() => codec.decodeSync('NoteEvent', original, Object.fromEntries(headers.map((h) => [h.key, h.value!]))), (e: unknown) => e instanceof CuilinkError && e.code === 'UNKNOWN_SCHEMA', what);
+    const v = replayVerdict(entry(0, letter({ errorCode: 'UNKNOWN_SCHEMA', original, originalSha256: sha(original), originalSize: original.length, originalHeaders: headers })));
+    assert.equal(v.replayable, false, what);
+    assert.equal(v.replayable === false && v.skip, 'never', what);
+    assert.match(v.replayable === false ? v.detail : '', new RegExp(`^UNKNOWN_SCHEMA never succeeds on replay for a record of another type: it names ${name.replace(/\./g, '\\.')} \\(`), what);
+  }
+  assert.match(readFileSync('docs/dead-letters.md', 'utf8'), /or it is `UNKNOWN_SCHEMA` and the record names no schema at all or a schema of another record type/);
 });

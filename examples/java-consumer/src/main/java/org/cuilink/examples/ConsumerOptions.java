@@ -10,8 +10,11 @@ import java.util.Map;
  * number is a {@link UsageException} naming it, so a misspelt option stops the run (exit 2) instead
  * of being ignored while the consumer prints everything.
  */
-record ConsumerOptions(String brokers, String topic, String group, long maxNotes, long idleExitMs, boolean help) {
-  static final String USAGE = "usage: java -jar cuilink-java-consumer.jar --brokers HOST:PORT[,...] [--topic T] [--group G] [--max-notes N] [--idle-exit-ms MS]";
+record ConsumerOptions(String brokers, String topic, String group, long maxNotes, long idleExitMs, long connectTimeoutMs, boolean help) {
+  /** As long as cuilink's own CLI may take to give up on unreachable brokers (exit 3), not for ever. */
+  static final long DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+
+  static final String USAGE = "usage: java -jar cuilink-java-consumer.jar --brokers HOST:PORT[,...] [--topic T] [--group G] [--max-notes N] [--idle-exit-ms MS] [--connect-timeout-ms MS]";
   static final String HELP = String.join("\n",
       USAGE,
       "",
@@ -21,9 +24,10 @@ record ConsumerOptions(String brokers, String topic, String group, long maxNotes
       "  --group G                  consumer group (default cuilink-java-consumer)",
       "  --max-notes N              exit after N notes, committing no further (default: run until stopped)",
       "  --idle-exit-ms MS          exit when nothing arrived for MS milliseconds (default: never)",
-      "Exit codes: 0 done, 1 stopped at a record this build cannot read (nothing past it committed), 2 bad options.");
+      "  --connect-timeout-ms MS    exit 3 when no broker answered within MS milliseconds at start (default " + DEFAULT_CONNECT_TIMEOUT_MS + ")",
+      "Exit codes: 0 done, 1 stopped at a record this build cannot read (nothing past it committed), 2 bad options, 3 no broker reachable.");
 
-  private static final List<String> NAMES = List.of("brokers", "topic", "group", "max-notes", "idle-exit-ms");
+  private static final List<String> NAMES = List.of("brokers", "topic", "group", "max-notes", "idle-exit-ms", "connect-timeout-ms");
 
   static final class UsageException extends Exception {
     UsageException(String message) {
@@ -36,7 +40,7 @@ record ConsumerOptions(String brokers, String topic, String group, long maxNotes
     Map<String, String> values = new HashMap<>();
     for (int i = 0; i < args.length; i++) {
       String arg = args[i];
-      if (arg.equals("--help") || arg.equals("-h")) return new ConsumerOptions(null, null, null, 0, 0, true);
+      if (arg.equals("--help") || arg.equals("-h")) return new ConsumerOptions(null, null, null, 0, 0, 0, true);
       if (!arg.startsWith("--")) throw new UsageException("unexpected argument '" + arg + "' (options are --name value)");
       int equals = arg.indexOf('=');
       String name = arg.substring(2, equals < 0 ? arg.length() : equals);
@@ -60,6 +64,7 @@ record ConsumerOptions(String brokers, String topic, String group, long maxNotes
         nonEmpty(values, "group", "cuilink-java-consumer"),
         positiveWholeNumber(values, "max-notes"),
         positiveWholeNumber(values, "idle-exit-ms"),
+        values.containsKey("connect-timeout-ms") ? positiveWholeNumber(values, "connect-timeout-ms") : DEFAULT_CONNECT_TIMEOUT_MS,
         false);
   }
 

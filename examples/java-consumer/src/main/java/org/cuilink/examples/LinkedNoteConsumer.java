@@ -1,6 +1,10 @@
 package org.cuilink.examples;
 
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -12,6 +16,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -32,6 +37,9 @@ public final class LinkedNoteConsumer {
   private LinkedNoteConsumer() {}
 
   public static void main(String[] args) throws IOException {
+    // Note and concept ids are UTF-8 in the records; the platform encoding (ASCII under LC_ALL=C) would print '?' for them.
+    System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8));
+    System.setErr(new PrintStream(new FileOutputStream(FileDescriptor.err), true, StandardCharsets.UTF_8));
     ConsumerOptions options;
     try {
       options = ConsumerOptions.parse(args);
@@ -50,10 +58,9 @@ public final class LinkedNoteConsumer {
     if (code != 0) System.exit(code);
   }
 
-  /** 0 when done (max notes, idle, or stopped by a signal), 1 when it stopped at a record it must not skip. */
+  /** 0 when done (max notes, idle, or stopped by a signal), 1 when it stopped at a record it must not skip, 3 when no broker answered. */
   static int run(ConsumerOptions options) throws IOException {
     LinkedNoteReader reader = new LinkedNoteReader();
-    System.err.printf("reader schema %s fingerprint %s, %d older version(s) known%n", reader.reader.getFullName(), LinkedNoteReader.wireFingerprint(reader.reader), reader.older.size());
 
     Properties config = new Properties();
     config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, options.brokers());
@@ -69,6 +76,15 @@ public final class LinkedNoteConsumer {
     String stoppedAt = null;
     boolean signalled = false;
     try (KafkaConsumer<String, byte[]> consumer = new KafkaConsumer<>(config)) {
+      // poll() retries unreachable brokers for ever; asking for the topic list once, bounded, makes
+      // a wrong --brokers one line and exit 3 as in cuilink's CLI.
+      try {
+        consumer.listTopics(Duration.ofMillis(options.connectTimeoutMs()));
+      } catch (KafkaException e) {
+        System.err.println("cuilink-java-consumer: no broker of " + options.brokers() + " answered within " + options.connectTimeoutMs() + " ms (--connect-timeout-ms): " + e.getMessage());
+        return 3;
+      }
+      System.err.printf("reader schema %s fingerprint %s, %d older version(s) known%n", reader.reader.getFullName(), LinkedNoteReader.wireFingerprint(reader.reader), reader.older.size());
       Thread main = Thread.currentThread();
       Thread stopper = new Thread(() -> {
         consumer.wakeup();
