@@ -3,6 +3,7 @@
 // header, the Confluent wire format through a registry), in committed and aborted transactions,
 // come back as one JSON line each with their position, key and time; undecodable ones as error
 // lines; note text only with --show-text; --partition, --offset, --max, --follow, read_committed.
+import type { RecordLine } from '../../src/cli/topic-record-lines.ts';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -39,19 +40,8 @@ let kafka: KafkaClient;
 let configFile: string;
 let confluentConfigFile: string;
 
-/** A JSON line as `topics read` prints it. */
-interface Line {
-  topic: string;
-  partition: number;
-  offset: string;
-  key: string | null;
-  keyHex?: string;
-  timestamp: string | null;
-  type: string;
-  value?: Record<string, unknown>;
-  error?: { code: string; message: string };
-  textHidden?: true;
-}
+/** A JSON line as `topics read` prints it, its value parsed. */
+type Line = Omit<RecordLine, 'value'> & { value?: Record<string, unknown> };
 
 function linkedNote(noteId: string, conceptId: string): LinkedNoteRecord {
   const candidate = { conceptId, name: 'Seizure', semanticTypes: [], score: 0.9, retrievalScore: 0.8, exact: false, via: 'dense' };

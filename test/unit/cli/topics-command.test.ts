@@ -2,21 +2,11 @@
 // before any broker is contacted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { ENV_VARS } from '../../../src/stream/stage-config.ts';
 import { createCommandFor, topicPlanOptionsFromFlags, topicsConfigFromFlags } from '../../../src/cli/commands/topics.ts';
-
-const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-
-function cli(args: string[]) {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const [name] of ENV_VARS) delete env[name];
-  return spawnSync(process.execPath, ['bin/cuilink.js', ...args], { cwd: REPO, env, encoding: 'utf8', timeout: 60_000 });
-}
+import { assertRefusedInOneLine, cli } from '../../support/cli-run.ts';
 
 test('flag values are checked and each bad one named', () => {
   assert.deepEqual(topicPlanOptionsFromFlags({}), { partitions: 3, replicationFactor: 1, maxMessageBytes: 1_048_588, retentionMs: 604_800_000, deadLetterRetentionMs: 2_592_000_000, goldTopic: undefined });
@@ -65,14 +55,7 @@ test('the CLI: one line naming the flag or file, exit 2, nothing contacted', () 
       [['topics', 'create', '--brokers', '127.0.0.1:1', '--nope'], /^cuilink topics create: Unknown option '--nope'/],
       [['topics'], /^cuilink: 'topics' needs a subcommand: topics create, topics describe, topics read$/],
     ];
-    for (const [args, message] of cases) {
-      const run = cli(args);
-      assert.equal(run.status, 2, `${args.join(' ')}: ${run.stderr}`);
-      const lines = run.stderr.trim().split('\n');
-      assert.equal(lines.length, 1, `${args.join(' ')}: one line: ${run.stderr}`);
-      assert.match(lines[0]!, message);
-      assert.equal(run.stdout, '');
-    }
+    assertRefusedInOneLine(cases);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -2,22 +2,14 @@
 // which type each of the config's topics is read as, and where each partition starts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { PassThrough, Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
-import { ENV_VARS, loadStageConfig } from '../../../src/stream/stage-config.ts';
+import { loadStageConfig } from '../../../src/stream/stage-config.ts';
 import { planTopics } from '../../../src/stream/topic-plan.ts';
 import { LineWriter, parseReadFlags, readPlan } from '../../../src/cli/commands/topics-read.ts';
 import { recordLine, recordTypeOf } from '../../../src/cli/topic-record-lines.ts';
 import { createRecordCodec } from '../../../src/stream/avro/index.ts';
+import { assertRefusedInOneLine, cli } from '../../support/cli-run.ts';
 
-const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-
-function cli(args: string[]) {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const [name] of ENV_VARS) delete env[name];
-  return spawnSync(process.execPath, ['bin/cuilink.js', ...args], { cwd: REPO, env, encoding: 'utf8', timeout: 60_000 });
-}
 
 test('the flags: defaults, and each bad value refused naming its flag', () => {
   assert.deepEqual(parseReadFlags({}), { topic: undefined, type: undefined, partition: undefined, start: { at: 'beginning' }, max: Infinity, follow: false, showText: false, readCommitted: true });
@@ -110,14 +102,7 @@ test('the CLI: a bad flag is one line naming it, exit 2, nothing contacted; --he
     [['topics', 'read', '--brokers', '127.0.0.1:1', '--partition', '0', '--partition', '1'], /^cuilink topics read: --partition given more than once/],
     [['topics', 'read'], /^cuilink topics read: no brokers: pass --brokers host:port/],
   ];
-  for (const [args, message] of cases) {
-    const run = cli(args);
-    assert.equal(run.status, 2, `${args.join(' ')}: ${run.stderr}`);
-    const lines = run.stderr.trim().split('\n');
-    assert.equal(lines.length, 1, `${args.join(' ')}: one line: ${run.stderr}`);
-    assert.match(lines[0]!, message);
-    assert.equal(run.stdout, '');
-  }
+  assertRefusedInOneLine(cases);
   const help = cli(['topics', 'read', '--help']);
   assert.equal(help.status, 0);
   assert.match(help.stdout, /note text is PHI/);

@@ -8,11 +8,15 @@ function record(partition: number, offset: number): InboundRecord {
 }
 
 /**
- * A client whose topic holds `records` below the `offsets` it reports; its consumer hands them over
- * one partition batch each after run() resolved (as the real one does: fetching starts, then batches).
+ * A client whose consumer hands over `batches` (each a partition's records) in order after run()
+ * resolved (as the real one does: fetching starts, then batches), then idles; it remembers the
+ * run options and can report a crash.
  */
-function fakeClient(offsets: PartitionOffsets[], records: InboundRecord[], settledPosition?: KafkaConsumerClient['settledPosition']) {
-  const seen = { consumers: 0, closed: 0, adminClosed: 0, readCommitted: undefined as boolean | undefined };
+function scriptedClient(offsets: PartitionOffsets[], batches: InboundRecord[][], settledPosition?: KafkaConsumerClient['settledPosition']) {
+  const seen = {
+    consumers: 0, closed: 0, adminClosed: 0, readCommitted: undefined as boolean | undefined, runs: [] as ConsumerRunOptions[],
+    crash: undefined as ((error: unknown, restarting: boolean) => void) | undefined, deliver: undefined as ((records: InboundRecord[]) => Promise<void>) | undefined,
+  };
   const client: KafkaClient = {
     clientId: 'fake',
     admin: () => ({
@@ -31,16 +35,16 @@ function fakeClient(offsets: PartitionOffsets[], records: InboundRecord[], settl
       const consumer: Partial<KafkaConsumerClient> = {
         ...(settledPosition === undefined ? {} : { settledPosition }),
         onJoin: () => {},
-        onCrash: () => {},
+        onCrash: (listener) => void (seen.crash = listener),
         run: async (run: ConsumerRunOptions) => {
-          assert.equal(run.fromBeginning, true);
+          seen.runs.push(run);
           connection = setInterval(() => {}, 1000);
+          const membership = { groupId: options.groupId, memberId: 'm', generationId: 1 };
+          seen.deliver = async (records) => {
+            if (!stopped) await run.eachBatch({ topic: 't', partition: records[0]!.partition, messages: records, membership, highWatermark: undefined, isStale: () => stopped });
+          };
           setImmediate(async () => {
-            for (const partition of new Set(records.map((r) => r.partition))) {
-              if (stopped) return;
-              const membership = { groupId: options.groupId, memberId: 'm', generationId: 1 };
-              await run.eachBatch({ topic: 't', partition, messages: records.filter((r) => r.partition === partition), membership, highWatermark: undefined, isStale: () => stopped });
-            }
+            for (const records of batches) await seen.deliver!(records);
           });
         },
         close: async () => {
@@ -53,6 +57,23 @@ function fakeClient(offsets: PartitionOffsets[], records: InboundRecord[], settl
     },
   };
   return { client, seen };
+}
+
+/** A client whose topic holds `records` below the `offsets` it reports, handed over one partition batch each; every run reads from the beginning. */
+function fakeClient(offsets: PartitionOffsets[], records: InboundRecord[], settledPosition?: KafkaConsumerClient['settledPosition']) {
+  const batches = [...new Set(records.map((r) => r.partition))].map((partition) => records.filter((r) => r.partition === partition));
+  const fake = scriptedClient(offsets, batches, settledPosition);
+  const consumer = fake.client.consumer.bind(fake.client);
+  fake.client.consumer = (options) => {
+    const made = consumer(options);
+    const run = made.run.bind(made);
+    made.run = async (options: ConsumerRunOptions) => {
+      assert.equal(options.fromBeginning, true);
+      return run(options);
+    };
+    return made;
+  };
+  return fake;
 }
 
 test('an empty topic is read at once, without a consumer', async () => {
@@ -129,47 +150,6 @@ test('onRecord throwing ends the read with that error', async () => {
   assert.deepEqual(got, ['0', '1']);
   assert.equal(seen.closed, 1);
 });
-
-/**
- * A client whose consumer hands over `batches` (each a partition's records) in order after run()
- * resolved, then idles; it remembers the run options and can report a crash.
- */
-function scriptedClient(offsets: PartitionOffsets[], batches: InboundRecord[][]) {
-  const seen = { runs: [] as ConsumerRunOptions[], closed: 0, crash: undefined as ((error: unknown, restarting: boolean) => void) | undefined, deliver: undefined as ((records: InboundRecord[]) => Promise<void>) | undefined };
-  const client: KafkaClient = {
-    clientId: 'fake',
-    admin: () => ({ topicOffsets: async () => offsets, close: async () => {} }) as never,
-    producer: () => {
-      throw new Error('not used');
-    },
-    consumer: (options) => {
-      let stopped = false;
-      let connection: NodeJS.Timeout | undefined;
-      const consumer: Partial<KafkaConsumerClient> = {
-        onJoin: () => {},
-        onCrash: (listener) => void (seen.crash = listener),
-        run: async (run: ConsumerRunOptions) => {
-          seen.runs.push(run);
-          connection = setInterval(() => {}, 1000);
-          const membership = { groupId: options.groupId, memberId: 'm', generationId: 1 };
-          seen.deliver = async (records) => {
-            if (!stopped) await run.eachBatch({ topic: 't', partition: records[0]!.partition, messages: records, membership, highWatermark: undefined, isStale: () => stopped });
-          };
-          setImmediate(async () => {
-            for (const records of batches) await seen.deliver!(records);
-          });
-        },
-        close: async () => {
-          stopped = true;
-          clearInterval(connection);
-          seen.closed++;
-        },
-      };
-      return consumer as KafkaConsumerClient;
-    },
-  };
-  return { client, seen };
-}
 
 test('records a restarted consumer hands over again are not handed over twice', async () => {
   // A consumer that failed reads again from where it started (nothing is committed): 0 and 1 come twice.
