@@ -39,7 +39,7 @@ export const NEVER_REPLAY: ReadonlyMap<string, string> = new Map([
 
 /** Codes that may succeed on replay once something outside the record was fixed, and what that fix is. */
 export const REPLAYABLE_AFTER_FIX: ReadonlyMap<string, string> = new Map([
-  ['UNKNOWN_SCHEMA', "the stage learns the writer schema (its file added to schemas/history/ in a new release, or registered in the schema registry); never a record that names no schema at all (namesNoSchema) or another record type's (namesSchemaOfAnotherKind): it fails again"],
+  ['UNKNOWN_SCHEMA', "the stage learns the writer schema (its file added to schemas/history/ in a new release, or registered in the schema registry); never a record that names no schema at all (namesNoSchema), another record type's (namesSchemaOfAnotherKind) or two different ones (namesTwoSchemas): it fails again"],
   ['INCOMPATIBLE_SCHEMA', 'a reader schema that can read the writer schema (a new release)'],
   ['RECORD_TOO_LARGE', "the decoder's bounds raised"],
   ['NOTE_TOO_LARGE', 'limits.maxNoteChars or limits.maxMentionsPerNote raised'],
@@ -84,6 +84,23 @@ export function namesSchemaOfAnotherKind(letter: Pick<DeadLetterRecord, 'origina
   return named !== undefined && named.kind !== 'NoteEvent' ? named : undefined;
 }
 
+/**
+ * An UNKNOWN_SCHEMA original that names its schema twice, differently: a single-object fingerprint
+ * this build knows and a fingerprint header that names another schema. The codec refuses such a
+ * record rather than guess, and both names are fixed by the record's bytes: re-sent, it fails
+ * again. Returns the two names, or undefined.
+ */
+export function namesTwoSchemas(letter: Pick<DeadLetterRecord, 'original' | 'originalHeaders'>, schemas: KnownSchemas = knownSchemas()): { writer: WriterSchema; header: string } | undefined {
+  if (letter.original === null) return undefined;
+  const bytes = Buffer.from(letter.original);
+  if (!hasSingleObjectMarker(bytes) || bytes.length < SINGLE_OBJECT_HEADER_BYTES) return undefined;
+  const writer = schemas.bySingleObjectHeader(bytes.subarray(SINGLE_OBJECT_MARKER.length, SINGLE_OBJECT_HEADER_BYTES));
+  const header = letter.originalHeaders.find((h) => h.key === SCHEMA_FINGERPRINT_HEADER && h.value !== null);
+  if (writer === undefined || header === undefined) return undefined;
+  const named = Buffer.from(header.value!).toString('utf8').toLowerCase();
+  return named === writer.fingerprint ? undefined : { writer, header: named };
+}
+
 /** Why `replay` leaves a dead letter alone. */
 export type SkipReason = 'cut' | 'never' | 'unknown-code' | 'sha256-mismatch' | 'repeated-header' | 'not-a-dead-letter' | 'already-replayed';
 
@@ -124,6 +141,10 @@ export function replayVerdict(entry: DeadLetterEntry, ledger?: ReplayLedger): Re
   const other = letter.errorCode === 'UNKNOWN_SCHEMA' ? namesSchemaOfAnotherKind(letter) : undefined;
   if (other !== undefined) {
     return { replayable: false, skip: 'never', detail: `UNKNOWN_SCHEMA never succeeds on replay for a record of another type: it names ${other.name} (${other.file}), and the input topic is read as NoteEvent; is this the right topic?` };
+  }
+  const twice = letter.errorCode === 'UNKNOWN_SCHEMA' ? namesTwoSchemas(letter) : undefined;
+  if (twice !== undefined) {
+    return { replayable: false, skip: 'never', detail: `UNKNOWN_SCHEMA never succeeds on replay for a record that names two schemas: its single-object fingerprint ${twice.writer.name} (${twice.writer.file}) and a ${SCHEMA_FINGERPRINT_HEADER} header ${twice.header.slice(0, 16)}…; the stage refuses to guess between them` };
   }
   if (!RECORD_FAULT_CODES.has(letter.errorCode) || !REPLAYABLE_AFTER_FIX.has(letter.errorCode)) {
     return { replayable: false, skip: 'unknown-code', detail: `${letter.errorCode} is no code this version knows; not replayed` };

@@ -190,5 +190,22 @@ test("UNKNOWN_SCHEMA: a record naming a schema the codec knows as another record
     assert.equal(v.replayable === false && v.skip, 'never', what);
     assert.match(v.replayable === false ? v.detail : '', new RegExp(`^UNKNOWN_SCHEMA never succeeds on replay for a record of another type: it names ${name.replace(/\./g, '\\.')} \\(`), what);
   }
-  assert.match(readFileSync('docs/dead-letters.md', 'utf8'), /or it is `UNKNOWN_SCHEMA` and the record names no schema at all or a schema of another record type/);
+  assert.match(readFileSync('docs/dead-letters.md', 'utf8'), /or it is `UNKNOWN_SCHEMA` and the record names no schema at all, a schema of another record type/);
+});
+
+test('UNKNOWN_SCHEMA: a record whose single-object fingerprint and fingerprint header name two schemas fails again on replay, so is never replayed', () => {
+  const schemas = knownSchemas();
+  const note = schemas.current('NoteEvent');
+  const original = Buffer.concat([Buffer.from([0xc3, 0x01]), note.singleObjectFingerprint, Buffer.from(NOTE_TEXT)]);
+  const headers = [{ key: SCHEMA_FINGERPRINT_HEADER, value: Buffer.from('e'.repeat(64)) }];
+  // What the stage does with it, again and again: both names are fixed by the bytes.
+  assert.throws(() => new PlainAvroCodec().decodeSync('NoteEvent', original, { [SCHEMA_FINGERPRINT_HEADER]: headers[0]!.value }), (e: unknown) => e instanceof CuilinkError && e.code === 'UNKNOWN_SCHEMA' && /names another schema/.test(e.message));
+  const v = replayVerdict(entry(0, letter({ errorCode: 'UNKNOWN_SCHEMA', original, originalSha256: sha(original), originalSize: original.length, originalHeaders: headers })));
+  assert.equal(v.replayable === false && v.skip, 'never');
+  assert.match(v.replayable === false ? v.detail : '', /names two schemas: its single-object fingerprint org\.cuilink\.NoteEvent .* and a cuilink-schema-fingerprint header eeee/);
+  // Header and fingerprint that agree are read: no verdict of this kind.
+  const agreeing = [{ key: SCHEMA_FINGERPRINT_HEADER, value: Buffer.from(note.fingerprint) }];
+  const w = replayVerdict(entry(0, letter({ errorCode: 'UNKNOWN_SCHEMA', original, originalSha256: sha(original), originalSize: original.length, originalHeaders: agreeing })));
+  assert.equal(w.replayable, true);
+  assert.match(readFileSync('docs/dead-letters.md', 'utf8'), /or one whose single-object fingerprint and `cuilink-schema-fingerprint` header name two different schemas/);
 });
