@@ -26,6 +26,8 @@ const EXTERNAL_METRICS = new Set(['up', 'kafka_consumergroup_lag']);
 let lint: string | undefined;
 let skip: string | undefined;
 let exported: Set<string>;
+/** Families each command of the cuilink image exports on its /metrics, by the command's words ('run' is the stage). */
+let exportedBy: Map<string, string[]>;
 
 /** Metric family names from Prometheus text; histograms also expose _bucket, _sum and _count. */
 function familiesOf(text: string): string[] {
@@ -92,7 +94,12 @@ function metricsIn(expr: string): string[] {
 }
 
 before(async () => {
-  exported = new Set([...(await stageFamilies()), ...(await evaluatorFamilies()), ...(await memoryUpdaterFamilies())]);
+  exportedBy = new Map([
+    ['run', await stageFamilies()],
+    ['evaluator', await evaluatorFamilies()],
+    ['memory updater', await memoryUpdaterFamilies()],
+  ]);
+  exported = new Set([...exportedBy.values()].flat());
   const tool = await installOrSkip(deployLint);
   skip = tool.skip;
   lint = tool.tool;
@@ -175,6 +182,38 @@ test('a compose service of the cuilink image that serves no /healthz on CUILINK_
     const port = command[command.indexOf('--port') + 1];
     assert.ok(command.includes('--port') && (own.test as string[]).join(' ').includes(`:${port}/healthz`), `${name}: its healthcheck asks /healthz on the port it serves (--port ${port})`);
   }
+});
+
+test('every alert can fire in compose: a service serving HTTP is scraped and health-checked on its port, and each metric the rules query comes from a scraped service', async (t) => {
+  if (skip) return t.skip(skip);
+  const result = await run(lint!, ['compose', 'deploy/compose/compose.yaml']);
+  assert.equal(result.code, 0, result.stderr);
+  const services = (JSON.parse(result.stdout) as Json).services as Record<string, Json>;
+  const prometheus = (JSON.parse((await run(lint!, ['yaml', 'deploy/compose/prometheus/prometheus.yml'])).stdout) as Json[])[0]!;
+  const targets = new Set((prometheus.scrape_configs as Json[]).flatMap((job) => (job.static_configs as Json[]).flatMap((c) => c.targets as string[])));
+  // Prometheus writes `up` for every target itself; kafka-exporter serves on its default port.
+  const scraped = new Set(['up', ...(targets.has('kafka-exporter:9308') ? ['kafka_consumergroup_lag'] : [])]);
+  for (const [name, service] of Object.entries(services).filter(([, s]) => s.build?.dockerfile === 'deploy/docker/Dockerfile' && s.entrypoint == null)) {
+    const command: string[] = service.command ?? ['run'];
+    const words = command[0] === 'run' ? 'run' : command.slice(0, command[0] === 'memory' ? 2 : 1).join(' ');
+    // The stage serves on CUILINK_HTTP_PORT under the image's HEALTHCHECK; every other command only with --port.
+    const port = words === 'run' ? String(loadStageConfig({ file: 'deploy/compose/stage.json', env: service.environment }).http.port) : command.includes('--port') ? command[command.indexOf('--port') + 1] : undefined;
+    const families = exportedBy.get(words);
+    if (port === undefined || !families) {
+      assert.ok(port === undefined, `${name}: what \`${words}\` exports on --port ${port} is unknown to this test`);
+      continue;
+    }
+    assert.ok(targets.has(`${name}:${port}`), `${name} serves /metrics on ${port}, which the compose Prometheus does not scrape`);
+    assert.notEqual(service.healthcheck?.disable, true, `${name} serves /healthz on ${port} yet its healthcheck is disabled`);
+    if (words !== 'run') assert.match((service.healthcheck?.test ?? []).join(' '), new RegExp(`:${port}/healthz`), `${name}: a healthcheck on /healthz of --port ${port}`);
+    for (const family of families) scraped.add(family);
+  }
+  const rules = (JSON.parse((await run(lint!, ['yaml', RULES])).stdout) as Json[])[0]!.groups.flatMap((g: Json) => g.rules) as Json[];
+  for (const rule of rules) {
+    for (const metric of metricsIn(rule.expr)) assert.ok(scraped.has(metric), `${rule.alert} can never fire in compose: ${metric} comes from no service the compose Prometheus scrapes`);
+  }
+  const published = Object.values(services).flatMap((s) => ((s.ports ?? []) as Json[]).map((p) => `${p.published}/${p.protocol}`));
+  assert.equal(new Set(published).size, published.length, `each host port is published once: ${published.join(', ')}`);
 });
 
 test('compose-go refuses a broken compose file (the check is live)', async (t) => {
