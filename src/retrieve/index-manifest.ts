@@ -1,9 +1,9 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import { fileDigest, type FileDigest } from '../kb/file-digest.ts';
-import { bareFileName, fileDigestSchema } from './manifest-files.ts';
+import { bareFileName, checkRecordedDigest, fileDigestSchema } from './manifest-files.ts';
 
 export const INDEX_FORMAT_VERSION = 1;
 
@@ -95,24 +95,8 @@ export function indexFileDigests(dir: string, files: IndexFiles): Record<IndexFi
 export function verifyIndexFiles(dir: string, manifest: IndexManifest): boolean {
   const recorded = manifest.checksums;
   if (recorded === undefined) return false;
-  const changed = 'the file changed after the index was built (damage, a partial copy, or a file of another index)';
-  for (const key of INDEX_FILE_KEYS) {
-    const file = join(dir, manifest.files[key]);
-    const bytes = readIndexFile(file, () => statSync(file).size);
-    if (bytes !== recorded[key].bytes) throw new InputError(`${file}: ${bytes} bytes; the manifest recorded ${recorded[key].bytes} bytes: ${changed}`, 'BAD_INDEX');
-  }
-  for (const key of INDEX_FILE_KEYS) {
-    const file = join(dir, manifest.files[key]);
-    const { sha256 } = readIndexFile(file, () => fileDigest(file));
-    if (sha256 !== recorded[key].sha256) throw new InputError(`${file}: sha256 ${sha256}; the manifest recorded sha256 ${recorded[key].sha256}: ${changed}`, 'BAD_INDEX');
-  }
+  const refusal = { code: 'BAD_INDEX', changed: 'the file changed after the index was built (damage, a partial copy, or a file of another index)' };
+  for (const key of INDEX_FILE_KEYS) checkRecordedDigest(join(dir, manifest.files[key]), recorded[key], refusal, { sizeOnly: true });
+  for (const key of INDEX_FILE_KEYS) checkRecordedDigest(join(dir, manifest.files[key]), recorded[key], refusal);
   return true;
-}
-
-function readIndexFile<T>(file: string, read: () => T): T {
-  try {
-    return read();
-  } catch (error) {
-    throw new InputError(`${file}: ${(error as Error).message}`, 'BAD_INDEX', error);
-  }
 }

@@ -1,5 +1,6 @@
 import { InputError } from '../kb/errors.ts';
-import { digestOf, fileDigest, type FileDigest } from '../kb/file-digest.ts';
+import type { FileDigest } from '../kb/file-digest.ts';
+import { checkRecordedDigest } from './manifest-files.ts';
 import { readHnswLabels } from './hnsw-index.ts';
 
 /**
@@ -8,18 +9,8 @@ import { readHnswLabels } from './hnsw-index.ts';
  * a version from before checksums, checked for shape only.
  */
 export function checkFileChecksum(file: string, recorded: FileDigest | undefined, content?: Uint8Array): void {
-  if (recorded === undefined) return;
-  let actual: FileDigest;
-  try {
-    actual = content === undefined ? fileDigest(file) : digestOf(content);
-  } catch (error) {
-    throw new InputError(`${file}: ${(error as Error).message}`, 'BAD_MEMORY', error);
-  }
-  if (actual.bytes === recorded.bytes && actual.sha256 === recorded.sha256) return;
-  throw new InputError(
-    `${file}: ${actual.bytes} bytes, sha256 ${actual.sha256}; the manifest recorded ${recorded.bytes} bytes, sha256 ${recorded.sha256}: the file changed after this version was saved (damage, a partial copy, or a file of another memory)`,
-    'BAD_MEMORY',
-  );
+  const changed = 'the file changed after this version was saved (damage, a partial copy, or a file of another memory)';
+  checkRecordedDigest(file, recorded, { code: 'BAD_MEMORY', changed }, { content });
 }
 
 /**
