@@ -1,4 +1,5 @@
 import type { Meter } from '@opentelemetry/api';
+import { memorySequence } from '../telemetry/memory-swap-telemetry.ts';
 import type { MemoryUpdaterStats } from './memory-updater.ts';
 
 /**
@@ -35,14 +36,8 @@ export function registerMemoryUpdaterInstruments(stats: () => MemoryUpdaterStats
       observer.observe(pending, s.pending);
       observer.observe(waiting, s.waiting);
       observer.observe(age, Math.max(0, (now() - s.lastSnapshotAt) / 1000));
-      observer.observe(sequence, versionSequence(s.version));
+      observer.observe(sequence, s.version === undefined ? 0 : memorySequence(s.version));
     },
     [learned, duplicates, measureSkipped, erasedSkipped, goldDropped, snapshots, snapshotsFailed, pending, waiting, age, sequence],
   );
-}
-
-/** `000007-3fa2…` → 7; no version (or a name without a leading number) → 0. */
-export function versionSequence(version: string | undefined): number {
-  const match = /^(\d+)-/.exec(version ?? '');
-  return match ? Number(match[1]) : 0;
 }
