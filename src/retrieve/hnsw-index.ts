@@ -118,13 +118,28 @@ export class HnswIndex {
   }
 }
 
-/** The header of an hnswlib file: six size_t (offsetLevel0, maxElements, count, sizePerElement, labelOffset, offsetData). */
-const HEADER_BYTES = 48;
-/** The whole header: the six above, then maxLevel (int), entryPoint (uint32), maxM, maxM0, M (size_t), mult (double), efConstruction (size_t). */
-const FULL_HEADER_BYTES = 96;
+/** The header of an hnswlib file: six size_t (offsetLevel0, maxElements, count, sizePerElement, labelOffset, offsetData), then maxLevel (int), entryPoint (uint32), maxM, maxM0, M (size_t), mult (double), efConstruction (size_t). */
+const HEADER_BYTES = 96;
 /** hnswlib marks a deleted element in the third byte of its level-0 link-list header (DELETE_MARK). */
 const DELETE_MARK_BYTE = 2;
 const DELETE_MARK = 0x01;
+
+/** The fields of an hnswlib header the readers below use. */
+interface HnswHeader {
+  offsetLevel0: number;
+  count: number;
+  elementBytes: number;
+  labelOffset: number;
+  offsetData: number;
+}
+
+/** The header of the open file `fd`, or undefined when the file is too short to hold one. */
+function readHeader(fd: number): HnswHeader | undefined {
+  const header = Buffer.alloc(HEADER_BYTES);
+  if (readSync(fd, header, 0, HEADER_BYTES, 0) < HEADER_BYTES) return undefined;
+  const field = (i: number) => Number(header.readBigUInt64LE(i * 8));
+  return { offsetLevel0: field(0), count: field(2), elementBytes: field(3), labelOffset: field(4), offsetData: field(5) };
+}
 
 /**
  * Every label an hnswlib file holds, each with whether it is marked deleted, read from the file's
@@ -135,19 +150,16 @@ const DELETE_MARK = 0x01;
 export function readHnswLabels(file: string): Map<number, boolean> {
   const fd = openSync(file, 'r');
   try {
-    const header = Buffer.alloc(FULL_HEADER_BYTES);
-    if (readSync(fd, header, 0, FULL_HEADER_BYTES, 0) < FULL_HEADER_BYTES) throw new InputError(`HNSW index ${file}: too short for an hnswlib header`, 'BAD_INDEX');
-    const offsetLevel0 = Number(header.readBigUInt64LE(0));
-    const count = Number(header.readBigUInt64LE(16));
-    const elementBytes = Number(header.readBigUInt64LE(24));
-    const labelOffset = Number(header.readBigUInt64LE(32));
+    const header = readHeader(fd);
+    if (header === undefined) throw new InputError(`HNSW index ${file}: too short for an hnswlib header`, 'BAD_INDEX');
+    const { offsetLevel0, count, elementBytes, labelOffset } = header;
     if (elementBytes < labelOffset + 8) throw new InputError(`HNSW index ${file}: header gives ${elementBytes} bytes an element, its label at byte ${labelOffset}`, 'BAD_INDEX');
     const perChunk = Math.max(1, Math.floor((4 << 20) / elementBytes));
     const chunk = Buffer.alloc(perChunk * elementBytes);
     const labels = new Map<number, boolean>();
     for (let first = 0; first < count; first += perChunk) {
       const n = Math.min(perChunk, count - first);
-      if (readSync(fd, chunk, 0, n * elementBytes, FULL_HEADER_BYTES + first * elementBytes) < n * elementBytes) throw new InputError(`HNSW index ${file}: shorter than the ${count} elements its header gives`, 'BAD_INDEX');
+      if (readSync(fd, chunk, 0, n * elementBytes, HEADER_BYTES + first * elementBytes) < n * elementBytes) throw new InputError(`HNSW index ${file}: shorter than the ${count} elements its header gives`, 'BAD_INDEX');
       for (let i = 0; i < n; i++) {
         const base = i * elementBytes;
         labels.set(Number(chunk.readBigUInt64LE(base + labelOffset)), (chunk[base + offsetLevel0 + DELETE_MARK_BYTE]! & DELETE_MARK) !== 0);
@@ -170,10 +182,10 @@ export function checkHnswFileWhole(file: string): void {
   let expected: number | undefined;
   try {
     size = fstatSync(fd).size;
-    const header = Buffer.alloc(FULL_HEADER_BYTES);
-    if (size >= FULL_HEADER_BYTES && readSync(fd, header, 0, FULL_HEADER_BYTES, 0) === FULL_HEADER_BYTES) {
-      const count = Number(header.readBigUInt64LE(16));
-      let at = FULL_HEADER_BYTES + count * Number(header.readBigUInt64LE(24));
+    const header = readHeader(fd);
+    if (header !== undefined) {
+      const { count } = header;
+      let at = HEADER_BYTES + count * header.elementBytes;
       // Read in windows: one read a size would take seconds for millions of names.
       const window = Buffer.alloc(Math.min(4 << 20, Math.max(4, size - at)));
       let windowAt = -1;
@@ -202,14 +214,15 @@ export function checkHnswFileWhole(file: string): void {
  * float32, 4 bytes a dim.
  */
 function storedDims(file: string): number {
-  const header = Buffer.alloc(HEADER_BYTES);
   const fd = openSync(file, 'r');
+  let header: HnswHeader | undefined;
   try {
-    if (readSync(fd, header, 0, HEADER_BYTES, 0) < HEADER_BYTES) throw new Error('file too short for an hnswlib header');
+    header = readHeader(fd);
   } finally {
     closeSync(fd);
   }
-  const vectorBytes = Number(header.readBigUInt64LE(32) - header.readBigUInt64LE(40));
+  if (header === undefined) throw new Error('file too short for an hnswlib header');
+  const vectorBytes = header.labelOffset - header.offsetData;
   if (vectorBytes <= 0 || vectorBytes % 4 !== 0) throw new Error(`header gives ${vectorBytes} bytes a vector, not float32 dims`);
   return vectorBytes / 4;
 }
