@@ -1,6 +1,6 @@
-// Issue 24: does a "familiarity" feature (how many gold mentions of the link's top-1 concept the fit
+// Issue 24: do "familiarity" features (how many gold mentions of the link's top-1 concept, or of its text, the fit
 // corpus holds outside the link's own note) make the right part honest about concepts it never saw?
-// Rule and result: bench/results/familiarity-calibration-record.txt (it failed; nothing shipped).
+// Rule and result: bench/results/familiarity-calibration-record.txt (both failed; nothing shipped).
 // Right part only, natural links of the learn part, the shipped trees recipe, fold seeds 93-95.
 //   node --import tsx bench/familiarity-oof.ts INDEX_DIR NCBItrainset_corpus.txt
 import { loadPubTatorCorpus } from '../src/eval/gold.ts';
@@ -15,14 +15,16 @@ import { TUNING_SPLIT_SEED } from '../src/eval/tuning-split.ts';
 import { ConceptFacts } from '../src/link/concept-facts.ts';
 import { openLinker } from '../src/link/open-linker.ts';
 import { conceptGroup } from '../src/eval/confidence/concept-fold-platt.ts';
+import { mentionKey } from '../src/eval/gold.ts';
+import { normalizeName } from '../src/text/normalize.ts';
 
 const indexDir = process.argv[2]!;
 const corpusFile = process.argv[3]!;
 const store = await loadIndexKb(indexDir);
 const view = kbOntologyView(store);
 const facts = new ConceptFacts([...store.values()]);
-type Row = { note: string; x: number[]; label: boolean; top: string; concept: string };
-type Gold = { note: string; gold: string[]; concept: string };
+type Row = { note: string; x: number[]; label: boolean; top: string; concept: string; surface: string };
+type Gold = { note: string; gold: string[]; concept: string; surface: string };
 async function part(p: 'learn' | 'tune'): Promise<{ rows: Row[]; gold: Gold[] }> {
   const corpus = await loadPubTatorCorpus(corpusFile);
   keepSplitPart(corpus, p, TUNING_SPLIT_SEED);
@@ -30,9 +32,11 @@ async function part(p: 'learn' | 'tune'): Promise<{ rows: Row[]; gold: Gold[] }>
   const result = await evaluateCorpus(linker, corpus, view);
   await linker.close();
   const { rows, labels, indices } = calibrationExamples(corpus, result, facts);
+  const texts = new Map(corpus.notes.flatMap((n) => n.mentions.map((m) => [mentionKey(n.noteId, m.id), normalizeName(m.text)] as const)));
+  const surface = (s: { noteId: string; mentionId: string }) => texts.get(mentionKey(s.noteId, s.mentionId)) ?? '';
   const out = {
-    rows: rows.map((x, i) => { const s = result.scored[indices[i]!]!; return { note: s.noteId, x: [...x], label: labels[i]!, top: s.predicted[0] ?? '', concept: conceptGroup(s) }; }),
-    gold: result.scored.map((s) => ({ note: s.noteId, gold: [...s.goldIds], concept: conceptGroup(s) })),
+    rows: rows.map((x, i) => { const s = result.scored[indices[i]!]!; return { note: s.noteId, x: [...x], label: labels[i]!, top: s.predicted[0] ?? '', concept: conceptGroup(s), surface: surface(s) }; }),
+    gold: result.scored.map((s) => ({ note: s.noteId, gold: [...s.goldIds], concept: conceptGroup(s), surface: surface(s) })),
   };
   return out;
 }
@@ -41,20 +45,23 @@ const tune = await part('tune');
 console.error(`learn ${learn.rows.length} rows, tune ${tune.rows.length}`);
 const trees = { rounds: 200, depth: 3, minLeaf: 40, rate: 0.05, l2: 1 };
 
-function counter(known: Gold[]) {
+type Familiarity = 'concept' | 'surface';
+/** ln(1 + n): n gold mentions of `known` outside the row's note naming its top-1 concept, or with its surface. */
+function counter(known: Gold[], by: Familiarity = 'concept') {
   const total = new Map<string, number>();
   const perNote = new Map<string, Map<string, number>>();
-  for (const g of known) for (const id of new Set(g.gold)) {
+  for (const g of known) for (const id of by === 'concept' ? new Set(g.gold) : [g.surface]) {
     total.set(id, (total.get(id) ?? 0) + 1);
     let m = perNote.get(g.note); if (!m) perNote.set(g.note, (m = new Map()));
     m.set(id, (m.get(id) ?? 0) + 1);
   }
-  return (r: Row) => Math.log1p((total.get(r.top) ?? 0) - (perNote.get(r.note)?.get(r.top) ?? 0));
+  const key = (r: Row) => (by === 'concept' ? r.top : r.surface);
+  return (r: Row) => Math.log1p((total.get(key(r)) ?? 0) - (perNote.get(r.note)?.get(key(r)) ?? 0));
 }
 const withF = (rows: Row[], f: ((r: Row) => number) | null) => rows.map((r) => (f ? [...r.x, f(r)] : r.x));
 const sig = (z: number) => 1 / (1 + Math.exp(-z));
-function score(fitRows: Row[], fitKnown: Gold[], testRows: Row[], familiar: boolean) {
-  const f = familiar ? counter(fitKnown) : null;
+function score(fitRows: Row[], fitKnown: Gold[], testRows: Row[], familiar: Familiarity | null) {
+  const f = familiar ? counter(fitKnown, familiar) : null;
   const model = fitBoostedTrees(withF(fitRows, f), fitRows.map((r) => r.label), trees);
   const { logLoss: _, ...m } = model;
   return withF(testRows, f).map((x) => sig(modelLogit(m as never, x)));
@@ -62,7 +69,7 @@ function score(fitRows: Row[], fitKnown: Gold[], testRows: Row[], familiar: bool
 const f3 = (x: number) => x.toFixed(3);
 const summary = (rows: Row[], p: number[]) => summarizeConfidence(rows.map((r, i) => ({ confidence: p[i]!, correct: r.label, group: `${r.note}\u0000${r.top}` })));
 for (const kind of ['note', 'concept'] as const) {
-  for (const familiar of [false, true]) {
+  for (const familiar of [null, 'concept', 'surface'] as const) {
     const acc: number[][] = [];
     for (const seed of [93, 94, 95]) {
       const fold = (key: string) => Math.floor(noteDraw(key, 1000 + seed) * 5) % 5;
@@ -78,20 +85,22 @@ for (const kind of ['note', 'concept'] as const) {
       }
       const s = summary(learn.rows, p);
       acc.push([s.auroc!, s.precisionAt80!, s.ece!]);
-      console.log(`${kind} folds seed ${seed} ${familiar ? 'familiar' : 'recipe  '}: AUROC ${f3(s.auroc!)} P@80 ${f3(s.precisionAt80!)} ECE ${f3(s.ece!)}`);
+      console.log(`${kind} folds seed ${seed} ${familiar ?? 'recipe'}: AUROC ${f3(s.auroc!)} P@80 ${f3(s.precisionAt80!)} ECE ${f3(s.ece!)}`);
     }
     const m = (j: number) => acc.reduce((a, r) => a + r[j]!, 0) / acc.length;
-    console.log(`${kind} folds mean ${familiar ? 'familiar' : 'recipe  '}: AUROC ${f3(m(0))} P@80 ${f3(m(1))} ECE ${f3(m(2))}`);
+    console.log(`${kind} folds mean ${familiar ?? 'recipe'}: AUROC ${f3(m(0))} P@80 ${f3(m(1))} ECE ${f3(m(2))}`);
   }
 }
-for (const familiar of [false, true]) {
+for (const familiar of [null, 'concept', 'surface'] as const) {
   const p = score(learn.rows, learn.gold, tune.rows, familiar);
   const s = summary(tune.rows, p);
-  console.log(`tune (fit on learn) ${familiar ? 'familiar' : 'recipe  '}: AUROC ${f3(s.auroc!)} P@80 ${f3(s.precisionAt80!)} ECE ${f3(s.ece!)} (${tune.rows.length})`);
+  console.log(`tune (fit on learn) ${familiar ?? 'recipe'}: AUROC ${f3(s.auroc!)} P@80 ${f3(s.precisionAt80!)} ECE ${f3(s.ece!)} (${tune.rows.length})`);
 }
 // Why the feature reads as it does: how often a link is right when its top-1 concept is unfamiliar.
-const familiarity = counter(learn.gold);
-for (const unfamiliar of [true, false]) {
-  const rows = learn.rows.filter((r) => (familiarity(r) === 0) === unfamiliar);
-  console.log(`learn links whose top-1 has ${unfamiliar ? 'no' : 'some'} gold mention outside its note: ${rows.length}, ${f3(rows.filter((r) => r.label).length / rows.length)} right`);
+for (const by of ['concept', 'surface'] as const) {
+  const familiarity = counter(learn.gold, by);
+  for (const unfamiliar of [true, false]) {
+    const rows = learn.rows.filter((r) => (familiarity(r) === 0) === unfamiliar);
+    console.log(`learn links whose ${by === 'concept' ? 'top-1' : 'surface'} has ${unfamiliar ? 'no' : 'some'} gold mention outside its note: ${rows.length}, ${f3(rows.filter((r) => r.label).length / rows.length)} right`);
+  }
 }
