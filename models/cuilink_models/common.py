@@ -109,6 +109,20 @@ def rel(path: Path | str) -> str:
         return str(p)
 
 
+def file_record(path: Path | str) -> dict:
+    """An input file as a training record names it: repository-relative path and content hash, so a
+    record says which bytes a model was trained from, not only where they were."""
+    return {"file": rel(path), "sha256": sha256_file(path)}
+
+
+def add_run_arguments(ap):
+    """The trainers' --threads, --device and --seed (one set of defaults for all); returns `ap`."""
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--seed", type=int, default=13)
+    return ap
+
+
 def optimizer_step(torch, model, opt, loss) -> float:
     """One update of every training loop here: gradients clipped to norm 1. Returns the loss."""
     opt.zero_grad()
@@ -116,6 +130,12 @@ def optimizer_step(torch, model, opt, loss) -> float:
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
     return float(loss)
+
+
+def save_checkpoint(model, tok, path: Path) -> None:
+    """Weights (moved to the CPU, where they stay) and tokenizer, as one from_pretrained directory."""
+    model.cpu().save_pretrained(path)
+    tok.save_pretrained(path)
 
 
 def log_progress(log, msg: str) -> None:

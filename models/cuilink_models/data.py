@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -74,12 +73,10 @@ def read_concepts(path: Path | str) -> list[Concept]:
     return out
 
 
-def file_sha256(path: Path | str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def kb_specs(specs: list[str]) -> list[tuple[str, str]]:
+    """(name, path) of each `--kb [name=]concept.jsonl`; without a name, the file's stem."""
+    return [(name, path) for name, _, path in
+            (spec.partition("=") if "=" in spec else (Path(spec).stem, "", spec) for spec in specs)]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, setup_torch, sha256_file, write_json, write_training_record
+from .common import file_record, load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, setup_torch, sha256_file, write_json, write_training_record
 
 PREFIX = "m."
 
@@ -214,7 +214,7 @@ def train(args):
         model = student_from(teacher, keep)
         del teacher
     print(json.dumps(before, indent=1), flush=True)
-    pairs_info = {"file": rel(args.pairs), "sha256": sha256_file(args.pairs), "queries": len(groups)}
+    pairs_info = {**file_record(args.pairs), "queries": len(groups)}
     if args.init_only:
         # The chosen layers alone, fp16 (half the bytes to send), for a later --init run.
         model.half().save_pretrained(out / "final")

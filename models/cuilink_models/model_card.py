@@ -24,6 +24,15 @@ def _row(name, r):
     return f"| {name} | {r['acc@1']:.3f} | {r['acc@5']:.3f} |"
 
 
+def _table_head(first_column: str) -> str:
+    return f"| {first_column} | acc@1 | acc@5 |\n|---|---:|---:|"
+
+
+def _table(first_column: str, rows) -> list[str]:
+    """An acc@1 / acc@5 table of (name, metrics) rows, and the blank line that ends it."""
+    return [_table_head(first_column), *(_row(name, r) for name, r in rows), ""]
+
+
 def _minutes(seconds) -> str:
     return f"{(seconds or 0) / 60:.1f} min"
 
@@ -118,7 +127,7 @@ def write_card(out_dir: Path, summary: dict) -> Path:
              "raw mentions, protocol of shared/data/README.md (dedup, normalized ids, composite gold hit if any part matches, "
              "AltDiseaseIDs, exact string match first). Measured by `cuilink_models.evaluate` with the int8 ONNX files and "
              f"brute-force cosine over all names. {judged}\n")
-    L.append("| system | acc@1 | acc@5 |\n|---|---:|---:|")
+    L.append(_table_head("system"))
     L.append(_row("exact string match only", res["base"]["exactOnly"]))
     L.append(_row("lexical baseline: exact match, then char-3-gram TF-IDF cosine", res["base"]["lexical"]))
     L.append(_row("untrained all-MiniLM-L6-v2 (mean pooling) + exact match", res["base"]["exact+dense"]))
@@ -143,7 +152,7 @@ def write_card(out_dir: Path, summary: dict) -> Path:
     if "reranked" in res:
         v = res["reranked"]
         L.append("The linker's other rerank settings (src/link/link-config.ts), same cross-encoder, same candidates:\n")
-        L.append("| rerank setting | acc@1 | acc@5 |\n|---|---:|---:|")
+        L.append(_table_head("rerank setting"))
         L.append(_row("none (bi-encoder alone)", v["exact+dense"]))
         for k, r in v.items():
             if k.startswith("exact+dense+rerank"):
@@ -186,20 +195,14 @@ def write_card(out_dir: Path, summary: dict) -> Path:
     if te_report["rows"]:
         L.append("### Through `cuilink eval` (the TypeScript linker)\n")
         L.append(te_report.get("label", "") + "\n")
-        L.append("| system | acc@1 | acc@5 |\n|---|---:|---:|")
-        for name, r in te_report["rows"]:
-            L.append(_row(name, r))
-        L.append("")
+        L.extend(_table("system", te_report["rows"]))
 
     abl = WORK_DIR / "ablation.json"
     if abl.exists() and not gold:
         a = read_json(abl)
         L.append("## Ablation (ingredients of the bi-encoder recipe)\n")
         L.append(a.get("note", "") + "\n")
-        L.append("| variant | acc@1 | acc@5 |\n|---|---:|---:|")
-        for name, r in a["rows"]:
-            L.append(_row(name, r))
-        L.append("")
+        L.extend(_table("variant", a["rows"]))
         if len(a["rows"]) < 5:
             L.append("(Fewer rows than variants: the ablation was cut short by the time budget.)\n")
 

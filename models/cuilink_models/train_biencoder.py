@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import base_model_dir, load_encoder, load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, setup_torch, write_training_record
-from .data import build_groups, file_sha256, read_concepts
+from .common import add_run_arguments, base_model_dir, file_record, load_encoder, load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, save_checkpoint, setup_torch, write_training_record
+from .data import build_groups, kb_specs, read_concepts
 
 
 def ms_loss(torch, emb, labels, alpha=1.0, beta=60.0, base=0.5, eps=0.1):
@@ -172,10 +172,7 @@ def train(args):
     rng = random.Random(args.seed)
     t_start = time.time()
 
-    kbs = {}
-    for spec in args.kb:
-        name, _, path = spec.partition("=") if "=" in spec else (Path(spec).stem, "", spec)
-        kbs[name] = read_concepts(path)
+    kbs = {name: read_concepts(path) for name, path in kb_specs(args.kb)}
     groups = build_groups(kbs, anchor=args.anchor, merge=not args.no_merge)
     if args.pubtator:
         added = add_pubtator_mentions(groups, kbs[args.anchor], args.pubtator, args.pubtator_split)
@@ -238,21 +235,17 @@ def train(args):
         if next_snapshot is not None and time.time() - t_train >= next_snapshot:
             # A snapshot to evaluate while a long run goes on (weights only: no optimizer state).
             snapshot = out / f"step-{step}"
-            model.cpu().save_pretrained(snapshot)
-            tok.save_pretrained(snapshot)
+            save_checkpoint(model, tok, snapshot)
             model.to(device).train()
             log_progress(log, f"snapshot {snapshot} at {(time.time() - t_train) / 60:.1f} min")
             next_snapshot += args.save_every_minutes * 60
     train_seconds = time.time() - t_train
-    final = out / "final"
-    model.cpu().save_pretrained(final)
-    tok.save_pretrained(final)
+    save_checkpoint(model, tok, out / "final")
     info = {
         "method": "SapBERT-style synonym self-alignment: multi-similarity loss with online hard-pair mining"
         + (", near-neighbour hard-negative batches" if args.hard_share > 0 else "")
         + (f", Kong-style child/parent graph pairs ({args.graph_share:.0%} of pairs)" if args.graph_share > 0 else ""),
-        "data": {k: {"file": rel(p), "sha256": file_sha256(p)} for k, p in
-                 [((s.partition("=")[0] if "=" in s else Path(s).stem), s.partition("=")[2] if "=" in s else s) for s in args.kb]},
+        "data": {name: file_record(path) for name, path in kb_specs(args.kb)},
         "groups": len(groups),
         "groupsWithSynonyms": len(sampler.syn_groups),
         "graphEdges": len(sampler.graph),
@@ -295,10 +288,7 @@ def parser():
     ap.add_argument("--base", type=float, default=0.5)
     ap.add_argument("--eps", type=float, default=0.1)
     ap.add_argument("--max-length", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--seed", type=int, default=13)
-    return ap
+    return add_run_arguments(ap)
 
 
 def main(argv=None):

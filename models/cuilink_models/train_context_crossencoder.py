@@ -28,8 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import MARKERS, load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, setup_torch, write_training_record
-from .data import file_sha256
+from .common import MARKERS, add_run_arguments, file_record, load_tokenizer, log_progress, optimizer_step, progress_lr_factor, save_checkpoint, setup_torch, write_training_record
 
 
 def read_groups(path: str | Path) -> dict[str, list[dict]]:
@@ -213,9 +212,7 @@ def train(args):
         if step % 20 == 0:
             acc = float((masked.argmax(1) == 0).float().mean())
             log_progress(log, f"step {step} epoch {epochs} loss {np.mean(losses[-20:]):.4f} batch-acc {acc:.2f} {(time.time() - t_train) / step:.2f}s/step")
-    final = out / "final"
-    model.cpu().save_pretrained(final)
-    tok.save_pretrained(final)
+    save_checkpoint(model, tok, out / "final")
     after = rerank_accuracy(torch, model, enc, tune, args.eval_k) if args.eval_tune else None
     if after:
         print(f"tune after: {after}", flush=True)
@@ -223,8 +220,7 @@ def train(args):
         "method": "context cross-encoder: NCBI-disease train (learn part) gold mentions in their context window, "
         "hard negatives = the shipped retriever's candidates, plus KB names in mention form; listwise softmax + "
         f"{args.bce_weight} x BCE; initialised from the shipped cross-encoder",
-        "data": {"queries": {"file": rel(args.data), "sha256": file_sha256(args.data)},
-                 "init": {"file": rel(args.init_onnx), "sha256": file_sha256(args.init_onnx)}},
+        "data": {"queries": file_record(args.data), "init": file_record(args.init_onnx)},
         "hyperparameters": {"steps": step, "epochsStarted": epochs, "queriesPerBatch": args.batch, "kbShare": args.kb_share,
                             "negatives": n, "lr": args.lr, "maxLength": args.max_length, "bceWeight": args.bce_weight,
                             "seed": args.seed, "threads": args.threads, "device": args.device, "minutes": args.minutes},
@@ -249,10 +245,7 @@ def parser():
     ap.add_argument("--bce-weight", type=float, default=0.2)
     ap.add_argument("--eval-k", type=int, default=5)
     ap.add_argument("--no-eval-tune", dest="eval_tune", action="store_false")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--seed", type=int, default=13)
-    return ap
+    return add_run_arguments(ap)
 
 
 def main(argv=None):

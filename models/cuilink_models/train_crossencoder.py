@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import MARKERS, base_model_dir, load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, setup_torch, write_training_record
-from .data import build_groups, file_sha256, normalize_name, read_concepts
+from .common import MARKERS, add_run_arguments, base_model_dir, file_record, load_tokenizer, log_progress, optimizer_step, progress_lr_factor, rel, save_checkpoint, setup_torch, write_training_record
+from .data import build_groups, kb_specs, normalize_name, read_concepts
 from .evaluate import Dictionary, OnnxEncoder, candidate_text
 
 
@@ -117,10 +117,7 @@ def train(args):
     rng = random.Random(args.seed)
     t0 = time.time()
     d = Dictionary(read_concepts(args.dict))
-    kbs = {}
-    for spec in args.kb:
-        name, _, path = spec.partition("=") if "=" in spec else (Path(spec).stem, "", spec)
-        kbs[name] = read_concepts(path)
+    kbs = {name: read_concepts(path) for name, path in kb_specs(args.kb)}
     groups = build_groups(kbs, anchor=args.anchor)
     queries = make_queries(groups, d, rng, args.queries, args.fallback_share)
     enc = OnnxEncoder(args.biencoder, "int8", threads=args.threads)
@@ -188,17 +185,14 @@ def train(args):
             acc = float((logits.argmax(1) == 0).float().mean())
             msg = f"step {step}/{steps} loss {np.mean(losses[-20:]):.4f} batch-acc {acc:.2f} {(time.time() - t_train) / step:.2f}s/step"
             log_progress(log, msg)
-    final = out / "final"
-    model.cpu().save_pretrained(final)
-    tok.save_pretrained(final)
+    save_checkpoint(model, tok, out / "final")
     info = {
         "method": "cross-encoder, synthetic mentions from KB synonyms"
         + (f" ({args.fallback_share:.0%} parent-fallback queries)" if args.fallback_share else "")
         + ", hard negatives mined with the shipped bi-encoder, "
         + ("binary cross-entropy" if args.loss == "bce" else f"listwise softmax + {args.bce_weight} x BCE"),
-        "data": {k: {"file": rel(p), "sha256": file_sha256(p)} for k, p in
-                 [((s.partition("=")[0] if "=" in s else Path(s).stem), s.partition("=")[2] if "=" in s else s) for s in args.kb]},
-        "dictionary": {"file": rel(args.dict), "sha256": file_sha256(args.dict)},
+        "data": {name: file_record(path) for name, path in kb_specs(args.kb)},
+        "dictionary": file_record(args.dict),
         "miningModel": rel(args.biencoder),
         "hyperparameters": {"steps": step, "queriesPerBatch": args.batch, "negatives": n, "mineK": args.mine_k, "lr": args.lr,
                             "fallbackShare": args.fallback_share,
@@ -230,10 +224,7 @@ def parser():
     ap.add_argument("--loss", choices=["listwise", "bce"], default="listwise")
     ap.add_argument("--bce-weight", type=float, default=0.2)
     ap.add_argument("--no-semantic-type", dest="semantic_type", action="store_false")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--seed", type=int, default=13)
-    return ap
+    return add_run_arguments(ap)
 
 
 def main(argv=None):

@@ -18,10 +18,16 @@ def test_read_concepts_skips_blank_lines_and_fills_defaults():
     assert read_concepts(FIX / "tiny_doid.jsonl")[1].synonyms == ["malignant neoplasm"]
 
 
-def test_read_concepts_error_names_file_and_line(tmp_path):
-    p = tmp_path / "bad.jsonl"
-    p.write_text('{"id":"X:1","name":"a"}\nnot json\n')
-    with pytest.raises(ValueError, match=r"bad.jsonl:2"):
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("bad.jsonl", '{"id":"X:1","name":"a"}\nnot json\n', r"bad.jsonl:2"),
+    # `cuilink kb export` writing nothing (or a wrong path) must stop the run here, not give
+    # 0-step training runs, 0-name dictionaries and acc@1 0 reports.
+    ("medic.jsonl", "\n", r"medic.jsonl: no concept"),
+], ids=["error_names_file_and_line", "an_empty_kb_is_refused_not_trained_on"])
+def test_read_concepts_refuses_a_file_naming_it(tmp_path, name, text, message):
+    p = tmp_path / name
+    p.write_text(text)
+    with pytest.raises(ValueError, match=message):
         read_concepts(p)
 
 
@@ -176,15 +182,6 @@ def test_cross_encoder_queries_reading_order_and_parent_fallback():
     golds, negs = mine(OneHotEncoder(), d, [q], k=3)
     assert golds == [site]
     assert breast not in negs[0] and site not in negs[0] and len(negs[0]) == 2  # 4 concepts - excluded - positive
-
-
-def test_an_empty_kb_is_refused_not_trained_on(tmp_path):
-    # `cuilink kb export` writing nothing (or a wrong path) must stop the run here, not give
-    # 0-step training runs, 0-name dictionaries and acc@1 0 reports.
-    p = tmp_path / "medic.jsonl"
-    p.write_text("\n")
-    with pytest.raises(ValueError, match=r"medic.jsonl: no concept"):
-        read_concepts(p)
 
 
 def test_cross_encoder_queries_refuse_a_dictionary_the_kbs_do_not_share():
