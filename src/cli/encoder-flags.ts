@@ -13,11 +13,13 @@ export const ENCODER_FLAG_OPTIONS = {
   precision: { type: 'string' },
 } as const;
 
-export const ENCODER_FLAGS_HELP = `  --provider P          auto|cuda|cpu (default auto: CUDA when its provider loads, else CPU, logged)
+export const ENCODER_FLAGS_HELP = `  --provider P          auto|cuda|cpu (default: CUILINK_PROVIDER, else auto: CUDA when its provider
+                        loads, else CPU, logged)
   --device-id N         CUDA device (default 0)
   --threads N           intra-op threads per ONNX session (default: cores, at most 4; half each
                         when both int8 models run side by side, as by default)
-  --precision P         int8|fp16|fp32 model file (default int8 on the CPU, fp16 on CUDA)`;
+  --precision P         int8|fp16|fp32 model file (default: CUILINK_PRECISION, else int8 on the CPU,
+                        fp16 on CUDA)`;
 
 /** The flag's value, else the variable's (CUILINK_PRECISION, CUILINK_PROVIDER): one of `choices`, the error naming whichever gave it. */
 function choiceOf<T extends string>(flag: string, value: string | undefined, variable: string, choices: readonly T[]): T | undefined {

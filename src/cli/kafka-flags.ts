@@ -15,8 +15,9 @@ export const KAFKA_FLAGS_HELP = `  --brokers H:P,H:P      Kafka bootstrap broker
   --schema-registry URL  use the Confluent wire format through this registry (or CUILINK_SCHEMA_REGISTRY_URL);
                          default: the plain format, Avro single-object encoding (docs/stream-formats.md)
   Registry auth, TLS and subjects from the environment (docs/stream-formats.md): CUILINK_SCHEMA_REGISTRY_USERNAME
-  with _PASSWORD or _PASSWORD_FILE, or _BEARER_TOKEN / _BEARER_TOKEN_FILE; _CA_FILE, _CERT_FILE, _KEY_FILE;
-  CUILINK_SCHEMA_REGISTRY_SUBJECT_STRATEGY topic (default: <topic>-value) | record | topic-record
+  with _PASSWORD or _PASSWORD_FILE, or _BEARER_TOKEN / _BEARER_TOKEN_FILE; _CA_FILE, _CERT_FILE, _KEY_FILE,
+  _TLS_REJECT_UNAUTHORIZED=false (tests only); CUILINK_SCHEMA_REGISTRY_SUBJECT_STRATEGY topic (default:
+  <topic>-value) | record | topic-record
   --client-id ID         Kafka client id
   TLS/SASL from the environment (docs/security.md): CUILINK_SSL=true, CUILINK_KAFKA_TLS_CA_FILE, _CERT_FILE,
   _KEY_FILE, _KEY_PASSPHRASE_FILE, _SERVERNAME; CUILINK_SASL_MECHANISM (plain|scram-sha-256|scram-sha-512|

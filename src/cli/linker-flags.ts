@@ -17,15 +17,22 @@ export const LINKER_FLAG_OPTIONS = {
   calibration: { type: 'string' },
 } as const;
 
-export const LINKER_FLAGS_HELP = `  --model DIR           bi-encoder directory (default: the one the index was built with)
+/** The model and link-config flags; every link-config key is named (test/unit/cli/shared-flags-help.test.ts). */
+export const MODEL_FLAGS_HELP = `  --model DIR           bi-encoder directory (default: the one the index was built with)
   --reranker DIR|none   cross-encoder directory (default models/default/crossencoder when present)
-  --link-config FILE    JSON link options: topK, retrieveK, efSearch, rerank {policy, candidates,
-                        margin, weight}, nil {threshold, confidence, inKb}, typeFilter {label: [types]}, abbreviations,
-                        memory {minSupport, majority, kbVotes, neighbors, denseThreshold, …}
-  --memory ROOT|DIR     labelled-mention memory (cuilink memory add); a root's CURRENT is polled
+  --link-config FILE    JSON link options (src/link/link-config.ts; README "Command line"): topK,
+                        retrieveK, efSearch, rerank {policy, candidates, margin, weight, prune,
+                        repeatWindow}, nil {threshold, confidence, inKb}, typeFilter {label: [types]},
+                        abbreviations, exactVectors, query {loose, sparseWeight, …}, hierarchy {…},
+                        cache {maxEntries, maxBytes}, memory {minSupport, majority, kbVotes, …}`;
+
+const MEMORY_AND_CALIBRATION_FLAGS_HELP = `  --memory ROOT|DIR     labelled-mention memory (cuilink memory add); a root's CURRENT is polled
   --calibration FILE|none  confidence calibration (cuilink calibrate); default models/default/calibration.json
                         when it was fit for the loaded models, else the cross-encoder directory's own
-                        calibration.json when that was (else confidence is null, and said so)
+                        calibration.json when that was (else confidence is null, and said so)`;
+
+export const LINKER_FLAGS_HELP = `${MODEL_FLAGS_HELP}
+${MEMORY_AND_CALIBRATION_FLAGS_HELP}
 ${ENCODER_FLAGS_HELP}`;
 
 interface LinkerFlagValues {

@@ -71,3 +71,15 @@ test('documentedFlags finds a command line\'s flags in blocks and spans, and sto
     ['topics create --partitions', 'topics create --dry-run', 'run --config', 'dlq inspect --code'],
   );
 });
+
+// README's "Command line" lists the link-config keys an integrator may set (`--link-config FILE`,
+// `link` in the stage config): a key the code accepts and the list leaves out is a setting no one
+// finds. The `memory` block is listed in docs/memory.md.
+test('README\'s --link-config list names every link-config key (memory\'s in docs/memory.md)', async () => {
+  const { linkConfigKeysMissing } = await import('../support/link-config-keys.ts');
+  const readme = readFileSync('README.md', 'utf8');
+  const start = readme.indexOf('`--link-config FILE`');
+  const end = readme.indexOf('every nested object is strict', start);
+  assert.ok(start >= 0 && end > start, 'README.md has the --link-config paragraph');
+  assert.deepEqual(linkConfigKeysMissing(readme.slice(start, end), { memory: readFileSync('docs/memory.md', 'utf8') }), []);
+});

@@ -16,7 +16,8 @@ import { TUNING_SPLIT_SEED, parseSplitPart } from '../../eval/tuning-split.ts';
 import { summarizeConfidence } from '../../eval/confidence/selective-metrics.ts';
 import { ConfidenceCalibrator } from '../../link/confidence-calibrator.ts';
 import { openLinker } from '../../link/open-linker.ts';
-import { LINKER_FLAG_OPTIONS, LINKER_FLAGS_HELP, linkerRequest, requireIndexFlag } from '../linker-flags.ts';
+import { LINKER_FLAG_OPTIONS, MODEL_FLAGS_HELP, linkerRequest, requireIndexFlag } from '../linker-flags.ts';
+import { ENCODER_FLAGS_HELP } from '../encoder-flags.ts';
 import { formatConfidence } from '../../eval/confidence/confidence-format.ts';
 
 /**
@@ -113,7 +114,10 @@ Options:
   --with-memory ROOT     also fit on the part's links made with this labelled-mention memory, so
                          memory-decided links get a fitted confidence (the memory must hold no label
                          of the part's notes: for the learn part, one from the tune part)
-${LINKER_FLAGS_HELP}
+${MODEL_FLAGS_HELP}
+  --memory, --calibration  refused: the fit links without a memory (--with-memory adds a pass with
+                        one) and without a calibration (it fits one)
+${ENCODER_FLAGS_HELP}
   -h, --help             this text`;
 
 export const calibrate: Command = {
