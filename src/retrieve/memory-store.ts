@@ -1,5 +1,5 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { syncDirectory, writeFileDurably } from '../kb/durable-file.ts';
 import { InputError } from '../kb/errors.ts';
@@ -9,8 +9,8 @@ import { HnswIndex } from './hnsw-index.ts';
 import { checkFileChecksum, checkPrototypes } from './memory-consistency.ts';
 import { MEMORY_FORMAT_VERSION, MEMORY_MANIFEST_FILE, readMemoryManifest, type MemoryManifest } from './memory-manifest.ts';
 import { parseMemoryRecord, type MemoryRecord, type NewMemoryRecord } from './memory-record.ts';
+import { readMemoryRecords } from './memory-records-file.ts';
 import { currentMemoryVersion } from './memory-root.ts';
-import { parseJsonSafely } from '../kb/safe-json.ts';
 
 export interface MemoryModel {
   id: string;
@@ -18,13 +18,13 @@ export interface MemoryModel {
   dims: number;
 }
 
-/** Memory prototypes are few next to KB names: a denser graph costs little and keeps recall high. */
 /** How a memory keeps its labels: with raw text (the default) or only keyed hashes (docs/memory.md). */
 export interface MemoryMode {
   /** false: records hold no mention text, context or note id (manifest `rawText: false`). */
   rawText?: boolean;
 }
 
+/** Memory prototypes are few next to KB names: a denser graph costs little and keeps recall high. */
 export const MEMORY_HNSW = { m: 16, efConstruction: 200, efSearch: 64, randomSeed: 7 };
 const RECORDS_FILE = 'records.jsonl';
 const PROTOTYPES_FILE = 'prototypes.hnsw';
@@ -81,30 +81,7 @@ export class MemoryStore {
     const hnsw = HnswIndex.load(prototypes, manifest.model.dims, manifest.hnsw.efSearch);
     const store = new MemoryStore(manifest.model, normalize, hnsw, manifest, manifest.rawText ? undefined : manifest.hashSalt);
     const file = join(dir, manifest.files.records);
-    let bytes: Buffer;
-    try {
-      bytes = readFileSync(file);
-    } catch (error) {
-      throw new InputError(`${file}: ${(error as Error).message}`, 'BAD_MEMORY', error);
-    }
-    checkFileChecksum(file, manifest.checksums?.records, bytes);
-    const text = bytes.toString('utf8');
-    const lineOfSeq = new Map<number, number>();
-    let line = 0;
-    for (const raw of text.split('\n')) {
-      line++;
-      if (raw.trim() === '') continue;
-      // The records hold mention text: the parser's own message (and cause) would quote it.
-      const json = parseJsonSafely(raw);
-      if ('reason' in json) throw new InputError(`${file}:${line}: ${json.reason}`, 'BAD_MEMORY');
-      const record = parseMemoryRecord(json.value, `${file}:${line}`, store.rawText);
-      // The next label gets seq nextSeq: a record at or past it would be overwritten, prototype and all.
-      if (record.seq >= store.nextSeq) throw new InputError(`${file}:${line}: seq ${record.seq} is not below the manifest's nextSeq ${store.nextSeq}`, 'BAD_MEMORY');
-      const earlier = lineOfSeq.get(record.seq);
-      if (earlier !== undefined) throw new InputError(`${file}:${line}: seq ${record.seq} again (line ${earlier} has it)`, 'BAD_MEMORY');
-      lineOfSeq.set(record.seq, line);
-      store.index(record);
-    }
+    for (const record of readMemoryRecords(file, manifest.checksums?.records, store.nextSeq, store.rawText)) store.index(record);
     const { counts } = manifest;
     if (store.records.size !== counts.records) throw new InputError(`${file}: ${store.records.size} records, manifest says ${counts.records}`, 'BAD_MEMORY');
     if (store.conceptCounts.size !== counts.concepts) throw new InputError(`${file}: ${store.conceptCounts.size} concepts, manifest says ${counts.concepts}`, 'BAD_MEMORY');

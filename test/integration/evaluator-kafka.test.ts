@@ -18,7 +18,7 @@ import { inGoldSample } from '../../src/eval/gold-sampling.ts';
 import { kbOntologyView, loadIndexKb } from '../../src/eval/kb-ontology-view.ts';
 import type { OntologyView } from '../../src/eval/metrics/ontology-view.ts';
 import { evaluateCorpus } from '../../src/eval/offline-eval.ts';
-import { startKafkaEvaluator } from '../../src/eval/sidecar/kafka-evaluator.ts';
+import { startKafkaEvaluator, type RunningKafkaEvaluator } from '../../src/eval/sidecar/kafka-evaluator.ts';
 import { loadStageConfig } from '../../src/stream/stage-config.ts';
 import { startStageRuntime } from '../../src/cli/stage-runtime.ts';
 import type { SidecarReport } from '../../src/eval/sidecar/sidecar-evaluator.ts';
@@ -87,6 +87,29 @@ function goldSampleCli(args: string[]): string {
   return run.stdout;
 }
 
+/**
+ * An evaluator in this process on `<name>.linked` and `<name>.gold`, its group and state file named
+ * for `name`. By default unmatched records wait an hour and the count window holds 10 000 samples,
+ * more than any test here sends.
+ */
+function startEvaluator(name: string, tuning: { snapshotIntervalMs?: number; ttlMs?: number; lastN?: number } = {}): Promise<RunningKafkaEvaluator> {
+  return startKafkaEvaluator(view, {
+    kafka,
+    codec,
+    linkedTopic: `${name}.linked`,
+    goldTopic: `${name}.gold`,
+    groupId: `${name}-evaluator`,
+    stateFile: join(root, `${name}-state.json`),
+    snapshotIntervalMs: tuning.snapshotIntervalMs ?? 200,
+    port: 0,
+    host: '127.0.0.1',
+    joiner: { ttlMs: tuning.ttlMs ?? 3_600_000, maxPending: 10_000 },
+    windows: { lastN: tuning.lastN ?? 10_000, lastMs: 3_600_000 },
+    alerts: { minSamples: 1 },
+    log: () => {},
+  });
+}
+
 /** The sampled part of the corpus: what the evaluator should end up scoring. */
 function sampledCorpus(): GoldCorpus {
   const notes = corpus.notes.filter((n) => inGoldSample(n.noteId, FRACTION, SEED));
@@ -107,21 +130,7 @@ test("the evaluator's acc@1, acc@5, MRR (and every other metric) over a sampled 
   assert.ok(sampled.notes.length <= 32, 'offline eval links the sample in one batch of 32');
   await publishLinked('eq.linked', [...(await linker.linkNotes(unsampled)), ...(await linker.linkNotes(sampled.notes))]);
 
-  const running = await startKafkaEvaluator(view, {
-    kafka,
-    codec,
-    linkedTopic: 'eq.linked',
-    goldTopic: 'eq.gold',
-    groupId: 'eq-evaluator',
-    stateFile: join(root, 'eq-state.json'),
-    snapshotIntervalMs: 200,
-    port: 0,
-    host: '127.0.0.1',
-    joiner: { ttlMs: 3_600_000, maxPending: 10_000 },
-    windows: { lastN: 10_000, lastMs: 3_600_000 },
-    alerts: { minSamples: 1 },
-    log: () => {},
-  });
+  const running = await startEvaluator('eq');
   try {
     const report = await waitFor('every sampled gold mention joined', () => running.report(), (r) => r.samplesScored >= sampled.gold.size && r.notesSeen >= corpus.notes.length);
     assert.equal(report.samplesScored, sampled.gold.size);
@@ -214,21 +223,7 @@ test('unmatched gold and predictions expire after the TTL and are counted', asyn
   const gold = [...corpus.gold.values()].filter((g) => g.noteId === goldOnly.noteId);
   await publishGold('ex.gold', gold);
   await publishLinked('ex.linked', await linker.linkNotes([predictionOnly]));
-  const running = await startKafkaEvaluator(view, {
-    kafka,
-    codec,
-    linkedTopic: 'ex.linked',
-    goldTopic: 'ex.gold',
-    groupId: 'ex-evaluator',
-    stateFile: join(root, 'ex-state.json'),
-    snapshotIntervalMs: 100,
-    port: 0,
-    host: '127.0.0.1',
-    joiner: { ttlMs: 1500, maxPending: 10_000 },
-    windows: { lastN: 100, lastMs: 3_600_000 },
-    alerts: { minSamples: 1 },
-    log: () => {},
-  });
+  const running = await startEvaluator('ex', { snapshotIntervalMs: 100, ttlMs: 1500, lastN: 100 });
   try {
     const seen = await waitFor('both topics read', () => running.report(), (r) => r.goldSeen === gold.length && r.notesSeen === 1);
     assert.equal(seen.join.pendingGold + seen.join.goldExpired, gold.length);
@@ -252,21 +247,7 @@ test('through the real stage: notes published by gold-sample, linked by `cuilink
   const config = loadStageConfig({ env: {}, overrides: { brokers: broker.brokers, groupId: 'st-stage', topics, 'http.enabled': false, 'telemetry.prometheus': false, 'telemetry.logLevel': 'error' } });
   const logs: string[] = [];
   const runtime = await startStageRuntime(config, { brokers: broker.brokers, openCore: open, logSink: (line) => logs.push(line) });
-  const running = await startKafkaEvaluator(view, {
-    kafka,
-    codec,
-    linkedTopic: topics.output,
-    goldTopic: 'st.gold',
-    groupId: 'st-evaluator',
-    stateFile: join(root, 'st-state.json'),
-    snapshotIntervalMs: 200,
-    port: 0,
-    host: '127.0.0.1',
-    joiner: { ttlMs: 3_600_000, maxPending: 10_000 },
-    windows: { lastN: 10_000, lastMs: 3_600_000 },
-    alerts: { minSamples: 1 },
-    log: () => {},
-  });
+  const running = await startEvaluator('st');
   try {
     const out = goldSampleCli(['--corpus', CORPUS, '--fraction', String(FRACTION), '--seed', String(SEED), '--gold-topic', 'st.gold', '--notes-topic', topics.input]);
     assert.match(out, new RegExp(`${corpus.notes.length} notes → ${topics.input.replace('.', '\\.')}`));

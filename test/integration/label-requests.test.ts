@@ -1,28 +1,22 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { KafkaClient } from '../../src/stream/kafka/client-types.ts';
-import { startLocalBroker, type LocalBroker } from '../../src/stream/local-broker.ts';
-import { createKafkaClient } from '../../src/stream/kafka-client.ts';
-import { stageConfigSchema } from '../../src/stream/stage-config.ts';
 import { ensureTopics } from '../../src/stream/topics.ts';
 import { createRecordCodec } from '../../src/stream/avro/index.ts';
 import { goldStream } from '../../src/stream/label-selection/note-draw.ts';
-import { startStageRuntime, type StageRuntime } from '../../src/cli/stage-runtime.ts';
+import type { StageRuntime } from '../../src/cli/stage-runtime.ts';
 import { memoryAdd } from '../../src/cli/commands/memory.ts';
 import type { NoteInput } from '../../src/link/types.ts';
-import { buildPhenotypeIndex, readTopics, waitFor } from '../support/stream-fixtures.ts';
+import { readTopics, waitFor } from '../support/stream-fixtures.ts';
+import { StageBed } from '../support/stage-bed.ts';
 import { goldSample } from '../../src/cli/commands/gold-sample.ts';
 
 // The label selector on a real broker: a real stage (default models and calibration, phenotype
 // index, a memory that already knows one surface) asks for labels on two topics: the measure
 // slice at once, the learn stream's budget when its window closes.
-let broker: LocalBroker;
-let root: string;
-let kafka: KafkaClient;
+const bed = new StageBed('labels');
 let runtime: StageRuntime;
 const codec = createRecordCodec();
 const SPLIT_SEED = 5;
@@ -45,47 +39,35 @@ function corpus(file: string, notes: NoteInput[]): string {
 }
 
 before(async () => {
-  root = mkdtempSync(join(tmpdir(), 'cuilink-labels-'));
-  broker = await startLocalBroker();
-  kafka = createKafkaClient({ brokers: broker.brokers, clientId: 'label-requests-test', logLevel: 'nothing' });
-  await ensureTopics(kafka, ['notes', 'linked', 'dead', 'asks', 'measure', 'gold'], { partitions: 1 });
-  const indexDir = await buildPhenotypeIndex(join(root, 'index'));
-  const gold = join(root, 'gold.jsonl');
+  await bed.start();
+  await ensureTopics(bed.kafka, ['notes', 'linked', 'dead', 'asks', 'measure', 'gold'], { partitions: 1 });
+  const gold = join(bed.root, 'gold.jsonl');
   writeFileSync(gold, `${JSON.stringify({ text: 'blue car', label: 'Phenotype', conceptId: 'HP:0001250' })}\n`);
-  assert.equal(await memoryAdd.run(['--memory', join(root, 'memory'), '--jsonl', gold, '--index', indexDir, '--provider', 'cpu', '--threads', '1']), 0);
-  const config = stageConfigSchema.parse({
-    brokers: broker.brokers,
+  assert.equal(await memoryAdd.run(['--memory', join(bed.root, 'memory'), '--jsonl', gold, '--index', bed.indexDir, '--provider', 'cpu', '--threads', '1']), 0);
+  runtime = await bed.startStage({
     groupId: 'labels-test',
     topics: { input: 'notes', output: 'linked', deadLetter: 'dead', labelRequests: 'asks', measureRequests: 'measure' },
     labels: { policy: 'confidence-recurrence', recurrenceExponent: 1, budget: 2, windowMs: 1000, measureFraction: MEASURE_FRACTION, splitSeed: SPLIT_SEED },
-    http: { host: '127.0.0.1', port: 0 },
-    telemetry: { logLevel: 'error', kafkaLogLevel: 'nothing' },
-    linker: { indexDir, threads: 1, memoryDir: join(root, 'memory') },
+    linker: { indexDir: bed.indexDir, threads: 1, memoryDir: join(bed.root, 'memory') },
   });
-  runtime = await startStageRuntime(config, { logSink: () => {} });
-  await runtime.stage.whenJoined();
 });
 
-after(async () => {
-  await runtime?.close();
-  await broker?.stop();
-  rmSync(root, { recursive: true, force: true });
-});
+after(() => bed.stop());
 
 test('the measure slice is asked whole and at once; the learn budget goes to the recurring doubtful surface, never to one the memory knows, also on an idle stream; gold-sample answers exactly the requests', async () => {
   const notes = Array.from({ length: 10 }, (_, i) => note(i));
   const measureNotes = notes.filter((n) => goldStream(n.noteId, 1 - MEASURE_FRACTION, SPLIT_SEED) === 'measure').map((n) => n.noteId);
   assert.ok(measureNotes.length > 0 && measureNotes.length < notes.length, 'the fixture has both streams');
-  const brokers = ['--brokers', broker.brokers.join(',')];
-  assert.equal(await goldSample.run(['--corpus', corpus(join(root, 'first.txt'), notes), '--fraction', '0', '--gold-topic', 'gold', '--notes-topic', 'notes', ...brokers]), 0);
-  const first = await readTopics(kafka, ['linked', 'measure'], (r) => r.get('linked')!.length >= 10 && r.get('measure')!.length >= 4 * measureNotes.length, { timeoutMs: 60_000 });
+  const brokers = ['--brokers', bed.broker.brokers.join(',')];
+  assert.equal(await goldSample.run(['--corpus', corpus(join(bed.root, 'first.txt'), notes), '--fraction', '0', '--gold-topic', 'gold', '--notes-topic', 'notes', ...brokers]), 0);
+  const first = await readTopics(bed.kafka, ['linked', 'measure'], (r) => r.get('linked')!.length >= 10 && r.get('measure')!.length >= 4 * measureNotes.length, { timeoutMs: 60_000 });
   const measured = await Promise.all(first.get('measure')!.map((r) => codec.decode('LabelRequest', r.value, r.headers as never)));
   assert.deepEqual([...new Set(measured.map((m) => m.noteId))].sort(), [...measureNotes].sort(), 'exactly the drawn notes');
   assert.equal(measured.length, 4 * measureNotes.length, 'every mention of them, once');
   assert.ok(measured.every((m) => m.stream === 'measure' && m.policy === 'random-note'));
 
   // The learn window (1 s) closes while no note comes: the stage's timer sends its choice alone.
-  const second = await readTopics(kafka, ['asks'], (r) => r.get('asks')!.length >= 2, { timeoutMs: 60_000 });
+  const second = await readTopics(bed.kafka, ['asks'], (r) => r.get('asks')!.length >= 2, { timeoutMs: 60_000 });
   await sleep(500);
   const asks = await Promise.all(second.get('asks')!.map(async (r) => ({ key: r.key, record: await codec.decode('LabelRequest', r.value, r.headers as never) })));
   assert.equal(asks.length, 2, 'the budget: two labels per window');
@@ -108,8 +90,8 @@ test('the measure slice is asked whole and at once; the learn budget goes to the
   assert.deepEqual(counted(), { measure: measured.length, learn: 2 });
 
   // A simulated annotator answers exactly the learn requests: gold for those mentions and no others.
-  assert.equal(await goldSample.run(['--corpus', join(root, 'first.txt'), '--request-topic', 'asks', '--gold-topic', 'gold', ...brokers]), 0);
-  const gold = await readTopics(kafka, ['gold'], (r) => r.get('gold')!.length >= 2, { timeoutMs: 30_000 });
+  assert.equal(await goldSample.run(['--corpus', join(bed.root, 'first.txt'), '--request-topic', 'asks', '--gold-topic', 'gold', ...brokers]), 0);
+  const gold = await readTopics(bed.kafka, ['gold'], (r) => r.get('gold')!.length >= 2, { timeoutMs: 30_000 });
   const goldMentions = await Promise.all(gold.get('gold')!.map((r) => codec.decode('GoldMention', r.value, r.headers as never)));
   assert.deepEqual(goldMentions.map((g) => `${g.noteId}/${g.mentionId}`).sort(), asks.map(({ record }) => `${record.noteId}/${record.mentionId}`).sort());
 });

@@ -1,6 +1,6 @@
 import type { LinkedMention, LinkedNote, NoteInput } from '../../link/types.ts';
 import type { RecordHeaders } from '../../telemetry/kafka-trace-context.ts';
-import type { HeaderRecord, LabelRequestRecord, LinkedNoteRecord, NoteEventRecord, ReviewMentionRecord } from './avro-records.ts';
+import type { HeaderRecord, LabelRequestRecord, LinkedMentionRecord, LinkedNoteRecord, NoteEventRecord, ReviewMentionRecord } from './avro-records.ts';
 import type { LabelProposal } from '../label-selection/label-proposal.ts';
 
 /**
@@ -31,20 +31,30 @@ export function noteInputToNoteEvent(note: NoteInput, now: number = Date.now()):
   };
 }
 
+/**
+ * The mention fields that are the same in the core type and the record (none is optional in
+ * either), in schema order: both directions copy them as they are.
+ */
+function mentionFieldsAlike(m: LinkedMention | LinkedMentionRecord) {
+  return {
+    mentionId: m.mentionId,
+    start: m.start,
+    end: m.end,
+    label: m.label,
+    conceptId: m.conceptId,
+    conceptName: m.conceptName,
+    semanticTypes: m.semanticTypes,
+    score: m.score,
+    confidence: m.confidence,
+    via: m.via,
+  };
+}
+
 export function linkedNoteToAvro(note: LinkedNote): LinkedNoteRecord {
   return {
     noteId: note.noteId,
     mentions: note.mentions.map((m) => ({
-      mentionId: m.mentionId,
-      start: m.start,
-      end: m.end,
-      label: m.label,
-      conceptId: m.conceptId,
-      conceptName: m.conceptName,
-      semanticTypes: m.semanticTypes,
-      score: m.score,
-      confidence: m.confidence,
-      via: m.via,
+      ...mentionFieldsAlike(m),
       inKb: m.inKb ?? null,
       nil: m.nil,
       reranked: m.reranked,
@@ -73,16 +83,7 @@ export function avroToLinkedNote(record: LinkedNoteRecord): LinkedNote {
   return {
     noteId: record.noteId,
     mentions: record.mentions.map((m) => ({
-      mentionId: m.mentionId,
-      start: m.start,
-      end: m.end,
-      label: m.label,
-      conceptId: m.conceptId,
-      conceptName: m.conceptName,
-      semanticTypes: m.semanticTypes,
-      score: m.score,
-      confidence: m.confidence,
-      via: m.via,
+      ...mentionFieldsAlike(m),
       inKb: m.inKb,
       nil: m.nil,
       reranked: m.reranked,

@@ -3,13 +3,14 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { InputError } from '../../../src/kb/errors.ts';
 import { buildIndex } from '../../../src/retrieve/index-builder.ts';
 import { readIndexManifest } from '../../../src/retrieve/index-manifest.ts';
 import { activateIndexVersion, CURRENT_VERSION_FILE } from '../../../src/retrieve/index-versions.ts';
 import { LinkIndex } from '../../../src/retrieve/link-index.ts';
 import { FIXTURE_CONCEPTS } from '../../fixtures/link-concepts.ts';
+import { copyBeside, notBareFileNames } from '../../support/damaged-versions.ts';
 import { TrigramEncoder, lowerNormalize } from '../../support/trigram-encoder.ts';
 
 /**
@@ -42,13 +43,6 @@ before(async () => {
   await build(indexB, 7);
 });
 after(() => rmSync(root, { recursive: true, force: true }));
-
-let copies = 0;
-function copyOf(dir: string): string {
-  const copy = join(root, `damaged-${copies++}`);
-  cpSync(dir, copy, { recursive: true });
-  return copy;
-}
 
 type EditableManifest = Record<string, unknown> & { files: Record<string, string> };
 function editManifest(dir: string, edit: (manifest: EditableManifest) => void): void {
@@ -89,13 +83,13 @@ test('the undamaged indexes open; their manifests record each file’s size and 
 
 test('the HNSW graph of another index of the same shape (same names, same counts) is refused', async () => {
   assert.notEqual(sha256(join(indexA, FILES.hnsw)), sha256(join(indexB, FILES.hnsw)), 'the two graphs differ');
-  const dir = copyOf(indexA);
+  const dir = copyBeside(indexA);
   copyFileSync(join(indexB, FILES.hnsw), join(dir, FILES.hnsw));
   await refusedAsChanged(dir, 'hnsw');
 });
 
 test('one flipped bit in a name vector (the HNSW structure intact) is refused', async () => {
-  const dir = copyOf(indexA);
+  const dir = copyBeside(indexA);
   const file = join(dir, FILES.hnsw);
   const bytes = readFileSync(file);
   // hnswlib's header is 96 bytes; an element's vector starts offsetData (header byte 40) into it.
@@ -107,7 +101,7 @@ test('one flipped bit in a name vector (the HNSW structure intact) is refused', 
 
 test('one changed letter in a concept or a name (still valid JSON, same counts) is refused', async () => {
   for (const key of ['concepts', 'names'] as const) {
-    const dir = copyOf(indexA);
+    const dir = copyBeside(indexA);
     const file = join(dir, FILES[key]);
     const text = readFileSync(file, 'utf8');
     const name = FIXTURE_CONCEPTS[0]!.name;
@@ -119,7 +113,7 @@ test('one changed letter in a concept or a name (still valid JSON, same counts) 
 
 test('a file cut short by a partial copy is refused with both sizes (here concepts.jsonl without its last newline: every concept still parses)', async () => {
   for (const key of ['concepts', 'hnsw'] as const) {
-    const dir = copyOf(indexA);
+    const dir = copyBeside(indexA);
     const file = join(dir, FILES[key]);
     const bytes = readFileSync(file);
     writeFileSync(file, bytes.subarray(0, bytes.length - 1));
@@ -128,30 +122,22 @@ test('a file cut short by a partial copy is refused with both sizes (here concep
 });
 
 test('an index built before checksums (no checksums in its manifest) still opens', async () => {
-  const dir = copyOf(indexA);
+  const dir = copyBeside(indexA);
   editManifest(dir, (m) => delete m.checksums);
   assert.equal((await LinkIndex.open(dir, lowerNormalize)).concepts.length, FIXTURE_CONCEPTS.length);
 });
 
 test("files.* naming anything but a bare file name is refused, naming the field and the value (a hand edit cannot reach outside the index's directory)", async () => {
-  for (const [key, name] of [
-    ['hnsw', `../${basename(indexA)}/names.hnsw`],
-    ['names', `../${basename(indexA)}/names.json`],
-    ['concepts', join(indexA, 'concepts.jsonl')],
-    ['hnsw', 'sub/names.hnsw'],
-    ['names', 'sub\\names.json'],
-    ['hnsw', '..'],
-    ['concepts', '.'],
-    ['names', ''],
-  ] as const) {
-    const dir = copyOf(indexA);
-    // The files named are the same bytes as the index's own: only the name is at fault.
-    editManifest(dir, (m) => {
-      m.files[key] = name;
-    });
-    const patterns = [new RegExp(`field 'files\\.${key}'`), /bare file name/, new RegExp(JSON.stringify(name).replace(/[.\\/]/g, '\\$&'))];
-    await refused(dir, ...patterns);
-    assert.throws(() => readIndexManifest(dir), (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX' && patterns.every((p) => p.test(e.message)));
+  for (const [key, file] of Object.entries(FILES)) {
+    for (const name of notBareFileNames(indexA, file)) {
+      const dir = copyBeside(indexA);
+      editManifest(dir, (m) => {
+        m.files[key] = name;
+      });
+      const patterns = [new RegExp(`field 'files\\.${key}'`), /bare file name/, new RegExp(JSON.stringify(name).replace(/[.\\/]/g, '\\$&'))];
+      await refused(dir, ...patterns);
+      assert.throws(() => readIndexManifest(dir), (e: unknown) => e instanceof InputError && e.code === 'BAD_INDEX' && patterns.every((p) => p.test(e.message)));
+    }
   }
 });
 

@@ -1,10 +1,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { MemoryStore } from '../../../src/retrieve/memory-store.ts';
+import { copyBeside, notBareFileNames } from '../../support/damaged-versions.ts';
 import { editManifest as editManifestOf, encoder, label, MODEL, refused } from '../../support/memory-files.ts';
 import { lowerNormalize } from '../../support/trigram-encoder.ts';
 
@@ -35,14 +36,6 @@ before(() => {
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
-let copies = 0;
-function copyOf(dir: string): string {
-  const copy = join(root, `damaged-${copies++}`);
-  cpSync(dir, copy, { recursive: true });
-  return copy;
-}
-
-
 const editManifest = (dir: string, edit: (manifest: Record<string, unknown> & { files: Record<string, string> }) => void) => editManifestOf<Record<string, unknown> & { files: Record<string, string> }>(dir, edit);
 
 const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
@@ -67,19 +60,19 @@ test('the undamaged memories open; their manifests record each file’s size and
 });
 
 test('prototypes of another memory of the same shape (same nextSeq, same retractions) are refused: its vectors would answer for these records', () => {
-  const dir = copyOf(memoryA);
+  const dir = copyBeside(memoryA);
   copyFileSync(join(memoryB, 'prototypes.hnsw'), join(dir, 'prototypes.hnsw'));
   refusedAsChanged(dir, 'prototypes.hnsw', memoryA);
 });
 
 test('records of another memory of the same shape are refused', () => {
-  const dir = copyOf(memoryA);
+  const dir = copyBeside(memoryA);
   copyFileSync(join(memoryB, 'records.jsonl'), join(dir, 'records.jsonl'));
   refusedAsChanged(dir, 'records.jsonl', memoryA);
 });
 
 test('one flipped bit in a prototype vector (the HNSW structure intact) is refused', () => {
-  const dir = copyOf(memoryA);
+  const dir = copyBeside(memoryA);
   const file = join(dir, 'prototypes.hnsw');
   const bytes = readFileSync(file);
   // hnswlib's header is 96 bytes; an element's vector starts offsetData (header byte 40) into it.
@@ -90,14 +83,14 @@ test('one flipped bit in a prototype vector (the HNSW structure intact) is refus
 });
 
 test('one changed letter in a record (still valid JSON, same counts) is refused', () => {
-  const dir = copyOf(memoryA);
+  const dir = copyBeside(memoryA);
   const file = join(dir, 'records.jsonl');
   writeFileSync(file, readFileSync(file, 'utf8').replace('heart attack', 'heart attacj'));
   refusedAsChanged(dir, 'records.jsonl', memoryA);
 });
 
 test('a file shortened by a partial copy (here only its last newline: every record still parses) is refused with both sizes', () => {
-  const dir = copyOf(memoryA);
+  const dir = copyBeside(memoryA);
   const file = join(dir, 'records.jsonl');
   const size = statSync(file).size;
   writeFileSync(file, readFileSync(file).subarray(0, size - 1));
@@ -105,28 +98,20 @@ test('a file shortened by a partial copy (here only its last newline: every reco
 });
 
 test('a manifest written before checksums opens (its files are checked for shape only)', () => {
-  const dir = copyOf(memoryA);
+  const dir = copyBeside(memoryA);
   editManifest(dir, (m) => delete m.checksums);
   assert.deepEqual(MemoryStore.open(dir, lowerNormalize).list().map((r) => r.seq), [0, 2]);
 });
 
 test("files.* naming anything but a bare file name is refused, naming the field (a hand edit cannot reach outside the version's directory)", () => {
-  for (const [key, name] of [
-    ['records', `../${basename(memoryA)}/records.jsonl`],
-    ['prototypes', `../${basename(memoryA)}/prototypes.hnsw`],
-    ['records', join(memoryA, 'records.jsonl')],
-    ['records', 'sub/records.jsonl'],
-    ['records', 'sub\\records.jsonl'],
-    ['prototypes', '..'],
-    ['records', '.'],
-    ['records', ''],
-  ] as const) {
-    const dir = join(root, 'a', `edited-${copies++}`);
-    cpSync(memoryA, dir, { recursive: true });
-    editManifest(dir, (m) => {
-      m.files[key] = name;
-      delete m.checksums;
-    });
-    refused(dir, new RegExp(`field 'files\\.${key}'`), /bare file name/);
+  for (const [key, file] of [['records', 'records.jsonl'], ['prototypes', 'prototypes.hnsw']] as const) {
+    for (const name of notBareFileNames(memoryA, file)) {
+      const dir = copyBeside(memoryA);
+      editManifest(dir, (m) => {
+        m.files[key] = name;
+        delete m.checksums;
+      });
+      refused(dir, new RegExp(`field 'files\\.${key}'`), /bare file name/);
+    }
   }
 });
