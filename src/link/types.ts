@@ -32,13 +32,25 @@ export interface Candidate {
   name: string;
   semanticTypes: string[];
   /**
-   * The candidate's final score: w·cross-encoder + (1 − w)·retrievalScore when reranked, else its
-   * retrieval score (plus the hierarchy and memory adjustments). 1 only for an exact name match:
-   * the mention's own text (`exact`), or the in-note long form of a short form (`via` abbreviation).
-   * Candidates are ordered by stage tier first (name lookups before dense hits), then score.
+   * The candidate's final score: w·cross-encoder + (1 − w)·retrievalScore when the cross-encoder
+   * scored it, else its retrieval score (on a reranked mention capped at the lowest score the scored
+   * candidates ranked with), less the hierarchy preference's penalty where it applies to a
+   * name-lookup hit. The memory never changes a score. 1 only for an exact name match: the
+   * mention's own text (`exact`), or the in-note long form of a short form (`via` abbreviation).
+   * Candidates come best first, in the order the linker ranked them, which scores need not follow:
+   * name-lookup hits before dense ones (a looser name match ranks there as 1 but reports its own
+   * similarity), the dense ones by score; the cross-encoder reorders those it scored, across tiers,
+   * above those it did not; a memory decision comes first, and the memory's votes reorder near ties.
    */
   score: number;
-  /** Similarity of the mention to the candidate's nearest name: 1 for an exact name, the bi-encoder cosine otherwise (fused with the trigram score for dense hits). */
+  /**
+   * Similarity of the mention to the candidate: 1 for an exact name match (`exact`, or `via`
+   * abbreviation), the bi-encoder cosine to the concept's nearest name for a looser name match,
+   * that cosine fused with the trigram score for a dense hit. An `inventory` sense joins at the
+   * best dense hit's cosine (a tie for the reranker to break), fused with its own trigram score. A
+   * concept only the memory proposes: its nearest labelled mention's similarity × 0.98
+   * (memory.denseThreshold's when none is among the nearest); 0 for an id outside the KB.
+   */
   retrievalScore: number;
   /** True only when the mention's own text is a KB name of the concept (after normalization). */
   exact: boolean;
@@ -57,17 +69,17 @@ export interface LinkedMention {
   semanticTypes: string[];
   /** Score of the best candidate (Candidate.score). */
   score: number;
-  /** The calibrated probability that the best candidate is right; null when the linker runs without a calibration. */
+  /** The calibrated probability that the best candidate is right; null when the linker runs without a calibration, or the mention has no candidate. */
   confidence: number | null;
-  /** The stage that chose the best candidate: its candidate's `via`, or `memory` when the memory decided. */
+  /** The stage that chose the best candidate: its candidate's `via`, or `memory` when the memory decided; null without candidates. */
   via: string | null;
   /**
    * The calibrated probability that the mention names a concept and that concept is in the KB
    * (the calibration's non-entity and NIL parts; 1 when it has neither); null or absent without a
-   * calibration. LinkedNote v4 and ReviewMention v2 carry it.
+   * calibration or without candidates. LinkedNote v4 and ReviewMention v2 carry it.
    */
   inKb?: number | null;
-  /** No link: no candidate, or under a NIL threshold (nil.inKb on inKb, nil.confidence on confidence). */
+  /** No link: no candidate, or under a NIL threshold (nil.threshold on score, nil.inKb on inKb, nil.confidence on confidence). */
   nil: boolean;
   reranked: boolean;
   /** Top-k candidates, best first (kept also when nil). */
