@@ -27,8 +27,9 @@ export function joinMention(gold: GoldMention, linked: LinkedMention, view: Onto
     goldIds: gold.ids,
     predicted: predictedConcepts(linked),
     nil: linked.nil,
-    // The calibrated probability when there is one: what the reliability bins and ECE judge.
     topScore: linked.confidence ?? linked.score,
+    // Only a probability is binned: none without a calibration, nor without a candidate to be right about.
+    confidence: linked.candidates.length > 0 ? (linked.confidence ?? null) : null,
     via: linked.via ?? null,
     label: gold.label,
     semanticTypes: [...types].sort(),

@@ -57,6 +57,9 @@ function checkScoredMention(value: unknown): string | undefined {
   const s = m.scores as Record<string, unknown> | undefined;
   if (typeof s !== 'object' || s === null) return `'scores' must be an object`;
   for (const key of ['hit1', 'hit5', 'goldNil', 'predictedNil'] as const) if (typeof s[key] !== 'boolean') return `'scores.${key}' must be a boolean`;
-  for (const key of ['reciprocalRank', 'similarity', 'ndcg5', 'confidence'] as const) if (typeof s[key] !== 'number') return `'scores.${key}' must be a number`;
+  for (const key of ['reciprocalRank', 'similarity', 'ndcg5'] as const) if (typeof s[key] !== 'number') return `'scores.${key}' must be a number`;
+  // Null: the link had no calibrated confidence. Absent `confidence` beside topScore: a row written before it was recorded.
+  if (typeof s.confidence !== 'number' && s.confidence !== null) return `'scores.confidence' must be a number or null`;
+  if (m.confidence !== undefined && typeof m.confidence !== 'number' && m.confidence !== null) return `'confidence' must be a number or null`;
   return undefined;
 }

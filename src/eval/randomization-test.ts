@@ -1,7 +1,7 @@
 import { InputError } from '../kb/errors.ts';
 import { mentionKey } from './gold.ts';
 import type { ScoredMention } from './metrics/mention-record.ts';
-import { applyScores, calibrationGapUnits, emptySums, summarize, UNIT, type MetricSums } from './metrics/metric-sums.ts';
+import { applyScores, binnedCount, calibrationGapUnits, emptySums, summarize, UNIT, type MetricSums } from './metrics/metric-sums.ts';
 import { seededRandom } from './seeded-random.ts';
 
 /** The metrics compared, by their MetricSummary field. */
@@ -75,7 +75,7 @@ const PARTS: Record<ComparedMetric, (s: MetricSums) => [number, number]> = {
   nilRecall: (s) => [s.nilAgree, s.goldNil],
   similarity: (s) => [s.similarity, s.n * UNIT],
   ndcg5: (s) => [s.ndcg5, s.n * UNIT],
-  ece: (s) => [calibrationGapUnits(s), s.n * UNIT],
+  ece: (s) => [calibrationGapUnits(s), binnedCount(s) * UNIT],
 };
 
 /** |y − x| of a metric as an exact fraction [numerator, denominator]; null when either side is undefined. */

@@ -50,7 +50,8 @@ const usage = `Usage: cuilink eval --index DIR --corpus FILE.PubTator [options]
 Links every annotated mention of a PubTator corpus (title + ' ' + abstract, annotations as
 given; the protocol of shared/data/README.md) through the index and reports, overall and per
 NER type: n, acc@1, acc@5, MRR, NIL rate, NIL precision/recall (gold NIL = gold id not in the
-KB), ontology similarity 1/(1+d), graded nDCG@5, expected calibration error, and mentions/s.
+KB), ontology similarity 1/(1+d), graded nDCG@5, expected calibration error (ECE: of the links
+with a calibrated confidence only; — without a calibration), and mentions/s.
 
 nDCG@5 is graded (gold 3, parent/child 2, grandparent/grandchild/sibling 1) against the KB's ideal
 list for the gold, so it reads lower than acc@1: a correct top-1 followed by unrelated candidates

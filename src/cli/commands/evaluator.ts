@@ -16,10 +16,11 @@ const usage = `Usage: cuilink evaluator (--index DIR | --kb FILE...) [options]
 
 The sidecar evaluator: consumes the LinkedNote topic and the GoldMention topic in its own
 consumer group, joins predictions and gold by (note id, mention id) whichever comes first, and
-reports acc@1, acc@5, MRR, NIL precision/recall, ontology similarity, nDCG@5 and calibration over
-the last N samples and the last T minutes: /metrics (its OpenTelemetry instruments through the
-Prometheus exporter), /report (JSON) and /healthz. Windows survive restarts (the state file is written before offsets
-are committed). Runs until SIGTERM or SIGINT.
+reports acc@1, acc@5, MRR, NIL precision/recall, ontology similarity, nDCG@5 and calibration (ECE
+of the links with a calibrated confidence; none without) over the last N samples and the last T
+minutes: /metrics (its OpenTelemetry instruments through the Prometheus exporter), /report (JSON)
+and /healthz. Windows survive restarts (the state file is written before offsets are committed).
+Runs until SIGTERM or SIGINT.
 
 Options:
   --index DIR            the KB is this index's concepts (what the stage links against)

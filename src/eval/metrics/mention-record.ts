@@ -11,8 +11,17 @@ export interface MentionRecord {
   predicted: readonly string[];
   /** The linker declared the mention NIL. */
   nil: boolean;
-  /** The link's calibrated confidence (its score without a calibration): what calibration bins. */
+  /**
+   * The link's top score: its calibrated confidence, or its `score` where it has none (then a
+   * ranking number, not a probability). What a sweep of NIL thresholds reads; never binned.
+   */
   topScore: number;
+  /**
+   * The link's calibrated confidence, what the reliability bins and ECE read; null when it has
+   * none (no calibration fits the loaded models, or no candidates). Absent in prediction files
+   * written before it existed (their `scores.confidence` is topScore clamped, and counts as it did).
+   */
+  confidence?: number | null;
   /** The stage that chose the top-1 (LinkedMention.via); absent in files written before it existed. */
   via?: string | null;
   /** NER label of the mention. */
@@ -41,8 +50,12 @@ export interface MentionScores {
   goldNil: boolean;
   /** The linker said NIL. */
   predictedNil: boolean;
-  /** topScore (the calibrated confidence, or the score without a calibration) clamped to [0, 1]. */
-  confidence: number;
+  /**
+   * The calibrated confidence clamped to [0, 1]; null when the link has none, which keeps the
+   * mention out of the reliability bins and ECE (every other metric counts it). In files written
+   * before `confidence` was recorded: topScore clamped, calibrated or not.
+   */
+  confidence: number | null;
 }
 
 export interface ScoredMention extends MentionRecord {

@@ -26,7 +26,10 @@ export interface MetricSums {
   goldNil: number;
   /** Predicted NIL and gold NIL. */
   nilAgree: number;
-  /** Per reliability bin (equal width over [0, 1]): mentions, summed confidence (units), top-1 hits. */
+  /**
+   * Per reliability bin (equal width over [0, 1]): mentions, summed confidence (units), top-1 hits.
+   * Only mentions with a calibrated confidence are binned, so the bins may hold fewer than n.
+   */
   binCount: number[];
   binConfidence: number[];
   binHits: number[];
@@ -56,8 +59,6 @@ export function binOf(confidenceUnits: number, bins: number): number {
 
 /** Adds (sign 1) or removes (sign -1) one mention's scores. */
 export function applyScores(sums: MetricSums, s: MentionScores, sign: 1 | -1): void {
-  const conf = toUnits(s.confidence);
-  const bin = binOf(conf, sums.binCount.length);
   sums.n += sign;
   sums.hit1 += sign * Number(s.hit1);
   sums.hit5 += sign * Number(s.hit5);
@@ -67,9 +68,19 @@ export function applyScores(sums: MetricSums, s: MentionScores, sign: 1 | -1): v
   sums.predictedNil += sign * Number(s.predictedNil);
   sums.goldNil += sign * Number(s.goldNil);
   sums.nilAgree += sign * Number(s.predictedNil && s.goldNil);
+  // A ranking score is not a probability: a mention without a calibrated confidence has no bin.
+  // Decided by the mention alone, so its removal undoes exactly what its addition did.
+  if (s.confidence === null) return;
+  const conf = toUnits(s.confidence);
+  const bin = binOf(conf, sums.binCount.length);
   sums.binCount[bin]! += sign;
   sums.binConfidence[bin]! += sign * conf;
   sums.binHits[bin]! += sign * Number(s.hit1);
+}
+
+/** Mentions in the reliability bins: those with a calibrated confidence, what ECE averages over. */
+export function binnedCount(sums: MetricSums): number {
+  return sums.binCount.reduce((total, count) => total + count, 0);
 }
 
 /** Adds (sign 1) or removes (sign -1) the sums of a group of mentions: a time bucket of a window. */
@@ -106,7 +117,11 @@ export interface MetricSummary {
   /** Mean 1 / (1 + d) of the top prediction. */
   similarity: number | null;
   ndcg5: number | null;
-  /** Expected calibration error: Σ_b (n_b / n) · |accuracy_b − confidence_b| with accuracy = acc@1. */
+  /**
+   * Expected calibration error: Σ_b (n_b / N) · |accuracy_b − confidence_b| with accuracy = acc@1,
+   * over the N mentions with a calibrated confidence (the bins' n, which sum to n when every link
+   * has one); null when none has.
+   */
   ece: number | null;
   reliability: ReliabilityBin[];
 }
@@ -115,7 +130,7 @@ function ratio(numerator: number, denominator: number): number | null {
   return denominator === 0 ? null : numerator / denominator;
 }
 
-/** ECE · n in units, an integer: (n_b / n) · |hits_b / n_b − conf_b / n_b| = |hits_b − conf_b| / n, summed over bins. */
+/** ECE · N in units, an integer: (n_b / N) · |hits_b / n_b − conf_b / n_b| = |hits_b − conf_b| / N, summed over bins. */
 export function calibrationGapUnits(sums: MetricSums): number {
   let gap = 0;
   sums.binCount.forEach((_, b) => {
@@ -145,7 +160,7 @@ export function summarize(sums: MetricSums): MetricSummary {
     goldNil: sums.goldNil,
     similarity: ratio(sums.similarity / UNIT, n),
     ndcg5: ratio(sums.ndcg5 / UNIT, n),
-    ece: ratio(calibrationGap / UNIT, n),
+    ece: ratio(calibrationGap / UNIT, binnedCount(sums)),
     reliability,
   };
 }

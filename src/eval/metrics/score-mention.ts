@@ -24,8 +24,18 @@ export function scoreMention(record: MentionRecord, view: OntologyView): Mention
     ndcg5: gradedNdcg(predicted, goldIds, view, TOP_K),
     goldNil,
     predictedNil: record.nil,
-    confidence: Number.isFinite(record.topScore) ? Math.min(1, Math.max(0, record.topScore)) : 0,
+    confidence: binnedConfidence(record),
   };
+}
+
+/**
+ * What the reliability bins read: the calibrated confidence, clamped, or null. A record that does
+ * not say (`confidence` absent: one built before the field existed) is read as then, by topScore.
+ */
+function binnedConfidence(record: MentionRecord): number | null {
+  const confidence = record.confidence === undefined ? record.topScore : record.confidence;
+  if (confidence === null) return null;
+  return Number.isFinite(confidence) ? Math.min(1, Math.max(0, confidence)) : 0;
 }
 
 /**

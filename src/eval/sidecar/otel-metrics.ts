@@ -18,7 +18,7 @@ export const WINDOW_METRICS: { name: string; help: string; value: (s: MetricSumm
   { name: 'nil_recall', help: 'Of samples whose gold is not in the KB, the share called NIL', value: (s) => s.nilRecall },
   { name: 'similarity', help: 'Mean ontology similarity 1/(1+d) of the top prediction to the gold', value: (s) => s.similarity },
   { name: 'ndcg5', help: 'Mean graded nDCG@5 (3 exact, 2 parent/child, 1 grandparent/grandchild/sibling)', value: (s) => s.ndcg5 },
-  { name: 'ece', help: 'Expected calibration error of the top score against acc@1', value: (s) => s.ece },
+  { name: 'ece', help: 'Expected calibration error of the calibrated confidence against acc@1, over the samples whose link has one (none: no value)', value: (s) => s.ece },
 ];
 
 /** Join outcomes, in the order the counter reports them: the attribute value and the report field. */

@@ -88,3 +88,29 @@ test('`compare --misses` counts, per error class, what B fixes and breaks', asyn
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('prediction rows written before `confidence` was recorded still load and count in the ECE as they did; rows without a calibrated confidence stay out', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-compare-'));
+  try {
+    // An old row: no `confidence` beside topScore, scores.confidence the top score clamped (what mention() builds).
+    const old = Array.from({ length: 30 }, (_, i) => mention(i, i % 3 !== 0));
+    // The same mentions from a run whose misses had no calibrated confidence (no candidates, say).
+    const current = old.map((m): ScoredMention => (m.scores.hit1 ? { ...m, confidence: 0.9 } : { ...m, confidence: null, scores: { ...m.scores, confidence: null } }));
+    const a = join(dir, 'a.jsonl');
+    const b = join(dir, 'b.jsonl');
+    writeFileSync(a, old.map((m) => `${JSON.stringify(m)}\n`).join(''));
+    await writePredictions(b, current);
+    assert.deepEqual(await readPredictions(a), old);
+    assert.deepEqual(await readPredictions(b), current);
+    const out = join(dir, 'out.json');
+    assert.equal((await captureStdout(() => compare.run([a, b, '--shuffles', '50', '--out', out]))).code, 0);
+    const ece = (JSON.parse(readFileSync(out, 'utf8')) as { metrics: { metric: string; a: number | null; b: number | null }[] }).metrics.find((m) => m.metric === 'ece')!;
+    // A: all 30 rows at 0.9, 20 right: |20 − 27| / 30. B: the 20 right rows alone: |20 − 18| / 20.
+    assert.ok(Math.abs(ece.a! - 7 / 30) < 1e-12, `A ${ece.a}`);
+    assert.ok(Math.abs(ece.b! - 0.1) < 1e-12, `B ${ece.b}`);
+    writeFileSync(b, `${JSON.stringify({ ...current[0], scores: { ...current[0]!.scores, confidence: 'high' } })}\n`);
+    await assert.rejects(readPredictions(b), /b\.jsonl:1: 'scores\.confidence' must be a number or null/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -137,8 +137,30 @@ test('aggregate metrics overall, per NER label and per semantic type, by hand', 
   assert.equal(report.bySemanticType.T191!.n, 1); // r5
 });
 
+// The same six from a calibrated linker: each link's confidence its top score, but r6 has no candidates, hence no confidence.
+const CALIBRATED: MentionRecord[] = RECORDS.map((r) => ({ ...r, mentionId: `${r.mentionId}c`, confidence: r.predicted.length > 0 ? r.topScore : null }));
+
+test('ECE and reliability bins read only links with a calibrated confidence; with one for every link, exactly the ECE of before', () => {
+  const before = computeMetrics(RECORDS.map((r) => scoreRecord(r, view)));
+  const allCalibrated = computeMetrics(RECORDS.map((r) => scoreRecord({ ...r, confidence: r.topScore }, view)));
+  assert.deepEqual(allCalibrated, before);
+  const o = computeMetrics(CALIBRATED.map((r) => scoreRecord(r, view))).overall;
+  assert.equal(o.n, 6);
+  assert.equal(o.nilRate, before.overall.nilRate, 'the other metrics still count r6');
+  // r6 (bin 0) is out: (|1−.95| + .8 + .35 + .1 + .62) / 5 = 1.92 / 5.
+  close(o.ece, 1.92 / 5, 'ece');
+  assert.deepEqual(o.reliability.map((b) => b.n), [0, 1, 0, 1, 0, 0, 1, 0, 1, 1]);
+  // T033 holds r6 alone: no calibrated link, no ECE.
+  const t033 = computeMetrics(CALIBRATED.map((r) => scoreRecord(r, view))).bySemanticType.T033!;
+  assert.deepEqual([t033.n, t033.ece, t033.acc1], [1, null, 0]);
+  // A linker without a calibration: the record says so (null); its top score is still there, a ranking number.
+  const uncalibrated = scoreRecord({ ...RECORDS[0]!, confidence: null }, view);
+  assert.deepEqual([uncalibrated.topScore, uncalibrated.scores.confidence], [0.95, null]);
+  assert.equal(computeMetrics([uncalibrated]).overall.ece, null);
+});
+
 test('accumulator: any add/remove sequence equals the batch over what remains, bit for bit', () => {
-  const scored = RECORDS.map((r) => scoreRecord(r, view));
+  const scored = [...RECORDS, ...CALIBRATED].map((r) => scoreRecord(r, view));
   // A deterministic pseudo-random sequence of adds and removes (LCG), ending with a subset inside.
   let state = 12345;
   const next = (): number => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;

@@ -188,3 +188,38 @@ test('mentions whose candidate list the stage cut are counted as candidates_cut,
     await metrics.shutdown();
   }
 });
+
+test('ECE and reliability bins read only links with a calibrated confidence and candidates, in both windows, as the count window rolls', async () => {
+  const linked = (noteId: string, candidates: string[], confidence: number | null): LinkedNote => {
+    const note = noteN1(candidates, { noteId });
+    return { ...note, mentions: note.mentions.map((m) => ({ ...m, confidence })) };
+  };
+  const ev = new SidecarEvaluator(fixtureOntology, { ...SMALL, windows: { lastN: 2, lastMs: 3_600_000 } }, () => {}, undefined, 0);
+  const feed = (note: LinkedNote, at: number) => {
+    ev.addGold({ ...GOLD_A1, noteId: note.noteId }, at);
+    ev.addLinkedNote(note, at);
+  };
+  const binned = (s: { reliability: { n: number }[] }) => s.reliability.reduce((n, b) => n + b.n, 0);
+  const metrics = new EvaluatorMetrics(() => ev.report(10));
+  const eceLines = async () => (await metrics.text()).split('\n').filter((l) => /^cuilink_eval_ece\{window="(count|time)",by="overall"/.test(l)).sort();
+  try {
+    feed(linked('n1', ['FIX:A1'], null), 1); // a linker without a calibration
+    feed(linked('n2', [], null), 2); // no candidates
+    let { count, time } = ev.report(3).windows;
+    for (const s of [count.overall, time.overall, count.byLabel.Disease!]) assert.deepEqual([s.n, s.ece, binned(s)], [2, null, 0]);
+    assert.deepEqual(await eceLines(), [], 'no ECE exported: there is none');
+    feed(linked('n3', ['FIX:A1'], 0.8), 4); // calibrated, right: gap 0.2; the count window drops n1
+    ({ count, time } = ev.report(5).windows);
+    assert.deepEqual([count.overall.n, count.overall.ece, binned(count.overall)], [2, 0.2, 1]);
+    assert.deepEqual([time.overall.n, time.overall.ece, binned(time.overall)], [3, 0.2, 1]);
+    assert.deepEqual(await eceLines(), ['cuilink_eval_ece{window="count",by="overall",group="all"} 0.2', 'cuilink_eval_ece{window="time",by="overall",group="all"} 0.2']);
+    feed(linked('n4', [], null), 6);
+    feed(linked('n5', ['FIX:A1'], null), 7); // n3 leaves the count window: no calibrated link is left in it
+    ({ count, time } = ev.report(8).windows);
+    assert.deepEqual([count.overall.n, count.overall.ece, binned(count.overall)], [2, null, 0]);
+    assert.deepEqual([time.overall.n, time.overall.ece, binned(time.overall)], [5, 0.2, 1]);
+    assert.deepEqual(await eceLines(), ['cuilink_eval_ece{window="count",by="overall",group="all"} NaN', 'cuilink_eval_ece{window="time",by="overall",group="all"} 0.2']);
+  } finally {
+    await metrics.shutdown();
+  }
+});

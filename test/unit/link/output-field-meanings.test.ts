@@ -252,10 +252,10 @@ test('cuilink link and eval --predictions carry the linker\'s values', async () 
   assert.equal(evalRun.status, 0, evalRun.stderr);
   const corpus = await loadPubTatorCorpus(corpusFile);
   const expected = new Map((await linker.linkNotes(corpus.notes)).flatMap((n) => n.mentions.map((m) => [`${n.noteId}/${m.mentionId}`, m] as const)));
-  const rows = readFileSync(predictions, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { noteId: string; mentionId: string; predicted: string[]; nil: boolean; topScore: number; via: string | null; scores: { confidence: number } });
+  const rows = readFileSync(predictions, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { noteId: string; mentionId: string; predicted: string[]; nil: boolean; topScore: number; confidence: number | null; via: string | null; scores: { confidence: number | null } });
   assert.equal(rows.length, expected.size);
   for (const row of rows) {
     const m = expected.get(`${row.noteId}/${row.mentionId}`)!;
-    assert.deepEqual([row.predicted, row.nil, row.via, row.topScore, row.scores.confidence], [m.candidates.map((c) => c.conceptId), m.nil, m.via, m.confidence, m.confidence], `${row.noteId}/${row.mentionId}`);
+    assert.deepEqual([row.predicted, row.nil, row.via, row.topScore, row.confidence, row.scores.confidence], [m.candidates.map((c) => c.conceptId), m.nil, m.via, m.confidence, m.confidence, m.confidence], `${row.noteId}/${row.mentionId}`);
   }
 });
