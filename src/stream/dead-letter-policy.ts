@@ -13,7 +13,7 @@ import { CuilinkError } from '../kb/errors.ts';
  *   value), `UNKNOWN_SCHEMA` (no or unknown fingerprint header / registry id, another record type),
  *   `UNDECODABLE` (bytes that are no readable NoteEvent), `INCOMPATIBLE_SCHEMA` (a writer schema the
  *   current NoteEvent cannot read), `BAD_TEXT_ENCODING` (a string that is not UTF-8),
- *   `RECORD_TOO_LARGE` (counts or lengths over the limits, avro-bounds.ts' default code);
+ *   `RECORD_TOO_LARGE` (counts, lengths or nesting over the limits, avro-bounds.ts' default code);
  * - validation (src/link/validate-note.ts, InputError): `BAD_NOTE`, `EMPTY_NOTE`, `NOTE_TOO_LARGE`,
  *   `BAD_MENTION`, `BAD_SPAN`, `SPAN_TEXT_MISMATCH`;
  * - produce (src/stream/partition-batch-handler.ts): `OUTPUT_TOO_LARGE` (the note's LinkedNote does

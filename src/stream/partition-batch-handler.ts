@@ -18,6 +18,7 @@ import type { StageConfig } from './stage-config.ts';
 import type { StageProgress } from './stage-progress.ts';
 import { CANDIDATES_CUT_HEADER, type OutputFitter } from './output-fitter.ts';
 import type { TopicSizeLimits } from './topic-size-limits.ts';
+import { fittingLabelRequests, labelRequestMessages, type LabelRequestMessage } from './label-request-messages.ts';
 import { CuilinkError } from '../kb/errors.ts';
 import type { DeadLetterBreaker } from './dead-letter-breaker.ts';
 
@@ -35,6 +36,8 @@ interface BuiltRecords {
   byStage: Map<string, number>;
   /** Mentions also sent to the review topic. */
   reviewed: number;
+  /** Input offsets with a review record the review topic cannot take (left out). */
+  unreviewed: string[];
 }
 
 interface Entry {
@@ -192,7 +195,7 @@ export class PartitionBatchHandler {
         for (let attempt = 1; ; attempt++) {
           built = await this.build(group, batch, traceHeaders);
           if (attempt === 1) this.guardDeadLetterRate(group, batch, built.deadOffsets);
-          built.topicMessages.push(...labelMessages);
+          built.topicMessages.push(...fittingLabelRequests(labelMessages, this.deps.sizes, this.deps.labels?.selector, this.deps.logger));
           try {
             await this.retrying(`deliver ${batch.topic}/${batch.partition}`, () => this.deps.delivery.deliver(built.topicMessages, commit));
             break;
@@ -218,6 +221,7 @@ export class PartitionBatchHandler {
         span.setAttribute('cuilink.dead_lettered', built.deadCodes.length);
         if (built.deadCodes.length > 0) this.deps.logger.warn('records dead-lettered', { topic: batch.topic, partition: batch.partition, codes: built.deadCodes, offsets: built.deadOffsets });
         if (built.cut.length > 0) this.deps.logger.warn('records cut to fit their topic', { topic: batch.topic, partition: batch.partition, offsets: [...new Set(built.cut)] });
+        if (built.unreviewed.length > 0) this.deps.logger.warn('review records too large for the review topic; not sent', { topic: batch.topic, partition: batch.partition, offsets: [...new Set(built.unreviewed)] });
       } catch (error) {
         // Not produced: the proposals wait for the next delivery (none lost, none asked twice).
         this.deps.labels?.selector.putBack(proposals);
@@ -274,7 +278,7 @@ export class PartitionBatchHandler {
     const proposals = this.routed(labels.selector.take(Date.now()));
     if (proposals.length === 0) return;
     try {
-      await this.deps.delivery.deliver(await this.labelMessages(proposals, {}));
+      await this.deps.delivery.deliver(fittingLabelRequests(await this.labelMessages(proposals, {}), this.deps.sizes, labels.selector, this.deps.logger));
     } catch (error) {
       labels.selector.putBack(proposals);
       this.deps.logger.warn('label requests not delivered; kept for the next delivery', { requests: proposals.length, code: codeOf(error) });
@@ -287,26 +291,8 @@ export class PartitionBatchHandler {
     return p.stream === 'learn' ? this.deps.labels?.learnTopic : this.deps.labels?.measureTopic;
   }
 
-  private async labelMessages(proposals: LabelProposal[], traceHeaders: Record<string, string>): Promise<TopicMessages[]> {
-    const byTopic = new Map<string, Message[]>();
-    for (const p of proposals) {
-      const topic = this.labelTopic(p)!;
-      let encoded;
-      try {
-        encoded = await this.deps.codec.encodeLabelRequest(p, topic);
-      } catch (error) {
-        // A request the schema cannot carry must not hold up the notes' output; a retriable
-        // failure (registry unreachable) fails the delivery, which puts the proposals back.
-        if (!(error instanceof CuilinkError) || error.retriable) throw error;
-        this.deps.labels?.selector.discard([p]);
-        this.deps.logger.warn('label request not encodable; dropped', { noteId: p.noteId, mentionId: p.mention.mentionId, code: error.code });
-        continue;
-      }
-      const list = byTopic.get(topic) ?? [];
-      list.push({ key: p.noteId, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders } });
-      byTopic.set(topic, list);
-    }
-    return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+  private labelMessages(proposals: LabelProposal[], traceHeaders: Record<string, string>): Promise<LabelRequestMessage[]> {
+    return labelRequestMessages(proposals, (p) => this.labelTopic(p)!, this.deps.codec, this.deps.labels?.selector, this.deps.logger, traceHeaders);
   }
 
   /** The group's output and dead-letter records, each fitted to its topic's size limit. */
@@ -314,7 +300,7 @@ export class PartitionBatchHandler {
     const { output: outputTopic, deadLetter: deadTopic } = this.deps.config.topics;
     const output: Message[] = [];
     const deadLetters: Message[] = [];
-    const built: BuiltRecords = { topicMessages: [], produced: 0, deadCodes: [], deadOffsets: [], cut: [], byStage: new Map(), reviewed: 0 };
+    const built: BuiltRecords = { topicMessages: [], produced: 0, deadCodes: [], deadOffsets: [], cut: [], byStage: new Map(), reviewed: 0, unreviewed: [] };
     const reviewTopic = this.deps.config.topics.review;
     const review: Message[] = [];
     for (const entry of group) {
@@ -327,7 +313,7 @@ export class PartitionBatchHandler {
         continue;
       }
       output.push(message);
-      if (entry.outcome?.kind === 'linked') await this.countAndReview(entry.outcome.linked, built, review, traceHeaders);
+      if (entry.outcome?.kind === 'linked') await this.countAndReview(entry.outcome.linked, built, review, traceHeaders, entry.message.offset);
     }
     if (output.length > 0) built.topicMessages.push({ topic: outputTopic, messages: output });
     if (deadLetters.length > 0) built.topicMessages.push({ topic: deadTopic, messages: deadLetters });
@@ -338,7 +324,7 @@ export class PartitionBatchHandler {
   }
 
   /** Counts a produced note's links by stage and adds the review records of its unsure mentions. */
-  private async countAndReview(linked: LinkedNote, built: BuiltRecords, review: Message[], traceHeaders: Record<string, string>): Promise<void> {
+  private async countAndReview(linked: LinkedNote, built: BuiltRecords, review: Message[], traceHeaders: Record<string, string>, offset: string): Promise<void> {
     for (const m of linked.mentions) {
       const stage = m.nil ? 'nil' : (m.via ?? 'unknown');
       built.byStage.set(stage, (built.byStage.get(stage) ?? 0) + 1);
@@ -347,7 +333,11 @@ export class PartitionBatchHandler {
     if (reviewTopic === undefined) return;
     for (const m of mentionsToReview(linked, this.deps.config.review.belowConfidence)) {
       const encoded = await this.deps.codec.encodeReviewMention(linked, m, reviewTopic);
-      review.push({ key: linked.noteId, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders } });
+      const message = { key: linked.noteId, value: encoded.value, headers: { ...encoded.headers, ...traceHeaders } };
+      // Nothing in it can be cut (ids and label): one the topic cannot take is left out, or the
+      // broker refused it on every attempt and the stage stopped on this note.
+      if (this.deps.sizes.fits(reviewTopic, message)) review.push(message);
+      else built.unreviewed.push(offset);
     }
   }
 

@@ -14,6 +14,15 @@ export interface NoteAbbreviation {
 
 const MAX_DEPTH = 2;
 
+/**
+ * The longest written-out mention, in UTF-16 units: past it the mention is linked as written. A
+ * long form is at most 256 units and a mention 512 by default, so no reading of a mention needs
+ * more; unbounded, definitions whose long forms are made of other definitions' short forms grew a
+ * mention by their product (a note of under 1,500 characters with one mention: more than a string
+ * can hold, a RangeError that stopped the stream stage on every restart).
+ */
+export const MAX_EXPANDED_UNITS = 1024;
+
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
@@ -24,8 +33,9 @@ export function looksLikeShortForm(text: string): boolean {
 }
 
 /**
- * The expanded text, or undefined when nothing was expanded. `inside` false keeps the old
- * behaviour: only a mention that is exactly a short form is expanded.
+ * The expanded text, or undefined when nothing was expanded or the expansion would exceed
+ * MAX_EXPANDED_UNITS. `inside` false keeps the old behaviour: only a mention that is exactly a
+ * short form is expanded.
  */
 export function expandAbbreviations(
   mention: { text: string; start: number; end: number },
@@ -44,6 +54,8 @@ export function expandAbbreviations(
       // Whole tokens only ("ALD" in "X-ALD" and "cerebral ALD", never inside "ALDH").
       const pattern = new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegExp(shortForm)}(?=$|[^\\p{L}\\p{N}])`, 'gu');
       const next = text.replace(pattern, (_, lead: string) => `${lead}${d.longForm}`);
+      // Checked after every replacement, so that none starts from more than the bound.
+      if (next.length > MAX_EXPANDED_UNITS) return undefined;
       if (next !== text) {
         text = next;
         changed = true;

@@ -15,8 +15,11 @@ import { createServer as createHttpsServer } from 'node:https';
  */
 export interface SchemaRegistryStandIn {
   url: string;
-  /** Registers a schema directly, as another producer would; returns its id. */
-  register(subject: string, schema: string): number;
+  /**
+   * Registers a schema directly, as another producer would; returns its id. `schemaType` as the
+   * registry's REST API names it (AVRO when absent; JSON, PROTOBUF): stored as given, unchecked.
+   */
+  register(subject: string, schema: string, schemaType?: string): number;
   requests: string[];
   /** Subject → ids registered under it, in order. */
   subjects: Map<string, number[]>;
@@ -36,18 +39,25 @@ export interface SchemaRegistryStandInOptions {
 
 export async function startSchemaRegistryStandIn(options: SchemaRegistryStandInOptions = {}): Promise<SchemaRegistryStandIn> {
   const ids = new Map<string, number>();
-  const schemas: string[] = [];
+  const schemas: { schema: string; schemaType?: string }[] = [];
   const configs = new Map<string, string>();
   const requests: string[] = [];
   const refused: string[] = [];
   const subjects = new Map<string, number[]>();
-  const register = (subject: string, schema: string): number => {
-    const canonical = JSON.stringify(JSON.parse(schema));
-    let id = ids.get(canonical);
+  const register = (subject: string, schema: string, schemaType?: string): number => {
+    let canonical = schema;
+    try {
+      canonical = JSON.stringify(JSON.parse(schema));
+    } catch {
+      // Not JSON (a Protobuf schema, or garbage another producer got registered): kept as written.
+    }
+    const key = `${schemaType ?? 'AVRO'} ${canonical}`;
+    let id = ids.get(key);
     if (id === undefined) {
-      schemas.push(canonical);
+      // The REST API leaves schemaType out for Avro.
+      schemas.push(schemaType === undefined || schemaType === 'AVRO' ? { schema: canonical } : { schema: canonical, schemaType });
       id = schemas.length;
-      ids.set(canonical, id);
+      ids.set(key, id);
     }
     const versions = subjects.get(subject) ?? [];
     if (!versions.includes(id)) versions.push(id);
@@ -81,11 +91,12 @@ export async function startSchemaRegistryStandIn(options: SchemaRegistryStandInO
         return level === undefined ? send(404, { error_code: 40401, message: 'Subject not found.' }) : send(200, { compatibilityLevel: level });
       }
       if ((match = url.match(/^\/subjects\/(.+)\/versions$/)) && req.method === 'POST') {
-        return send(200, { id: register(match[1]!, (JSON.parse(body) as { schema: string }).schema) });
+        const request = JSON.parse(body) as { schema: string; schemaType?: string };
+        return send(200, { id: register(match[1]!, request.schema, request.schemaType) });
       }
       if ((match = url.match(/^\/schemas\/ids\/(\d+)$/))) {
         const schema = schemas[Number(match[1]) - 1];
-        return schema === undefined ? send(404, { error_code: 40403, message: 'Schema not found' }) : send(200, { schema });
+        return schema === undefined ? send(404, { error_code: 40403, message: 'Schema not found' }) : send(200, schema);
       }
       send(404, { error_code: 404, message: 'not found' });
     });

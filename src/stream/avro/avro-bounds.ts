@@ -19,13 +19,23 @@ export interface DecodeLimits {
 const MAX_ZERO_SIZE_ITEMS = 1_000_000;
 
 /**
+ * The deepest a value may nest (records, arrays, maps, unions in one another; cuilink's own
+ * schemas nest 7 deep). A writer schema from a registry may be recursive (a NoteEvent evolved with
+ * an optional `previous: NoteEvent` is a compatible change), and its record as deep as its bytes
+ * allow: walked without a bound, 10,000 levels (90 KB) overflowed the stack, a RangeError that
+ * stopped the stream stage instead of dead-lettering the record.
+ */
+const MAX_NESTING = 64;
+
+/**
  * Walks Avro binary `bytes` against the writer schema without building the record, checking
  * every length prefix and block count against the bytes left and against `limits`, and every
  * string for valid UTF-8. avsc itself trusts counts (an array claiming 2^31 - 1 items in a 9-byte
  * value makes it allocate and loop for minutes), so this runs before it. The walk is linear in
  * the bytes: every item it visits consumes at least one byte, or is bounded by MAX_ZERO_SIZE_ITEMS.
  * Throws CuilinkError UNDECODABLE (truncated, bad varint, bad union branch, trailing bytes),
- * BAD_TEXT_ENCODING (a string that is not UTF-8, e.g. a lone surrogate) or `limits.code`.
+ * BAD_TEXT_ENCODING (a string that is not UTF-8, e.g. a lone surrogate) or `limits.code` (also
+ * for values nested deeper than MAX_NESTING).
  */
 export function checkAvroBounds(writer: avro.Type, bytes: Buffer, kind: string, limits: DecodeLimits = {}): void {
   const walker = new BoundsWalker(bytes, kind, limits);
@@ -74,6 +84,7 @@ function unwrap(type: avro.Type): avro.Type {
 
 class BoundsWalker {
   pos = 0;
+  private depth = 0;
 
   constructor(
     private readonly bytes: Buffer,
@@ -90,6 +101,13 @@ class BoundsWalker {
   }
 
   visit(type: avro.Type, path: string): void {
+    // No unwinding on a throw: any error ends the walk.
+    if (++this.depth > MAX_NESTING) throw this.tooLarge(`${path.slice(0, 120)}${path.length > 120 ? '…' : ''}: values nested more than ${MAX_NESTING} deep`);
+    this.visitValue(type, path);
+    this.depth--;
+  }
+
+  private visitValue(type: avro.Type, path: string): void {
     const t = unwrap(type);
     switch (t.typeName) {
       case 'null':

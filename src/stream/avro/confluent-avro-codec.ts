@@ -57,11 +57,40 @@ function bearerMiddleware(token: string): RegistryMiddleware {
   });
 }
 
-function registryArgs(options: SchemaRegistryOptions): RegistryArgs {
+/**
+ * Notes, per schema id, whether the registry's answer to GET /schemas/ids/{id} held a schema (an
+ * object with a string `schema`), so that a schema the client cannot parse is told apart from an
+ * answer that is no schema at all (a proxy's error page): only the first is the record's fault.
+ */
+function schemaAnswerMiddleware(answered: Map<number, boolean>): RegistryMiddleware {
+  return ({ resourceName, resourceMethod }) => ({
+    async response(next) {
+      const response = await next();
+      if (resourceName === 'Schema' && resourceMethod === 'find') {
+        answered.set(Number(response.request().params().id), holdsSchema(response.data()));
+      }
+      return response;
+    },
+  });
+}
+
+/** A JSON object with a string `schema` (read from text when the body came untyped). */
+function holdsSchema(data: unknown): boolean {
+  if (typeof data === 'string') {
+    try {
+      data = JSON.parse(data);
+    } catch {
+      return false;
+    }
+  }
+  return typeof data === 'object' && data !== null && typeof (data as { schema?: unknown }).schema === 'string';
+}
+
+function registryArgs(options: SchemaRegistryOptions, answered: Map<number, boolean>): RegistryArgs {
   const args: RegistryArgs = { host: options.url, clientId: 'cuilink', retry: { retries: 2 } };
   const auth = options.auth;
   if (auth !== undefined && 'basic' in auth) args.auth = { username: auth.basic.username, password: auth.basic.password };
-  if (auth !== undefined && 'bearer' in auth) args.middlewares = [bearerMiddleware(auth.bearer.token)];
+  args.middlewares = [...(auth !== undefined && 'bearer' in auth ? [bearerMiddleware(auth.bearer.token)] : []), schemaAnswerMiddleware(answered)];
   if (options.tls !== undefined && /^https:/i.test(options.url)) {
     const { ca, cert, key, rejectUnauthorized } = options.tls;
     args.agent = new HttpsAgent({ ca, cert, key, rejectUnauthorized: rejectUnauthorized ?? true });
@@ -98,12 +127,14 @@ export class ConfluentAvroCodec implements RecordCodec {
   private readonly agent: HttpsAgent | undefined;
   private readonly writers = new Map<string, Promise<RegistryWriter>>();
   private readonly plain: PlainAvroCodec;
+  /** By schema id: whether the registry's last answer for it held a schema (schemaAnswerMiddleware). */
+  private readonly schemaAnswers = new Map<number, boolean>();
 
   constructor(
     private readonly options: SchemaRegistryOptions,
     private readonly schemas: KnownSchemas = knownSchemas(),
   ) {
-    const args = registryArgs(options);
+    const args = registryArgs(options, this.schemaAnswers);
     this.agent = args.agent as HttpsAgent | undefined;
     this.registry = new SchemaRegistry(args);
     this.plain = new PlainAvroCodec(schemas);
@@ -160,9 +191,16 @@ export class ConfluentAvroCodec implements RecordCodec {
       writer = this.registry
         .getSchema(id)
         .catch((error: unknown) => {
+          const answeredSchema = this.schemaAnswers.get(id) === true;
+          this.schemaAnswers.delete(id);
+          // The registry answered with a schema its client cannot parse (JSON Schema it refuses, an
+          // unknown type, Avro that avsc refuses): the same answer on every read (a schema id never
+          // changes), so the record can never be read; retried, it held its partition for ever.
+          if (answeredSchema && isUnparsableSchema(error)) throw new CuilinkError('UNKNOWN_SCHEMA', `schema id ${id} is no Avro schema this reader can parse: ${(error as Error).message.slice(0, 200)}`, { cause: error });
           throw registryError(error, `fetching schema id ${id}`);
         })
         .then((found) => {
+          this.schemaAnswers.delete(id);
           const type = found as unknown as avro.Type;
           const name = type.name ?? '';
           if (name.split('.').at(-1) !== kind) throw new CuilinkError('UNKNOWN_SCHEMA', `schema id ${id} is ${name || 'not a named record'}, expected ${kind}`);
@@ -174,6 +212,16 @@ export class ConfluentAvroCodec implements RecordCodec {
     }
     return writer;
   }
+}
+
+/**
+ * The registry client's verdict on what it fetched (another type than Avro, JSON or Protobuf; a
+ * JSON Schema its validator refuses; an Avro schema avsc refuses; no schema at all): a
+ * ConfluentSchemaRegistryArgumentError, by name (the package does not export its error classes).
+ * Transport failures and HTTP statuses are other errors.
+ */
+function isUnparsableSchema(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ConfluentSchemaRegistryArgumentError';
 }
 
 function registryError(error: unknown, action: string): CuilinkError {

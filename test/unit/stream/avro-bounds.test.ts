@@ -77,6 +77,24 @@ test('length prefixes and counts beyond the bytes left or the limits are UNDECOD
   assert.equal(codeOf(() => checkAvroBounds(noteType, validBytes, 'NoteEvent', DECODE_LIMITS)), undefined);
 });
 
+test('a recursive writer schema (an evolved NoteEvent in a registry) nested 10,000 deep is NOTE_TOO_LARGE, not a stack overflow', async () => {
+  // Adding an optional `previous: NoteEvent` is a compatible evolution a registry accepts; the
+  // walk of such a record used to recurse once per level and threw RangeError (the stage stopped).
+  const raw = schemas.current('NoteEvent').raw as { fields: unknown[] };
+  const evolved = avro.Type.forSchema({ ...raw, fields: [...raw.fields, { name: 'previous', type: ['null', 'org.cuilink.NoteEvent'], default: null }] } as avro.Schema);
+  type Nested = typeof validNote & { previous: Nested | null };
+  const nested = (depth: number): Nested => {
+    let note: Nested = { ...validNote, mentions: [], previous: null };
+    for (let i = 1; i < depth; i++) note = { ...validNote, mentions: [], previous: note };
+    return note;
+  };
+  const deep = Buffer.concat(Array.from({ length: 10_000 }, (_, i) => Buffer.concat([noteType.toBuffer({ ...validNote, mentions: [] }), Buffer.from([i === 9_999 ? 0 : 2])])));
+  assert.equal(codeOf(() => checkAvroBounds(evolved, deep, 'NoteEvent', DECODE_LIMITS)), 'NOTE_TOO_LARGE');
+  assert.equal(codeOf(() => checkAvroBounds(evolved, deep, 'NoteEvent')), 'RECORD_TOO_LARGE');
+  // A few levels are read as the current NoteEvent reads them (the writer's extra field skipped).
+  assert.equal(codeOf(() => checkAvroBounds(evolved, evolved.toBuffer(nested(3)), 'NoteEvent', DECODE_LIMITS)), undefined);
+});
+
 test('invalid UTF-8 and lone surrogates in a string are BAD_TEXT_ENCODING', async () => {
   const codec = new AvroStageCodec(new PlainAvroCodec());
   // Build the records from parts: noteId, text (raw bytes), empty mentions, null source, timestamp, null version.

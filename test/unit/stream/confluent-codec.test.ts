@@ -1,4 +1,6 @@
 import { test } from 'node:test';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import assert from 'node:assert/strict';
 import { ConfluentAvroCodec, createRecordCodec, knownSchemas, noteInputToNoteEvent, PlainAvroCodec } from '../../../src/stream/avro/index.ts';
 import { CuilinkError } from '../../../src/kb/errors.ts';
@@ -67,6 +69,42 @@ test('Confluent codec errors: unknown id → UNKNOWN_SCHEMA, no magic byte → U
     assert.equal((await codec.decode('NoteEvent', plainRecord.value, plainRecord.headers)).noteId, 'n-2');
   } finally {
     await registry.close();
+  }
+});
+
+test('a registry id whose schema cannot be read as Avro (JSON Schema, unknown type, an Avro schema avsc refuses) is UNKNOWN_SCHEMA, not retriable', async () => {
+  // The registry answers; what it answers can never be a NoteEvent's writer schema. These were
+  // REGISTRY_UNAVAILABLE and retriable: the stage retried, handed the partition back, and read the
+  // same record again, for ever (a JSON-serialized record on the notes topic stopped the stream).
+  const registry = await startSchemaRegistryStandIn();
+  try {
+    const codec = new ConfluentAvroCodec({ url: registry.url });
+    const unreadable = [
+      registry.register('other-json', JSON.stringify({ $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', javaType: 'org.example.Note' }), 'JSON'),
+      registry.register('other-json-2020', JSON.stringify({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object' }), 'JSON'),
+      registry.register('other-xml', '<schema/>', 'XML'),
+      registry.register('other-avro', JSON.stringify({ type: 'record', name: 'NoteEvent', namespace: 'org.cuilink', fields: [{ name: 'noteId', type: 'string', default: 5 }] })),
+    ];
+    for (const id of unreadable) {
+      await assert.rejects(codec.decode('NoteEvent', wire(id, Buffer.from('{"noteId":"n"}')), {}), (error: unknown) => error instanceof CuilinkError && error.code === 'UNKNOWN_SCHEMA' && !error.retriable && error.message.includes(`schema id ${id}`), `schema id ${id}`);
+    }
+  } finally {
+    await registry.close();
+  }
+});
+
+test('an answer that holds no schema (a proxy page in front of the registry) stays REGISTRY_UNAVAILABLE and retriable: dead-lettered, it would drain the stream', async () => {
+  const bodies = ['<html>Service Unavailable</html>', JSON.stringify({ message: 'maintenance' })];
+  for (const body of bodies) {
+    const proxy = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(body));
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const codec = new ConfluentAvroCodec({ url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+      await assert.rejects(codec.decode('NoteEvent', wire(1, Buffer.from([0])), {}), (error: unknown) => error instanceof CuilinkError && error.code === 'REGISTRY_UNAVAILABLE' && error.retriable, body);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   }
 });
 

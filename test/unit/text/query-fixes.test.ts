@@ -70,6 +70,22 @@ test('short forms inside a mention and inside long forms are written out; the de
   assert.equal(expandMention(at('adenomatous polyposis coli'), defs, new Map(), true), undefined);
 });
 
+test('nested definitions cannot blow a mention up: one written out past MAX_EXPANDED_UNITS is linked as written', () => {
+  // Each long form is made of the next definition's short forms, so every level multiplies the
+  // mention: unbounded, a 700-character note wrote this 506-character mention out to 161,000
+  // characters, and three more levels to more than a string can hold (RangeError: the stage stopped).
+  const repeat = (s: string, n: number) => Array.from({ length: n }, () => s).join(' ');
+  const mention = repeat('ABBBBBBBBB', 46);
+  const text = `A ${repeat('BBBBBBBBBB', 14)} (ABBBBBBBBB). B${'b'.repeat(9)}${'z'.repeat(240)} (BBBBBBBBBB). Then ${mention}.`;
+  const defs = new Map(findAbbreviationDefinitions(text, { initials: true }).map((d) => [d.shortForm, { longForm: d.longForm, start: d.longFormStart, end: d.longFormEnd }]));
+  assert.deepEqual([...defs.keys()], ['ABBBBBBBBB', 'BBBBBBBBBB']);
+  const start = text.lastIndexOf(mention);
+  assert.equal(expandMention({ text: mention, start, end: start + mention.length }, defs, new Map(), true), undefined);
+  // A short form written out within the bound still is.
+  const short = text.lastIndexOf('BBBBBBBBBB');
+  assert.equal(expandMention({ text: 'BBBBBBBBBB', start: short, end: short + 10 }, defs, new Map(), true)?.text.length, 250);
+});
+
 test('an undefined short form takes its long form from the note’s other mentions', () => {
   assert.ok(isLongFormOf('PDS', 'Pendred syndrome'));
   assert.ok(!isLongFormOf('PDS', 'hearing loss'));
