@@ -18,7 +18,7 @@ import type { StageConfig } from './stage-config.ts';
 import type { StageProgress } from './stage-progress.ts';
 import { CANDIDATES_CUT_HEADER, type OutputFitter } from './output-fitter.ts';
 import type { TopicSizeLimits } from './topic-size-limits.ts';
-import { fittingLabelRequests, labelRequestMessages, type LabelRequestMessage } from './label-request-messages.ts';
+import { fittingLabelRequests, labelRequestMessages, labelRequestsByTopic, type LabelRequestMessage } from './label-request-messages.ts';
 import { CuilinkError } from '../kb/errors.ts';
 import type { DeadLetterBreaker } from './dead-letter-breaker.ts';
 
@@ -186,7 +186,7 @@ export class PartitionBatchHandler {
         // KIP-447: the commit carries the membership the records were read under.
         const commit = { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString(), membership: batch.membership };
         proposals = this.proposeLabels(group);
-        const labelMessages = await this.labelMessages(proposals, traceHeaders);
+        let labelMessages = await this.labelMessages(proposals, traceHeaders);
         let built: BuiltRecords;
         // A request the broker refuses although it fit the known limit (a broker-wide limit below
         // the topic's, a config changed since start, a wrong override): nothing was committed; the
@@ -195,7 +195,8 @@ export class PartitionBatchHandler {
         for (let attempt = 1; ; attempt++) {
           built = await this.build(group, batch, traceHeaders);
           if (attempt === 1) this.guardDeadLetterRate(group, batch, built.deadOffsets);
-          built.topicMessages.push(...fittingLabelRequests(labelMessages, this.deps.sizes, this.deps.labels?.selector, this.deps.logger));
+          labelMessages = fittingLabelRequests(labelMessages, this.deps.sizes, this.deps.labels?.selector, this.deps.logger, this.deps.metrics);
+          built.topicMessages.push(...labelRequestsByTopic(labelMessages));
           try {
             await this.retrying(`deliver ${batch.topic}/${batch.partition}`, () => this.deps.delivery.deliver(built.topicMessages, commit));
             break;
@@ -221,6 +222,7 @@ export class PartitionBatchHandler {
         span.setAttribute('cuilink.dead_lettered', built.deadCodes.length);
         if (built.deadCodes.length > 0) this.deps.logger.warn('records dead-lettered', { topic: batch.topic, partition: batch.partition, codes: built.deadCodes, offsets: built.deadOffsets });
         if (built.cut.length > 0) this.deps.logger.warn('records cut to fit their topic', { topic: batch.topic, partition: batch.partition, offsets: [...new Set(built.cut)] });
+        if (built.unreviewed.length > 0) metrics.recordSideRecordsDropped({ kind: 'review', reason: 'too_large' }, built.unreviewed.length);
         if (built.unreviewed.length > 0) this.deps.logger.warn('review records too large for the review topic; not sent', { topic: batch.topic, partition: batch.partition, offsets: [...new Set(built.unreviewed)] });
       } catch (error) {
         // Not produced: the proposals wait for the next delivery (none lost, none asked twice).
@@ -278,7 +280,7 @@ export class PartitionBatchHandler {
     const proposals = this.routed(labels.selector.take(Date.now()));
     if (proposals.length === 0) return;
     try {
-      await this.deps.delivery.deliver(fittingLabelRequests(await this.labelMessages(proposals, {}), this.deps.sizes, labels.selector, this.deps.logger));
+      await this.deps.delivery.deliver(labelRequestsByTopic(fittingLabelRequests(await this.labelMessages(proposals, {}), this.deps.sizes, labels.selector, this.deps.logger, this.deps.metrics)));
     } catch (error) {
       labels.selector.putBack(proposals);
       this.deps.logger.warn('label requests not delivered; kept for the next delivery', { requests: proposals.length, code: codeOf(error) });
@@ -292,7 +294,7 @@ export class PartitionBatchHandler {
   }
 
   private labelMessages(proposals: LabelProposal[], traceHeaders: Record<string, string>): Promise<LabelRequestMessage[]> {
-    return labelRequestMessages(proposals, (p) => this.labelTopic(p)!, this.deps.codec, this.deps.labels?.selector, this.deps.logger, traceHeaders);
+    return labelRequestMessages(proposals, (p) => this.labelTopic(p)!, this.deps.codec, this.deps.labels?.selector, this.deps.logger, this.deps.metrics, traceHeaders);
   }
 
   /** The group's output and dead-letter records, each fitted to its topic's size limit. */

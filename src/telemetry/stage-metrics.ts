@@ -22,7 +22,21 @@ export interface StageCounts {
   labelRequests: Record<string, number>;
   /** Times the dead-letter-rate breaker opened. */
   deadLetterBreakerTrips: number;
+  /** Review records and label requests left out, by `kind/reason` (SIDE_RECORD_DROPS). */
+  sideRecordsDropped: Record<string, number>;
 }
+
+/**
+ * Why a review record or label request can be left out while its note's output goes through: its
+ * topic cannot take it (ids and label cannot be cut), or its schema cannot carry it. Sent, either
+ * would be refused on every attempt and stop the stage on that note.
+ */
+export const SIDE_RECORD_DROPS = [
+  { kind: 'review', reason: 'too_large' },
+  { kind: 'label_request', reason: 'too_large' },
+  { kind: 'label_request', reason: 'not_encodable' },
+] as const;
+export type SideRecordDrop = (typeof SIDE_RECORD_DROPS)[number];
 
 /**
  * Dead-letter codes the stage can emit: each one's counter series exists from start, at 0. The
@@ -42,7 +56,7 @@ export const RETRIED_OPERATIONS = ['decode', 'link', 'deliver'] as const;
  * low-cardinality codes and phase names only, never note content.
  */
 export class StageMetrics {
-  readonly counts: StageCounts = { consumed: 0, produced: 0, deadLettered: 0, deadLetteredByCode: {}, batches: 0, mentionsLinked: 0, retries: 0, linksByStage: {}, reviewed: 0, labelRequests: {}, deadLetterBreakerTrips: 0 };
+  readonly counts: StageCounts = { consumed: 0, produced: 0, deadLettered: 0, deadLetteredByCode: {}, batches: 0, mentionsLinked: 0, retries: 0, linksByStage: {}, reviewed: 0, labelRequests: {}, deadLetterBreakerTrips: 0, sideRecordsDropped: {} };
   private readonly consumed: Counter;
   private readonly produced: Counter;
   private readonly deadLettered: Counter;
@@ -50,6 +64,7 @@ export class StageMetrics {
   private readonly links: Counter;
   private readonly reviewed: Counter;
   private readonly labelRequests: Counter;
+  private readonly sideRecordsDropped: Counter;
   private readonly batchMentions: Histogram;
   private readonly phaseSeconds: Histogram;
   private readonly endToEndSeconds: Histogram;
@@ -63,6 +78,7 @@ export class StageMetrics {
     this.retries = meter.createCounter('cuilink.stream.retries', { description: 'Retried operations after retriable errors, by operation' });
     this.reviewed = meter.createCounter('cuilink.stream.reviewed', { description: 'Mentions also sent to the review topic (low confidence or NIL)' });
     this.labelRequests = meter.createCounter('cuilink.stream.label_requests', { description: 'Mentions asked of annotators, by stream: learn (chosen by need under the budget) or measure (random slice)' });
+    this.sideRecordsDropped = meter.createCounter('cuilink.stream.side_records_dropped', { description: 'Review records and label requests left out while their note was produced: too large for their topic, or not encodable, by kind and reason' });
     this.links = meter.createCounter('cuilink.stream.links', { description: 'Mentions produced, by the linking stage that chose the concept (via; NIL ones as nil)' });
     this.batchMentions = meter.createHistogram('cuilink.stream.batch.mentions', {
       description: 'Mentions linked per completed linking batch',
@@ -72,6 +88,7 @@ export class StageMetrics {
     for (const code of DEAD_LETTER_CODES) this.deadLettered.add(0, { code });
     for (const operation of RETRIED_OPERATIONS) this.retries.add(0, { operation });
     for (const stage of [...CANDIDATE_SOURCES, 'nil']) this.links.add(0, { stage });
+    for (const drop of SIDE_RECORD_DROPS) this.sideRecordsDropped.add(0, { ...drop });
     // Units in the names (Prometheus: cuilink_stream_phase_duration_seconds, ..._end_to_end_lag_seconds).
     this.phaseSeconds = meter.createHistogram('cuilink.stream.phase_duration_seconds', {
       description: 'Duration of a stage phase (decode, link, produce, commit)',
@@ -155,6 +172,12 @@ export class StageMetrics {
   recordLabelRequested(stream: 'learn' | 'measure'): void {
     this.counts.labelRequests[stream] = (this.counts.labelRequests[stream] ?? 0) + 1;
     this.labelRequests.add(1, { stream });
+  }
+
+  recordSideRecordsDropped(drop: SideRecordDrop, n = 1): void {
+    const key = `${drop.kind}/${drop.reason}`;
+    this.counts.sideRecordsDropped[key] = (this.counts.sideRecordsDropped[key] ?? 0) + n;
+    this.sideRecordsDropped.add(n, { kind: drop.kind, reason: drop.reason });
   }
 
   recordReviewed(n: number): void {

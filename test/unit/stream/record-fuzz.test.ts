@@ -72,6 +72,7 @@ interface Stage {
   sent: TopicRecords[];
   committed: string[];
   fatal: unknown[];
+  metrics: StageMetrics;
 }
 
 /** The stage over the plain codec (the default), or the Confluent one over the registry stand-in. */
@@ -125,7 +126,7 @@ async function stage(format: 'plain' | 'confluent' = 'plain'): Promise<Stage> {
     // Every linked note is a measure note, and each of its mentions up to the budget is asked for a label.
     labels: { selector: new LabelSelector({ policy: 'confidence', budget: 1, windowMs: 3_600_000, recurrenceExponent: 2, measureFraction: 1, measureBudget: 1_000_000, surfaceKey: normalizeName }), measureTopic: config.topics.measureRequests },
   });
-  return { handler, codec: recordCodec, sent, committed, fatal };
+  return { handler, codec: recordCodec, sent, committed, fatal, metrics };
 }
 
 /** Why the stage's handling of `record` (at `offset`) breaks the rule, or undefined when it does not. */
@@ -182,6 +183,8 @@ test('a note whose review record and label request are over their topics\' max.m
   const note = hugeIdsNote();
   assert.equal(await violation(s, { what: 'huge ids', value: singleObject(rawNote(note)), headers: [], expect: 'linked' }, 0), undefined);
   assert.deepEqual(s.sent.map((r) => r.topic), [OUTPUT], 'the LinkedNote alone');
+  // Left out, and counted once each (cuilink_stream_side_records_dropped_total{kind,reason}).
+  assert.deepEqual(s.metrics.counts.sideRecordsDropped, { 'review/too_large': 1, 'label_request/too_large': 1 });
 });
 
 test('every mutant NoteEvent is linked or dead-lettered with a record-fault code, and the stage keeps going', { timeout: 300_000 }, async () => {
