@@ -15,6 +15,7 @@ export function registerMemoryUpdaterInstruments(stats: () => MemoryUpdaterStats
   const duplicates = counter('duplicates', 'Gold labels the memory already held (a replay after a restart reads every label again)');
   const measureSkipped = counter('measure_skipped', 'Gold labels of measure-stream notes: scored by the evaluator, never learned');
   const erasedSkipped = counter('erased_skipped', 'Gold labels of notes erased from the memory (cuilink memory erase): never learned again');
+  const nilSkipped = counter('nil_skipped', 'NIL gold labels (no concept id): the memory learns concepts, so these are never learned');
   const goldDropped = counter('gold_dropped', 'Gold labels dropped unlearned: ahead of their note while the waiting room was full');
   const snapshots = counter('snapshots_written', 'Memory versions published');
   const snapshotsFailed = counter('snapshots_failed', 'Snapshots not published: another writer published meanwhile (retried), or a failure (the updater exits)');
@@ -30,6 +31,7 @@ export function registerMemoryUpdaterInstruments(stats: () => MemoryUpdaterStats
       observer.observe(duplicates, s.duplicates);
       observer.observe(measureSkipped, s.measureSkipped);
       observer.observe(erasedSkipped, s.erasedSkipped);
+      observer.observe(nilSkipped, s.nilSkipped);
       observer.observe(goldDropped, s.goldDropped);
       observer.observe(snapshots, s.snapshots);
       observer.observe(snapshotsFailed, s.snapshotsFailed);
@@ -38,6 +40,6 @@ export function registerMemoryUpdaterInstruments(stats: () => MemoryUpdaterStats
       observer.observe(age, Math.max(0, (now() - s.lastSnapshotAt) / 1000));
       observer.observe(sequence, s.version === undefined ? 0 : memorySequence(s.version));
     },
-    [learned, duplicates, measureSkipped, erasedSkipped, goldDropped, snapshots, snapshotsFailed, pending, waiting, age, sequence],
+    [learned, duplicates, measureSkipped, erasedSkipped, nilSkipped, goldDropped, snapshots, snapshotsFailed, pending, waiting, age, sequence],
   );
 }

@@ -43,6 +43,8 @@ export interface MemoryUpdaterStats {
   goldDropped: number;
   /** Gold of notes whose labels were erased (cuilink memory erase): never learned again. */
   erasedSkipped: number;
+  /** NIL gold (no concept id: the mention is not in the KB), which names nothing the memory could vote for. */
+  nilSkipped: number;
   snapshots: number;
   /** Snapshots that could not be published: refused because another writer published meanwhile (retried), or failed (fatal). */
   snapshotsFailed: number;
@@ -103,7 +105,7 @@ export class MemoryUpdater {
   readonly failed: Promise<never> = new Promise<never>((_, reject) => {
     this.rejectFailed = reject;
   });
-  readonly stats: MemoryUpdaterStats = { learned: 0, measureSkipped: 0, duplicates: 0, waiting: 0, goldDropped: 0, erasedSkipped: 0, snapshots: 0, snapshotsFailed: 0, pending: 0, lastSnapshotAt: 0, version: undefined };
+  readonly stats: MemoryUpdaterStats = { learned: 0, measureSkipped: 0, duplicates: 0, waiting: 0, goldDropped: 0, erasedSkipped: 0, nilSkipped: 0, snapshots: 0, snapshotsFailed: 0, pending: 0, lastSnapshotAt: 0, version: undefined };
 
   constructor(options: MemoryUpdaterOptions) {
     this.options = options;
@@ -165,7 +167,7 @@ export class MemoryUpdater {
           const offset = BigInt(message.offset);
           if (offset < (this.handled.get(key) ?? 0n)) continue;
           try {
-            if (topic === goldTopic) this.onGold(avroToGoldMention(await codec.decode('GoldMention', message.value, message.headers)));
+            if (topic === goldTopic) this.onGold(checkGold(avroToGoldMention(await codec.decode('GoldMention', message.value, message.headers))));
             else this.onNote(noteEventToNoteInput(await codec.decode('NoteEvent', message.value, message.headers)));
           } catch (error) {
             // Retriable (registry down): thrown, and the consumer reads this record again.
@@ -252,6 +254,11 @@ export class MemoryUpdater {
       this.stats.erasedSkipped++;
       return;
     }
+    // A memory label names a concept; learned, a NIL one would fail the whole batch at the flush.
+    if (gold.ids.length === 0) {
+      this.stats.nilSkipped++;
+      return;
+    }
     const key = labelKey(this.store.noteKey(gold.noteId), gold.mentionId, gold.ids);
     if (this.known.has(key)) {
       this.stats.duplicates++;
@@ -260,9 +267,10 @@ export class MemoryUpdater {
     const note = this.notes.get(gold.noteId);
     const mention = note?.mentions.get(gold.mentionId);
     // Gold ahead of its note, or for another version of it (a note sent again with its mention ids
-    // reassigned: the id now names another span): held (bounded like the notes) until the version
-    // the label was given on arrives, never learned for whatever mention holds the id now.
-    if (!note || (mention !== undefined && (mention.start !== gold.start || mention.end !== gold.end))) {
+    // reassigned: the id now names another span; or longer than this one): held (bounded like the
+    // notes) until the version the label was given on arrives, never learned for whatever mention
+    // holds the id now, nor for a span cut short at the note's end.
+    if (!note || (mention !== undefined ? mention.start !== gold.start || mention.end !== gold.end : gold.end > note.text.length)) {
       const list = this.waiting.get(gold.noteId) ?? [];
       if (list.length === 0 && this.waiting.size >= (this.options.maxNotes ?? DEFAULT_MAX_NOTES)) {
         this.dropGold();
@@ -299,6 +307,18 @@ export class MemoryUpdater {
     const max = this.options.maxNotes ?? DEFAULT_MAX_NOTES;
     this.options.log(`memory-updater: ${n} gold label${n === 1 ? '' : 's'} dropped so far, not learned: ahead of ${n === 1 ? 'its note' : 'their notes'} while gold already waited for ${max} note${max === 1 ? '' : 's'}, the most held (a restart reads the topics again)`);
   }
+}
+
+/**
+ * What makes a gold label the record's fault, skipped with a log line: an empty or blank concept id
+ * (BAD_MENTION: the memory refuses it at the flush, failing the whole batch, and a blank one it took
+ * would be linked as a concept id outside the KB, memory.outsideKb), and a span no note has
+ * (BAD_SPAN: negative, empty or reversed; learned, a slice of the note's text nobody labelled).
+ */
+function checkGold(gold: GoldMention): GoldMention {
+  if (gold.ids.some((id) => id.trim() === '')) throw new CuilinkError('BAD_MENTION', `a gold label with ${gold.ids.length === 1 ? 'an empty concept id' : 'an empty one among its concept ids'}`);
+  if (!(gold.start >= 0 && gold.end > gold.start)) throw new CuilinkError('BAD_SPAN', `a gold label with the span [${gold.start}, ${gold.end}): negative, empty or reversed`);
+  return gold;
 }
 
 function labelKey(noteId: string, mentionId: string, ids: readonly string[]): string {

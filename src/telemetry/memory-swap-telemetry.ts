@@ -10,10 +10,15 @@ export interface MemorySwapCounts {
 /** Codes a failed memory load reports (the watcher's errors; MEMORY_LOAD for one without a code): series at 0 from start. */
 export const MEMORY_LOAD_FAILURE_CODES = ['BAD_MEMORY', 'BAD_INDEX', 'MODEL_MISMATCH', 'MEMORY_LOAD'] as const;
 
-/** The sequence number a memory version's name starts with (`000007-3fa1c2d9e0` → 7); 0 for another name. */
+/**
+ * The sequence number a memory version's name starts with (`000007-3fa1c2d9e0` → 7); 0 for another
+ * name, and for digits past what a number holds (a name no updater writes: read from a record, its
+ * Infinity would come back from a JSON state file as null).
+ */
 export function memorySequence(version: string): number {
   const match = /^(\d+)-/.exec(version);
-  return match ? Number(match[1]) : 0;
+  const sequence = match ? Number(match[1]) : 0;
+  return Number.isFinite(sequence) ? sequence : 0;
 }
 
 /**

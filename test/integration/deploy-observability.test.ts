@@ -73,7 +73,7 @@ async function evaluatorFamilies(): Promise<string[]> {
 async function memoryUpdaterFamilies(): Promise<string[]> {
   const exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
   const provider = new MeterProvider({ readers: [exporter] });
-  registerMemoryUpdaterInstruments(() => ({ learned: 1, measureSkipped: 0, duplicates: 0, waiting: 0, goldDropped: 0, erasedSkipped: 0, snapshots: 1, snapshotsFailed: 0, pending: 0, lastSnapshotAt: 0, version: '000001-x' }), provider.getMeter('cuilink.memory_updater'));
+  registerMemoryUpdaterInstruments(() => ({ learned: 1, measureSkipped: 0, duplicates: 0, waiting: 0, goldDropped: 0, erasedSkipped: 0, nilSkipped: 0, snapshots: 1, snapshotsFailed: 0, pending: 0, lastSnapshotAt: 0, version: '000001-x' }), provider.getMeter('cuilink.memory_updater'));
   try {
     const { resourceMetrics } = await exporter.collect();
     return familiesOf(new PrometheusSerializer(undefined, false, undefined, false, true).serialize(resourceMetrics));

@@ -32,7 +32,7 @@ const CROSS_ENCODER_DIR = join(DEFAULT_MODEL_DIR, '..', 'crossencoder');
  * WordPiece tokenizer as BiEncoder.encode tokenizes it: a text the tokenizer cannot take fails here
  * as it would in the real encoder.
  */
-class TokenizingTrigramEncoder extends TrigramEncoder {
+export class TokenizingTrigramEncoder extends TrigramEncoder {
   private readonly tokenizer = WordPieceTokenizer.load(join(DEFAULT_MODEL_DIR, readModelManifest(DEFAULT_MODEL_DIR).tokenizer));
   private readonly markerId: number | undefined;
   private readonly maxLength: number;

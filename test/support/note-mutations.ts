@@ -58,7 +58,7 @@ function zigzag(value: number | bigint): bigint {
   return n >= 0n ? n << 1n : (-n << 1n) - 1n;
 }
 
-function varint(value: number | bigint): Buffer {
+export function varint(value: number | bigint): Buffer {
   let n = zigzag(value);
   const bytes: number[] = [];
   do {
@@ -70,7 +70,7 @@ function varint(value: number | bigint): Buffer {
   return Buffer.from(bytes);
 }
 
-function str(value: AvroText): Buffer {
+export function str(value: AvroText): Buffer {
   const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
   return Buffer.concat([varint(bytes.length), bytes]);
 }

@@ -23,7 +23,8 @@ Options:
                          sent to this review topic (ReviewMention records, read to their end)
   --request-topic T      instead of --fraction: publish the gold of exactly the mentions the stage
                          asked labels for on this topic (LabelRequest records, read to their end:
-                         topics.labelRequests or topics.measureRequests; an annotator that answers)
+                         topics.labelRequests or topics.measureRequests; an annotator that answers).
+                         With either, a record that does not decode is left out, counted on stderr
   --seed N               sampling seed of --fraction (default 1)
   --gold-topic T         gold topic (default cuilink.gold)
   --notes-topic T        also publish the notes to this input topic (e.g. cuilink.notes)
@@ -77,7 +78,12 @@ export const goldSample: Command = {
     let onlyMentions: Set<string> | undefined;
     if (asked !== undefined) {
       await requireTopics(kafka, [asked.topic]);
-      onlyMentions = await readRequestedMentions(kafka, codec, asked.topic, asked.kind);
+      const read = await readRequestedMentions(kafka, codec, asked.topic, asked.kind);
+      onlyMentions = read.mentions;
+      if (read.refused.length > 0) {
+        const first = read.refused[0]!;
+        console.error(`gold-sample: ${read.refused.length} record${read.refused.length === 1 ? '' : 's'} of ${asked.topic} could not be read as ${asked.kind} and ${read.refused.length === 1 ? 'was' : 'were'} left out (first at ${first.where}: ${first.code})`);
+      }
     }
     const result = await publishGoldSample({ kafka, codec, corpusFile, fraction, seed, goldTopic, notesTopic, types, annotator: values.annotator, onlyMentions });
     // Nothing sampled is no error (the stage may have been sure of every mention), but "0 sampled" alone does not say which of the two inputs to check.

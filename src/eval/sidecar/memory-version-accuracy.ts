@@ -51,7 +51,8 @@ export class MemoryVersionAccuracy {
     this.limit = limit;
     this.noMemory = { ...(restored?.noMemory ?? { n: 0, hits: 0 }) };
     this.older = { ...(restored?.older ?? { n: 0, hits: 0, versions: 0 }) };
-    for (const v of restored?.versions ?? []) this.versions.set(v.memoryVersion, { ...v });
+    // The sequence again from the name: a state file may hold null where one was saved as Infinity.
+    for (const v of restored?.versions ?? []) this.versions.set(v.memoryVersion, { ...v, sequence: memorySequence(v.memoryVersion) });
     while (this.versions.size > this.limit) this.foldOldest();
   }
 
