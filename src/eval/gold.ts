@@ -16,6 +16,15 @@ export interface GoldMention {
   end: number;
 }
 
+/**
+ * The most concept ids one gold label read from the gold topic may name, as written (repeats
+ * counted). A composite names a few (NCBI-disease: at most 4 in dev, 5 in train); 64 leaves room
+ * for any real one. The topic is anyone's to write, and scoring a label costs graded relevances per
+ * distinct id, the joiner, state file and memory hold every id: a label naming more is refused
+ * (RECORD_TOO_LARGE) by the evaluator and the memory updater alike.
+ */
+export const MAX_GOLD_IDS = 64;
+
 /** Mention ids are the span, so the same annotation gets the same id in every run and tool. */
 export function mentionIdOf(start: number, end: number): string {
   return `${start}-${end}`;

@@ -19,6 +19,11 @@ export function kbOntologyView(store: ConceptStore, hierarchy: Hierarchy = Hiera
       const concept = store.get(predictedId);
       return concept !== undefined && (concept.id === goldId || concept.altIds.includes(goldId));
     },
+    idsMatchedBy(predictedId) {
+      // What `matches` compares the gold id with, and nothing else.
+      const concept = store.get(predictedId);
+      return concept === undefined ? [predictedId] : [predictedId, concept.id, ...concept.altIds];
+    },
     pathLength(a, b) {
       const d = hierarchy.pathLength(a, b);
       return Number.isFinite(d) ? d : undefined;

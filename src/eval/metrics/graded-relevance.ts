@@ -58,7 +58,8 @@ export function idealDcg(goldId: string, view: OntologyView, k: number): number 
 export function gradedNdcg(predicted: readonly string[], goldIds: readonly string[], view: OntologyView, k: number): number {
   const top = predicted.slice(0, k);
   let best = 0;
-  for (const goldId of goldIds) {
+  // A repeated id scores what it scored the first time: each costs k relevances and an ideal.
+  for (const goldId of new Set(goldIds)) {
     const gold = view.resolve(goldId);
     if (gold === undefined) continue;
     const value = dcg(top.map((p) => gradedRelevance(p, goldId, view))) / idealDcg(goldId, view, k);

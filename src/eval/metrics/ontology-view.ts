@@ -13,6 +13,12 @@ export interface OntologyView {
    */
   matches(predictedId: string, goldId: string): boolean;
   /**
+   * Every gold id `matches(predictedId, ·)` accepts, so a caller can test a prediction against a
+   * whole gold label with one Set lookup per id named here instead of one `matches` per gold id
+   * (the gold topic is anyone's to write). May repeat an id.
+   */
+  idsMatchedBy(predictedId: string): readonly string[];
+  /**
    * Number of is-a links on the shortest path between two primary ids through a common ancestor
    * (the least common ancestor for that pair): 0 for the same concept, 1 parent/child,
    * 2 grandparent/grandchild/sibling. Undefined when they share no ancestor.

@@ -13,8 +13,10 @@ export const TOP_K = 5;
  */
 export function scoreMention(record: MentionRecord, view: OntologyView): MentionScores {
   const { goldIds, predicted } = record;
-  const matchesGold = (id: string): boolean => goldIds.some((g) => view.matches(id, g));
-  const rank = predicted.findIndex(matchesGold);
+  // One lookup per id a prediction answers to, not one `matches` per gold id: gold labels and
+  // candidate lists come from topics anyone may write, and their product was the cost of a pair.
+  const gold = new Set(goldIds);
+  const rank = predicted.findIndex((id) => matchesAny(id, gold, view));
   const goldNil = !goldIds.some((g) => view.resolve(g) !== undefined);
   return {
     hit1: rank === 0,
@@ -45,16 +47,25 @@ function binnedConfidence(record: MentionRecord): number | null {
  */
 export function ontologySimilarity(predictedId: string | undefined, goldIds: readonly string[], view: OntologyView): number {
   if (predictedId === undefined) return 0;
+  if (matchesAny(predictedId, new Set(goldIds), view)) return 1;
   const predicted = view.resolve(predictedId);
+  if (predicted === undefined) return 0;
   let best = 0;
-  for (const goldId of goldIds) {
-    if (view.matches(predictedId, goldId)) return 1;
+  // The distance depends on the concept a gold id resolves to, not on how the id is written.
+  const measured = new Set<string>();
+  for (const goldId of new Set(goldIds)) {
     const gold = view.resolve(goldId);
-    if (predicted === undefined || gold === undefined) continue;
+    if (gold === undefined || measured.has(gold)) continue;
+    measured.add(gold);
     const d = predicted === gold ? 0 : view.pathLength(predicted, gold);
     if (d !== undefined) best = Math.max(best, 1 / (1 + d));
   }
   return best;
+}
+
+/** `view.matches(predictedId, g)` for some g of `goldIds`, in as many lookups as the ids the prediction answers to. */
+function matchesAny(predictedId: string, goldIds: ReadonlySet<string>, view: OntologyView): boolean {
+  return view.idsMatchedBy(predictedId).some((id) => goldIds.has(id));
 }
 
 export function scoreRecord(record: MentionRecord, view: OntologyView): ScoredMention {

@@ -13,11 +13,12 @@ import { SidecarEvaluator, type SidecarReport } from '../../../src/eval/sidecar/
 import { loadSnapshot } from '../../../src/eval/sidecar/state-file.ts';
 import { avroToLinkedNote, ConfluentAvroCodec, PlainAvroCodec } from '../../../src/stream/avro/index.ts';
 import { avroToGoldMention } from '../../../src/eval/gold-avro.ts';
+import { MAX_GOLD_IDS } from '../../../src/eval/gold.ts';
 import { RECORD_FAULT_CODES } from '../../../src/stream/dead-letter-policy.ts';
 import type { ConsumerRunOptions } from '../../../src/stream/kafka/client-types.ts';
 import { FIXTURE_CONCEPTS } from '../../fixtures/link-concepts.ts';
 import { consumerBases, deliverOne, inbound, scriptedKafka } from '../../support/consumer-fuzz-bed.ts';
-import { confluentConsumerMutant, consumerMutant, drawBase, mutationNames, registerConsumerSchemas, type ConsumerBases, type ConsumerMutant, type ConsumerRegistryIds } from '../../support/consumer-mutants.ts';
+import { confluentConsumerMutant, consumerMutant, drawBase, mutationNames, registerConsumerSchemas, singleObjectOf, type ConsumerBases, type ConsumerMutant, type ConsumerRegistryIds } from '../../support/consumer-mutants.ts';
 import { lcg } from '../../support/lcg.ts';
 import { startSchemaRegistryStandIn, type SchemaRegistryStandIn } from '../../support/schema-registry-stand-in.ts';
 
@@ -151,6 +152,25 @@ test('a memory version named with a sequence past what a number holds reads the 
   }
   const restarted = new SidecarEvaluator(view, options, () => {}, JSON.parse(JSON.stringify(evaluator.snapshot(0))), 0);
   assert.deepEqual(restarted.report(0).byMemoryVersion, evaluator.report(0).byMemoryVersion);
+});
+
+test('a gold label naming more concept ids than any label may (MAX_GOLD_IDS) is skipped and counted as RECORD_TOO_LARGE; one naming that many is taken', { timeout: 60_000 }, async () => {
+  // Scoring a label costs graded relevances per distinct id, and the joiner and state file hold
+  // every id: 50,000 ids against a 5,000-candidate mention took 18 s to score.
+  const b = await bed('plain');
+  try {
+    const gold = bases.gold[0]!;
+    const idsOf = (n: number) => [...gold.ids, ...Array.from({ length: n - gold.ids.length }, (_, i) => `X:${i}`)];
+    const send = (record: object, offset: number) => deliverOne(b.run, inbound(TOPICS.GoldMention, { value: singleObjectOf('GoldMention', record), headers: [] }, offset));
+    await send({ ...gold, ids: idsOf(MAX_GOLD_IDS + 1) }, 0);
+    assert.deepEqual(b.source.skipped, { RECORD_TOO_LARGE: 1 });
+    assert.equal(b.evaluator.report().goldSeen, 0);
+    await send({ ...gold, ids: idsOf(MAX_GOLD_IDS) }, 1);
+    assert.deepEqual(b.source.skipped, { RECORD_TOO_LARGE: 1 });
+    assert.equal(b.evaluator.report().goldSeen, 1);
+  } finally {
+    await b.evaluator.stop().catch(() => {});
+  }
 });
 
 test('every mutant GoldMention and LinkedNote is taken or skipped with a record-fault code; the evaluator keeps going and its state file restores', { timeout: 300_000 }, async () => {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BiEncoder } from '../../../src/encode/bi-encoder.ts';
 import { readModelManifest } from '../../../src/encode/manifest.ts';
+import { MAX_GOLD_IDS } from '../../../src/eval/gold.ts';
 import { MemoryUpdater, type MemoryUpdaterOptions } from '../../../src/eval/memory-updater.ts';
 import { DEFAULT_MODEL_DIR } from '../../../src/link/default-index.ts';
 import { MemoryLearner } from '../../../src/link/memory-learner.ts';
@@ -145,6 +146,25 @@ test('a gold label without a concept id (NIL) or with an empty one is not learne
     assert.deepEqual(learned.map((r) => r.mentionId), [others[1]!.mentionId]);
     assert.equal(b.updater.stats.nilSkipped, 1);
     assert.deepEqual(b.logs.filter((line) => /skipped/.test(line)), [`memory-updater: skipped gold[0]@${b.offset - 2}: BAD_MENTION`]);
+  } finally {
+    await b.updater.stop().catch(() => {});
+  }
+});
+
+test('a gold label naming more concept ids than any label may (MAX_GOLD_IDS) is skipped as RECORD_TOO_LARGE; one naming that many is learned', { timeout: 60_000 }, async () => {
+  // The evaluator refuses such a label (docs/evaluator.md); learned here, the memory would hold a
+  // label voting for thousands of concepts, written into every later version.
+  const b = await bed('plain');
+  try {
+    const [first, second] = bases.gold.filter((g) => g.noteId === 'n-edges');
+    const send = (record: object) => deliverOne(b.run, inbound('gold', { value: singleObjectOf('GoldMention', record), headers: [] }, b.offset++));
+    const idsOf = (n: number) => [...first!.ids, ...Array.from({ length: n - first!.ids.length }, (_, i) => `X:${i}`)];
+    await send({ ...first!, ids: idsOf(MAX_GOLD_IDS + 1) });
+    await send({ ...second!, ids: idsOf(MAX_GOLD_IDS) });
+    await b.updater.flush();
+    const learned = MemoryStore.open(resolveMemoryDir(b.options.root).dir, normalizeName).list();
+    assert.deepEqual(learned.map((r) => [r.mentionId, r.ids.length]), [[second!.mentionId, MAX_GOLD_IDS]]);
+    assert.deepEqual(b.logs.filter((line) => /skipped/.test(line)), [`memory-updater: skipped gold[0]@${b.offset - 2}: RECORD_TOO_LARGE`]);
   } finally {
     await b.updater.stop().catch(() => {});
   }
