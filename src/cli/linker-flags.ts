@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../kb/errors.ts';
+import { isObject } from '../kb/safe-json.ts';
+import { parseLinkConfig } from '../link/link-config.ts';
 import { resolveMemoryDir } from '../retrieve/memory-root.ts';
 import { ENCODER_FLAG_OPTIONS, ENCODER_FLAGS_HELP, encoderRequest } from './encoder-flags.ts';
 import type { OpenLinkerOptions } from '../link/open-linker.ts';
@@ -54,11 +56,22 @@ function readJsonFile(file: string, flag: string): Record<string, unknown> {
   } catch (error) {
     throw new InputError(`--${flag}: cannot read ${file}: ${(error as Error).message}`, 'BAD_FLAGS', error);
   }
+  let value: unknown;
   try {
-    return JSON.parse(text) as Record<string, unknown>;
+    value = JSON.parse(text);
   } catch (error) {
     throw new InputError(`--${flag}: ${file} is not JSON: ${(error as Error).message}`, 'BAD_FLAGS', error);
   }
+  // `null` would read as "no config": the defaults, while the user believes the file was used.
+  if (!isObject(value)) throw new InputError(`--${flag} ${file}: must hold a JSON object, not ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`, 'BAD_CONFIG');
+  return value;
+}
+
+/** The --link-config file's options, checked now (naming the file and the key), before anything is loaded. */
+function readLinkConfigFile(file: string): Record<string, unknown> {
+  const config = readJsonFile(file, 'link-config');
+  parseLinkConfig(config, `--link-config ${file}`);
+  return config;
 }
 
 /** openLinker options from the flags; the index directory is filled in by the caller when absent. */
@@ -69,7 +82,7 @@ export function linkerRequest(values: LinkerFlagValues): Omit<OpenLinkerOptions,
     rerankerDir: values.reranker === undefined ? undefined : values.reranker === 'none' ? false : values.reranker,
     memoryDir: values.memory,
     calibration: values.calibration === undefined ? undefined : values.calibration === 'none' ? false : values.calibration,
-    config: values['link-config'] === undefined ? undefined : readJsonFile(values['link-config'], 'link-config'),
+    config: values['link-config'] === undefined ? undefined : readLinkConfigFile(values['link-config']),
     ...encoderRequest(values),
   };
 }

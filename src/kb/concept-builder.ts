@@ -5,23 +5,51 @@ export function newConcept(id: string, name: string): Concept {
   return { id, name, synonyms: [], semanticTypes: [], parents: [], xrefs: [], altIds: [] };
 }
 
-/** Appends `value` unless it is empty or already present; keeps source order. */
-export function addUnique(list: string[], value: string): void {
+/** Lists up to this long are scanned; longer ones get a Set beside them (listIndexes). */
+const SCAN_LIMIT = 32;
+
+/**
+ * The items of each long list, so that a concept with 100k synonyms (or parents, or lines of one id
+ * to merge) loads in linear time: a scan per added item made that minutes. Keyed by the array, so
+ * a list that is replaced (compactConcept, a filter) drops its index with it. A list changed other
+ * than through addUnique is noticed by its length no longer being the index's size, and re-indexed;
+ * a change that keeps the length (one item swapped for another) must drop the index itself, as
+ * setPreferredName does.
+ */
+const listIndexes = new WeakMap<string[], Set<string>>();
+
+/**
+ * Appends `value` unless it is empty or already present; keeps source order. `keep` makes the
+ * copy that is stored (detach), only when the value is new.
+ */
+export function addUnique(list: string[], value: string, keep?: (value: string) => string): void {
   if (value.length === 0) return;
-  // Lists are short (median 1–5); a linear scan beats allocating a Set per concept.
-  for (let i = 0; i < list.length; i++) if (list[i] === value) return;
-  list.push(value);
+  if (list.length < SCAN_LIMIT) {
+    // Lists are short (median 1–5); a linear scan beats allocating a Set per concept.
+    for (let i = 0; i < list.length; i++) if (list[i] === value) return;
+    list.push(keep === undefined ? value : keep(value));
+    return;
+  }
+  let index = listIndexes.get(list);
+  if (index === undefined || index.size !== list.length) listIndexes.set(list, (index = new Set(list)));
+  if (index.has(value)) return;
+  // The stored copy goes into the index too: `value` may pin the whole line it was cut from.
+  const stored = keep === undefined ? value : keep(value);
+  list.push(stored);
+  index.add(stored);
 }
 
 /** Adds a name as a synonym unless it is the preferred name or already there (exact match). */
-export function addSynonym(concept: Concept, name: string): void {
+export function addSynonym(concept: Concept, name: string, keep?: (name: string) => string): void {
   if (name.length === 0 || name === concept.name) return;
-  addUnique(concept.synonyms, name);
+  addUnique(concept.synonyms, name, keep);
 }
 
 /** Makes `name` the preferred name, demoting the old one to the synonyms. */
 export function setPreferredName(concept: Concept, name: string): void {
   if (name === concept.name) return;
+  // One synonym out and another in keeps the length: the index would not see the change.
+  listIndexes.delete(concept.synonyms);
   const at = concept.synonyms.indexOf(name);
   if (at >= 0) concept.synonyms.splice(at, 1);
   const old = concept.name;

@@ -11,6 +11,12 @@ import { conceptToJsonLine } from './jsonl-format.ts';
 export class ConceptStore implements Iterable<Concept> {
   private readonly byId = new Map<string, Concept>();
   private readonly byAltId = new Map<string, string>();
+  /**
+   * Alt id → the ids of every concept that listed it (possibly repeated, possibly one that has
+   * since dropped it): releaseAlt reads them instead of scanning the store, which made a KB whose
+   * concepts each name the next one's id as an alt id load in quadratic time.
+   */
+  private readonly altClaimants = new Map<string, string[]>();
   private names = 0;
   private sortedCache: Concept[] | undefined;
 
@@ -112,15 +118,22 @@ export class ConceptStore implements Iterable<Concept> {
     for (const alt of concept.altIds) {
       const claimant = this.byAltId.get(alt);
       if (claimant === undefined || concept.id < claimant) this.byAltId.set(alt, concept.id);
+      const claimants = this.altClaimants.get(alt);
+      if (claimants === undefined) this.altClaimants.set(alt, [concept.id]);
+      else if (claimants[claimants.length - 1] !== concept.id) claimants.push(concept.id);
     }
   }
 
   /** A new primary id that earlier concepts claimed as an alt id stops being their alt id. */
   private releaseAlt(id: string): void {
     if (!this.byAltId.has(id)) return;
-    // Rare (MEDIC 2012 has one): a scan finds every claimant, the one that won the lookup and any later one.
-    for (const other of this.byId.values()) if (other.id !== id && other.altIds.includes(id)) other.altIds = other.altIds.filter((alt) => alt !== id);
+    // Every claimant, the one that won the lookup and any later one (MEDIC 2012 has one such id).
+    for (const claimant of this.altClaimants.get(id) ?? []) {
+      const other = this.byId.get(claimant);
+      if (other !== undefined && other.id !== id && other.altIds.includes(id)) other.altIds = other.altIds.filter((alt) => alt !== id);
+    }
     this.byAltId.delete(id);
+    this.altClaimants.delete(id);
   }
 
   /** Builds a store from concepts (tests and small tools). */

@@ -36,15 +36,18 @@ export class Hierarchy {
     this.cacheLimit = cacheLimit;
     const edgeChild: number[] = [];
     const edgeParent: number[] = [];
-    const mine: number[] = [];
+    // Node → the last concept (by position) that listed it as a parent: one edge per pair in
+    // constant time, however many parents a concept lists (a scan of its own was quadratic).
+    const listedBy: number[] = [];
+    let position = 0;
     for (const concept of concepts) {
       const child = this.node(concept.id);
-      mine.length = 0;
+      position++;
       for (const rawParent of concept.parents) {
         const parent = this.node(resolve(rawParent) ?? rawParent);
         // An alt id and its primary id may both be listed; keep one edge.
-        if (parent === child || mine.includes(parent)) continue;
-        mine.push(parent);
+        if (parent === child || listedBy[parent] === position) continue;
+        listedBy[parent] = position;
         edgeChild.push(child);
         edgeParent.push(parent);
       }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { Concept } from './concept.ts';
+import { addUnique } from './concept-builder.ts';
 import { ConceptStore } from './concept-store.ts';
 import { readBiosynDictionary } from './biosyn-loader.ts';
 import { readCtdDiseases } from './ctd-loader.ts';
@@ -94,8 +95,7 @@ export async function loadKb(paths: readonly string[], options: KbLoadOptions = 
       const own = new Set([target.name, ...target.synonyms].map((n) => n.toLowerCase()));
       for (const name of [source.name, ...source.synonyms]) {
         if (own.has(name.toLowerCase())) continue;
-        target.xrefNames ??= [];
-        if (!target.xrefNames.includes(name)) target.xrefNames.push(name);
+        addUnique((target.xrefNames ??= []), name);
         named.add(target.id);
       }
     }

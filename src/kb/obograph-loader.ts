@@ -3,6 +3,7 @@ import { addSynonym, addUnique, newConcept } from './concept-builder.ts';
 import { ParseError } from './errors.ts';
 import { normalizeId } from './ids.ts';
 import { readWholeText } from './line-reader.ts';
+import { isObject } from './safe-json.ts';
 import { DEFAULT_SYNONYM_SCOPES, OBOGRAPH_SCOPE, type SynonymScope } from './synonym-scope.ts';
 
 export interface OboGraphOptions {
@@ -14,13 +15,22 @@ interface GraphNode {
   id?: unknown;
   lbl?: unknown;
   type?: unknown;
-  meta?: {
-    deprecated?: unknown;
-    definition?: { val?: unknown };
-    synonyms?: Array<{ pred?: unknown; val?: unknown }>;
-    xrefs?: Array<{ val?: unknown }>;
-    basicPropertyValues?: Array<{ pred?: unknown; val?: unknown }>;
-  };
+  meta?: GraphMeta | null;
+}
+
+/** A node's meta as the document may hold it: each list is checked when read (objectsIn). */
+interface GraphMeta {
+  deprecated?: unknown;
+  definition?: { val?: unknown } | null;
+  synonyms?: unknown;
+  xrefs?: unknown;
+  basicPropertyValues?: unknown;
+}
+
+/** A synonym, xref or property value: `val` and, but for xrefs, `pred`. */
+interface GraphValue {
+  pred?: unknown;
+  val?: unknown;
 }
 
 interface GraphEdge {
@@ -47,24 +57,29 @@ export async function readOboGraph(path: string, options: OboGraphOptions = {}):
   if (!Array.isArray(graph) || graph.length === 0 || typeof graph[0] !== 'object' || graph[0] === null) {
     throw new ParseError(path, 1, 'not an OBO-Graph document: no "graphs" array');
   }
-  const { nodes = [], edges = [] } = graph[0] as { nodes?: GraphNode[]; edges?: GraphEdge[] };
+  const { nodes = [], edges = [] } = graph[0] as { nodes?: unknown; edges?: unknown };
   if (!Array.isArray(nodes) || !Array.isArray(edges)) throw new ParseError(path, 1, '"nodes" and "edges" must be arrays');
 
   const byId = new Map<string, Concept>();
-  for (const node of nodes) {
+  for (const [i, node] of objectsIn<GraphNode>(nodes, 'graphs[0].nodes', path)) {
     if (node.type !== 'CLASS' || typeof node.id !== 'string' || typeof node.lbl !== 'string') continue;
-    const meta = node.meta ?? {};
+    const where = `graphs[0].nodes[${i}].meta`;
+    if (node.meta !== undefined && node.meta !== null && !isObject(node.meta)) throw new ParseError(path, 1, `${where} must be an object`);
+    const meta: GraphMeta = node.meta ?? {};
     if (meta.deprecated === true) continue;
-    const concept = newConcept(normalizeId(node.id), node.lbl.trim());
+    const id = normalizeId(node.id);
+    // The other loaders refuse a concept without an id too: it could only be linked as ''.
+    if (id.length === 0) throw new ParseError(path, 1, `graphs[0].nodes[${i}].id is empty`);
+    const concept = newConcept(id, node.lbl.trim());
     if (concept.name.length === 0) continue;
-    for (const syn of meta.synonyms ?? []) {
+    for (const [, syn] of objectsIn<GraphValue>(meta.synonyms, `${where}.synonyms`, path)) {
       const scope = typeof syn.pred === 'string' ? OBOGRAPH_SCOPE[syn.pred] : undefined;
       if (scope !== undefined && scopes.has(scope) && typeof syn.val === 'string') addSynonym(concept, syn.val.trim());
     }
-    for (const xref of meta.xrefs ?? []) {
+    for (const [, xref] of objectsIn<GraphValue>(meta.xrefs, `${where}.xrefs`, path)) {
       if (typeof xref.val === 'string') addUnique(concept.xrefs, normalizeId(xref.val));
     }
-    for (const pv of meta.basicPropertyValues ?? []) {
+    for (const [, pv] of objectsIn<GraphValue>(meta.basicPropertyValues, `${where}.basicPropertyValues`, path)) {
       if (typeof pv.pred === 'string' && pv.pred.endsWith('hasAlternativeId') && typeof pv.val === 'string') {
         const alt = normalizeId(pv.val);
         if (alt !== concept.id) addUnique(concept.altIds, alt);
@@ -74,13 +89,27 @@ export async function readOboGraph(path: string, options: OboGraphOptions = {}):
     if (typeof definition === 'string' && definition.trim().length > 0) concept.definition = definition.trim();
     byId.set(concept.id, concept);
   }
-  for (const edge of edges) {
+  for (const [, edge] of objectsIn<GraphEdge>(edges, 'graphs[0].edges', path)) {
     if (edge.pred !== 'is_a' || typeof edge.sub !== 'string' || typeof edge.obj !== 'string') continue;
     const child = byId.get(normalizeId(edge.sub));
     const parent = normalizeId(edge.obj);
     if (child && parent !== child.id) addUnique(child.parents, parent);
   }
   return [...byId.values()];
+}
+
+/**
+ * The items of a list of objects with their indexes; absent or null is no items. Another value,
+ * or an item that is no object, is a ParseError naming its key: read as it is, it threw a TypeError.
+ * The document is parsed whole, so the line is the document's first.
+ */
+function objectsIn<T extends object>(list: unknown, key: string, path: string): [number, T][] {
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) throw new ParseError(path, 1, `${key} must be an array`);
+  return list.map((item, i): [number, T] => {
+    if (!isObject(item)) throw new ParseError(path, 1, `${key}[${i}] must be an object`);
+    return [i, item as T];
+  });
 }
 
 /**

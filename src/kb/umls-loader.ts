@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Concept } from './concept.ts';
-import { addUnique, compactConcept, detach, newConcept, setPreferredName } from './concept-builder.ts';
+import { addSynonym, addUnique, compactConcept, detach, newConcept, setPreferredName } from './concept-builder.ts';
 import { InputError, ParseError } from './errors.ts';
 import { normalizeId } from './ids.ts';
 import { readLines } from './line-reader.ts';
@@ -95,8 +95,8 @@ async function readMrconso(path: string, languages: Set<string>, sources: Set<st
     } else if (isPreferred && !preferred.has(concept)) {
       setPreferredName(concept, concept.synonyms.includes(str) ? str : detach(str));
       preferred.add(concept);
-    } else if (str !== concept.name && !concept.synonyms.includes(str)) {
-      concept.synonyms.push(detach(str));
+    } else {
+      addSynonym(concept, str, detach);
     }
     const xrefPrefix = XREF_PREFIX.get(sab);
     if (xrefPrefix !== undefined) {

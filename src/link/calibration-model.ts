@@ -18,6 +18,13 @@ export const logisticModelSchema = z
 
 export type TreeNode = { leaf: number } | { feature: number; threshold: number; below: TreeNode; above: TreeNode };
 
+/**
+ * Splits from a tree's root to its deepest leaf at most: cuilink calibrate grows trees at most 8
+ * deep (--depth); a deeper one is damage, and the recursive schema would overflow the stack on a
+ * tree thousands of splits deep.
+ */
+export const MAX_TREE_DEPTH = 64;
+
 /** A split sends a feature value ≤ threshold `below`, a larger one `above`. */
 const treeNodeSchema: z.ZodType<TreeNode> = z.lazy(() =>
   z.union([
@@ -68,11 +75,15 @@ export function checkModelShape(model: CalibrationModel, features: number, path:
     }
     return;
   }
-  const visit = (node: TreeNode): void => {
-    if ('leaf' in node) return;
-    if (node.feature >= features) throw new InputError(`${path}: a tree of ${part}trees splits on feature ${node.feature}; there are ${features}`, 'BAD_CALIBRATION');
-    visit(node.below);
-    visit(node.above);
-  };
-  model.trees.forEach(visit);
+  // Iterative and depth-bounded: a model built in code (not parsed) may be deeper still, or cyclic.
+  for (const [i, tree] of model.trees.entries()) {
+    const pending: [TreeNode, number][] = [[tree, 0]];
+    while (pending.length > 0) {
+      const [node, depth] = pending.pop()!;
+      if ('leaf' in node) continue;
+      if (depth >= MAX_TREE_DEPTH) throw new InputError(`${path}: ${part}trees.${i} is more than ${MAX_TREE_DEPTH} splits deep (or cyclic)`, 'BAD_CALIBRATION');
+      if (node.feature >= features) throw new InputError(`${path}: a tree of ${part}trees splits on feature ${node.feature}; there are ${features}`, 'BAD_CALIBRATION');
+      pending.push([node.below, depth + 1], [node.above, depth + 1]);
+    }
+  }
 }

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import { CONFIDENCE_FEATURES } from './confidence-features.ts';
-import { calibrationModelSchema, checkModelShape, modelLogit, type CalibrationModel } from './calibration-model.ts';
+import { calibrationModelSchema, checkModelShape, MAX_TREE_DEPTH, modelLogit, type CalibrationModel } from './calibration-model.ts';
+import { pathDeeperThan, pathOfNonFinite } from '../kb/safe-json.ts';
 
 /** Format 1: logistic parts only, their fields at the top level (the context reranker's file is one). */
 export const CALIBRATION_FORMAT_V1 = 'cuilink-calibration/1';
@@ -38,6 +39,9 @@ const nilConfidenceSchema = z.number().min(0).max(1).optional();
  * the link config sets `nil.inKb`.
  */
 const nilInKbSchema = z.number().min(0).max(1).optional();
+
+/** Nesting around a tree's splits in a calibration file: document, part, model and trees above its root, and its leaves below. */
+const FILE_LEVELS_ABOVE_A_TREE = 5;
 
 const modelsSchema = z.object({ biEncoder: z.string().regex(/^[0-9a-f]{64}$/), crossEncoder: z.string().regex(/^[0-9a-f]{64}$/).nullable() }).strict();
 
@@ -132,6 +136,14 @@ export class ConfidenceCalibrator {
     } catch (error) {
       throw new InputError(`calibration file ${path}: ${(error as Error).message}`, 'BAD_CALIBRATION', error);
     }
+    // The tree schema is recursive: a tree nested thousands deep would overflow the stack in it.
+    const deep = pathDeeperThan(raw, MAX_TREE_DEPTH + FILE_LEVELS_ABOVE_A_TREE);
+    if (deep !== undefined) {
+      throw new InputError(`calibration file ${path}: '${deep.slice(0, 6).join('.')}…' nests more than ${MAX_TREE_DEPTH + FILE_LEVELS_ABOVE_A_TREE} levels deep (a tree of more than ${MAX_TREE_DEPTH} splits)`, 'BAD_CALIBRATION');
+    }
+    // Leaves, weights and biases of 1e400 read as Infinity, which the schema's numbers accept and a logit turns into NaN confidences.
+    const infinite = pathOfNonFinite(raw);
+    if (infinite !== undefined) throw new InputError(`calibration file ${path}: '${infinite.join('.')}': must be a finite number (1e400 and the like read as Infinity)`, 'BAD_CALIBRATION');
     const parsed = calibrationFileSchema.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;

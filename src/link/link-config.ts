@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
+import { pathOfNonFinite } from '../kb/safe-json.ts';
 
 /**
  * Linking options, validated once at entry (CLI flags, config file or the stream's config).
@@ -190,12 +191,20 @@ export const linkConfigSchema = z
 export type LinkConfig = z.infer<typeof linkConfigSchema>;
 export type LinkConfigInput = z.input<typeof linkConfigSchema>;
 
-export function parseLinkConfig(input: unknown, origin = 'link config'): LinkConfig {
+/** A link config's options with defaults filled in, or its first problem: the key path (dotted) and what is wrong. */
+export function checkLinkConfig(input: unknown): { config: LinkConfig } | { path: string; problem: string } {
+  // 1e400 reads as Infinity, which number() accepts (with a min only) and the memory's vote shares turn into NaN scores.
+  const infinite = pathOfNonFinite(input);
+  if (infinite !== undefined) return { path: infinite.join('.'), problem: 'must be a finite number (1e400 and the like read as Infinity)' };
   const parsed = linkConfigSchema.safeParse(input ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new InputError(`${origin}: '${issue.path.join('.') || '(root)'}': ${issue.message}`, 'BAD_CONFIG');
-  }
-  return parsed.data;
+  if (parsed.success) return { config: parsed.data };
+  const issue = parsed.error.issues[0]!;
+  return { path: issue.path.join('.'), problem: issue.message };
+}
+
+export function parseLinkConfig(input: unknown, origin = 'link config'): LinkConfig {
+  const checked = checkLinkConfig(input);
+  if ('problem' in checked) throw new InputError(`${origin}: '${checked.path || '(root)'}': ${checked.problem}`, 'BAD_CONFIG');
+  return checked.config;
 }
 export type MemoryConfig = LinkConfig['memory'];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
-import { parseLinkConfig } from '../link/link-config.ts';
+import { checkLinkConfig } from '../link/link-config.ts';
 import { parseBrokerList, type KafkaConnectionConfig } from './kafka-client.ts';
 import { checkedKafkaSaslSchema, checkedKafkaTlsSchema, KAFKA_SECURITY_ENV_VARS } from './kafka-security.ts';
 import { asBool, asString, getPath, setPath, type EnvParser, type EnvVar } from './env-vars.ts';
@@ -339,7 +339,12 @@ export function loadStageConfig(options: LoadStageConfigOptions = {}): StageConf
     const topics = inert.needs.map((topic) => `topics.${topic}${envNameOf(['topics', topic])}`).join(' or ');
     throw new InputError(`${originOf(inert.setting)}: '${inert.setting}' has no effect without ${topics}: set ${inert.needs.length > 1 ? 'one of those topics' : 'that topic'} too, or drop '${inert.setting}'`, 'BAD_CONFIG');
   }
-  parseLinkConfig(parsed.data.link, 'config link');
+  // Checked here rather than by parseLinkConfig, so that the refusal names the file or variable that set the key.
+  const link = checkLinkConfig(parsed.data.link);
+  if ('problem' in link) {
+    const where = link.path === '' ? 'link' : `link.${link.path}`;
+    throw new InputError(`${originOf(where)}: '${where}': ${link.problem}`, 'BAD_CONFIG');
+  }
   // The registry's secret and PEM files are read now, so that a bad one stops the start with its field and path.
   const envNames = Object.fromEntries(ENV_VARS.filter(([name, path]) => fromEnv.includes(name) && path[0] === 'schemaRegistry').map(([name, path]) => [path.slice(1).join('.'), `environment variable ${name}`]));
   const fileOrigin = options.file ? `config ${options.file}: ` : '';

@@ -42,3 +42,36 @@ test('OBO-Graph JSON: a file saved with a UTF-8 BOM loads', async () => {
     tmp.cleanup();
   }
 });
+
+test('OBO-Graph JSON: a node, edge or meta list of the wrong type is a ParseError naming the file and the key', async () => {
+  const tmp = tempDir();
+  try {
+    const node = (meta: unknown) => ({ id: 'http://purl.obolibrary.org/obo/HP_0000001', lbl: 'All', type: 'CLASS', meta });
+    const cases: [string, unknown, RegExp][] = [
+      ['a null node', { nodes: [null] }, /graphs\[0\]\.nodes\[0\]/],
+      ['a null edge', { nodes: [node({})], edges: [node({}), null] }, /graphs\[0\]\.edges\[1\]/],
+      ['synonyms that are a number', { nodes: [node({ synonyms: 5 })] }, /graphs\[0\]\.nodes\[0\]\.meta\.synonyms/],
+      ['xrefs that are an object', { nodes: [node({ xrefs: {} })] }, /graphs\[0\]\.nodes\[0\]\.meta\.xrefs/],
+      ['a null synonym', { nodes: [node({ synonyms: [null] })] }, /graphs\[0\]\.nodes\[0\]\.meta\.synonyms\[0\]/],
+      ['a property value that is a string', { nodes: [node({ basicPropertyValues: ['x'] })] }, /graphs\[0\]\.nodes\[0\]\.meta\.basicPropertyValues\[0\]/],
+    ];
+    for (const [what, graph, key] of cases) {
+      const file = tmp.file('bad.json', JSON.stringify({ graphs: [graph] }));
+      await assert.rejects(readOboGraph(file), (e: unknown) => e instanceof ParseError && e.file === file && key.test(e.message), what);
+    }
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('OBO-Graph JSON: a class with an empty id is a ParseError naming its key, not a concept without an id', async () => {
+  const tmp = tempDir();
+  try {
+    for (const id of ['', '  ']) {
+      const file = tmp.file('empty-id.json', JSON.stringify({ graphs: [{ nodes: [{ id: 'http://purl.obolibrary.org/obo/HP_0000001', lbl: 'All', type: 'CLASS' }, { id, lbl: 'Nameless', type: 'CLASS' }] }] }));
+      await assert.rejects(readOboGraph(file), (e: unknown) => e instanceof ParseError && e.file === file && /graphs\[0\]\.nodes\[1\]\.id/.test(e.message), JSON.stringify(id));
+    }
+  } finally {
+    tmp.cleanup();
+  }
+});

@@ -69,3 +69,9 @@ test('nil.confidence defaults to DEFAULT_NIL_CONFIDENCE, takes [0, 1] and reject
 test('the origin prefixes the message', () => {
   assert.throws(() => parseLinkConfig({ rerank: { wieght: 1 } }, 'my.json'), (error: unknown) => error instanceof InputError && error.message.startsWith('my.json:') && error.message.includes('wieght'));
 });
+
+test('a number that JSON can only spell as 1e400 (Infinity) is refused, naming its key: it made memory scores NaN', () => {
+  rejects(JSON.parse('{"memory": {"kbVotes": 1e400}}'), 'memory.kbVotes', 'kbVotes');
+  rejects(JSON.parse('{"memory": {"bonus": -1e400}}'), 'memory.bonus', 'bonus');
+  rejects({ memory: { minSupport: Number.POSITIVE_INFINITY } }, 'memory.minSupport', 'minSupport given in code');
+});

@@ -96,3 +96,10 @@ test("a command's own default topic (the demo's review topic) counts as given; a
   assert.deepEqual([config.topics.review, config.review.belowConfidence], ['cuilink.review', 0.7]);
   assert.equal(loadStageConfig({ env: { CUILINK_REVIEW_TOPIC: 'mine' }, defaults: { 'topics.review': 'cuilink.review' } }).topics.review, 'mine');
 });
+
+test("a bad 'link' setting is refused naming the config file or the variable that set it, and the key under link", () => {
+  const refused = (pattern: RegExp) => (e: Error & { code?: string }) => e.code === 'BAD_CONFIG' && pattern.test(e.message);
+  withFile('{"link": {"rerank": {"weight": 2}}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), refused(new RegExp(`^config ${file}: 'link\\.rerank\\.weight'`))));
+  withFile('{"link": {"topK": 5}}', (file) => assert.throws(() => loadStageConfig({ file, env: { CUILINK_LINK_CACHE_ENTRIES: '-3' } }), refused(/^environment variable CUILINK_LINK_CACHE_ENTRIES: 'link\.cache\.maxEntries'/)));
+  withFile('{"link": {"memory": {"kbVotes": 1e400}}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), refused(new RegExp(`^config ${file}: 'link\\.memory\\.kbVotes'.*finite`))));
+});

@@ -1,0 +1,48 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isMainThread } from 'node:worker_threads';
+import { loadPubTatorCorpus } from '../../../src/eval/gold.ts';
+import { labelledMentionsFromJsonl } from '../../../src/eval/memory-sources.ts';
+import { runGuardedCases, serveCases, type FuzzCase } from '../../support/guarded-fuzz.ts';
+
+// The ids of a gold field were kept distinct by a scan per id, so a composite of 400k ids (a
+// PubTator annotation, a gold JSONL line of `cuilink memory add`) took minutes to read: the reader
+// looked hung. Each reads in well under a second now; the guard that fails it is minutes, not a
+// timed assertion.
+
+const MANY = 400_000;
+const ids = Array.from({ length: MANY }, (_, i) => `D${String(i % (MANY - 5)).padStart(6, '0')}`);
+
+const CASES: { what: string; file: string; content: string; read: (file: string) => Promise<number> }[] = [
+  {
+    what: `a PubTator annotation with ${MANY} composite ids`,
+    file: 'corpus.PubTator',
+    content: `1|t|Colon cancer.\n1\t0\t12\tColon cancer\tDisease\t${ids.join('|')}\n`,
+    read: async (file) => [...(await loadPubTatorCorpus(file)).gold.values()][0]?.ids.length ?? 0,
+  },
+  {
+    what: `a gold JSONL line with ${MANY} ids`,
+    file: 'labels.jsonl',
+    content: `${JSON.stringify({ text: 'colon cancer', ids })}\n`,
+    read: (file) => Promise.resolve(labelledMentionsFromJsonl(file)[0]!.record.ids.length),
+  },
+];
+
+function buildCase(_random: () => number, index: number, dir: string): FuzzCase {
+  const { what, file: name, content, read } = CASES[index]!;
+  const file = join(dir, name);
+  writeFileSync(file, content);
+  return { what, file, codes: [], run: async () => ((await read(file)) === MANY - 5 ? undefined : 'distinct ids lost or repeated') };
+}
+
+if (isMainThread) {
+  test('a gold field of 400k composite ids reads without a hang, each id once', { timeout: 900_000 }, async () => {
+    const { failures, cases } = await runGuardedCases(new URL(import.meta.url), { seeds: [0], cases: CASES.length }, 90_000);
+    assert.deepEqual(failures, []);
+    assert.equal(cases, CASES.length);
+  });
+} else {
+  await serveCases(buildCase);
+}
