@@ -42,7 +42,8 @@ export function registerSchemas(registry: SchemaRegistryStandIn): RegistryIds {
   };
 }
 
-function framed(id: number, body: Buffer): Buffer {
+/** `body` in the Confluent wire format: magic byte 0, then the 4-byte schema id. */
+export function framed(id: number, body: Buffer): Buffer {
   const header = Buffer.alloc(5);
   header.writeInt32BE(id, 1);
   return Buffer.concat([header, body]);

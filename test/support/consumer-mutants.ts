@@ -1,6 +1,7 @@
 import { knownSchemas, SCHEMA_FINGERPRINT_HEADER, toSingleObject, type GoldMentionRecord, type LinkedNoteRecord, type RecordKind } from '../../src/stream/avro/index.ts';
 import { CANDIDATES_CUT_HEADER } from '../../src/stream/output-fitter.ts';
 import { writeAvro } from './avro-writer.ts';
+import { framed } from './confluent-mutants.ts';
 import { GOLD_MUTATIONS, LINKED_MUTATIONS, type FieldMutation } from './consumer-field-mutations.ts';
 import { int, pick, type MutantRecord, type Random } from './note-mutations.ts';
 import type { SchemaRegistryStandIn } from './schema-registry-stand-in.ts';
@@ -197,12 +198,6 @@ export function registerConsumerSchemas(registry: SchemaRegistryStandIn): Consum
       registry.register('bad-default-value', JSON.stringify({ type: 'record', name: 'GoldMention', namespace: 'org.cuilink', fields: [{ name: 'noteId', type: 'string', default: 5 }] })),
     ],
   };
-}
-
-function framed(id: number, body: Buffer): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeInt32BE(id, 1);
-  return Buffer.concat([header, body]);
 }
 
 /** A Confluent-framed record of `kind` (for a consumer reading through the registry). */
