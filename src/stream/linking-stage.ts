@@ -155,7 +155,9 @@ export class LinkingStage {
   async start(signal?: AbortSignal): Promise<void> {
     const { config } = this.options;
     await requireTopics(this.kafka, stageTopicsOf(config));
-    await this.sizes.load(this.kafka, [config.topics.output, config.topics.deadLetter], config.topics.maxMessageBytes, this.logger);
+    const { output, deadLetter, review, labelRequests, measureRequests } = config.topics;
+    const sideTopics = [review, labelRequests, measureRequests].filter((t) => t !== undefined);
+    await this.sizes.load(this.kafka, [output, deadLetter], config.topics.maxMessageBytes, this.logger, sideTopics);
     this.metrics.highWatermarkOf = (topic, partition) => this.consumer.highWatermark?.(topic, partition);
     this.consumer.onJoin((join) => {
       this.joined = true;

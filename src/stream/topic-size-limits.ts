@@ -35,13 +35,21 @@ function byteLength(value: Buffer | string | null | undefined): number {
 export class TopicSizeLimits {
   private readonly maxBytes = new Map<string, number>();
 
-  /** Reads the topics' `max.message.bytes`; `override` (config) wins; Kafka's default when neither is known. */
-  async load(kafka: KafkaClient, topics: string[], override: number | undefined, logger: Logger): Promise<void> {
-    if (override !== undefined) {
-      for (const topic of topics) this.maxBytes.set(topic, override);
-      logger.info('record size limits (configured)', { maxMessageBytes: override, topics });
-      return;
-    }
+  /**
+   * Reads the topics' `max.message.bytes`; `override` (config) wins for `topics` (output, dead
+   * letters), Kafka's default when neither is known. `sideTopics` (review, label requests) are
+   * always described: the override is sized for the output topic, which `cuilink topics create`
+   * plans larger than them, so applying it there would promise records their topics refuse.
+   */
+  async load(kafka: KafkaClient, topics: string[], override: number | undefined, logger: Logger, sideTopics: string[] = []): Promise<void> {
+    if (override !== undefined) for (const topic of topics) this.maxBytes.set(topic, override);
+    const described = override === undefined ? [...topics, ...sideTopics] : sideTopics;
+    if (described.length > 0) await this.describe(kafka, described, logger);
+    const all = [...topics, ...sideTopics];
+    logger.info(override === undefined ? 'record size limits' : 'record size limits (configured for the output and dead-letter topics)', { maxMessageBytes: Object.fromEntries(all.map((t) => [t, this.maxMessageBytes(t)])) });
+  }
+
+  private async describe(kafka: KafkaClient, topics: string[], logger: Logger): Promise<void> {
     const admin = kafka.admin();
     try {
       const described = await admin.describeTopicConfigs(topics, ['max.message.bytes']);
@@ -50,11 +58,10 @@ export class TopicSizeLimits {
         if (Number.isFinite(value) && value > 0) this.maxBytes.set(topic, value);
       }
     } catch (error) {
-      logger.warn('cannot describe the output topics’ configs; assuming Kafka’s default max.message.bytes (set topics.maxMessageBytes)', { error, assumed: KAFKA_DEFAULT_MAX_MESSAGE_BYTES });
+      logger.warn('cannot describe the topics’ configs; assuming Kafka’s default max.message.bytes (set topics.maxMessageBytes for the output and dead-letter topics)', { error, topics, assumed: KAFKA_DEFAULT_MAX_MESSAGE_BYTES });
     } finally {
       await admin.close();
     }
-    logger.info('record size limits', { maxMessageBytes: Object.fromEntries(topics.map((t) => [t, this.maxMessageBytes(t)])) });
   }
 
   maxMessageBytes(topic: string): number {

@@ -113,8 +113,8 @@ async function stage(format: 'plain' | 'confluent' = 'plain'): Promise<Stage> {
   };
   const logger = createLogger({ level: 'error', sink: () => {} });
   const sizes = new TopicSizeLimits();
-  // What the stage reads from the output and dead-letter topics at start (describeConfigs).
-  for (const topic of [OUTPUT, DEAD]) await sizes.load(undefined as never, [topic], TOPIC_BYTES.get(topic), logger);
+  // What the stage reads from the output, dead-letter, review and measure topics at start (describeConfigs).
+  for (const topic of [OUTPUT, DEAD, config.topics.review!, config.topics.measureRequests!]) await sizes.load(undefined as never, [topic], TOPIC_BYTES.get(topic), logger);
   const tracer = trace.getTracer('record-fuzz');
   const metrics: StageMetrics = new StageMetrics((): number => batcher.inFlightMentions);
   const noteLinker = new NoteBatchLinker(linker, tracer, metrics, retry, logger);
