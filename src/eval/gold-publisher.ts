@@ -1,7 +1,8 @@
 import type { KafkaClient, OutboundRecord, TopicRecords } from '../stream/kafka/client-types.ts';
 import { noteInputToNoteEvent } from '../stream/avro/avro-conversions.ts';
 import type { RecordCodec } from '../stream/avro/record-codec.ts';
-import { documentToNote, mentionKey } from './gold.ts';
+import { ParseError } from '../kb/errors.ts';
+import { documentToNote, MAX_GOLD_IDS, mentionIdOf, mentionKey } from './gold.ts';
 import { goldMentionToAvro } from './gold-avro.ts';
 import { inGoldSample } from './gold-sampling.ts';
 import { emptyPubTatorStats, readPubTator, type PubTatorStats } from './pubtator.ts';
@@ -41,6 +42,7 @@ export interface GoldPublishResult {
  * partitioned alike. The producer is idempotent and waits for all replicas (client-types.ts).
  */
 export async function publishGoldSample(options: GoldPublishOptions): Promise<GoldPublishResult> {
+  await refuseUnreadableGold(options.corpusFile, options.types);
   const now = options.now ?? Date.now;
   const batchSize = options.batchSize ?? 500;
   const producer = options.kafka.producer();
@@ -82,4 +84,20 @@ export async function publishGoldSample(options: GoldPublishOptions): Promise<Go
     await producer.close();
   }
   return result;
+}
+
+/**
+ * The gold topic's readers (evaluator, memory updater) refuse a label naming more than
+ * MAX_GOLD_IDS ids, so publishing one would only feed their dead-letter counts. The corpus is the
+ * operator's own file: it is refused whole, before anything reaches Kafka, whichever notes a
+ * sample would draw, rather than published in part.
+ */
+async function refuseUnreadableGold(corpusFile: string, types: RegExp | undefined): Promise<void> {
+  for await (const doc of readPubTator(corpusFile, { types })) {
+    for (const a of doc.annotations) {
+      if (a.ids.length > MAX_GOLD_IDS) {
+        throw new ParseError(corpusFile, a.line, `document ${doc.pmid}, mention ${mentionIdOf(a.start, a.end)}: a gold label naming ${a.ids.length} concept ids; the gold topic's readers refuse more than ${MAX_GOLD_IDS}, so nothing was published`);
+      }
+    }
+  }
 }

@@ -15,7 +15,7 @@ import { parseJsonSafely } from '../kb/safe-json.ts';
 export async function labelledMentionsFromPubTator(file: string, options: { types?: RegExp; split?: SplitPart; splitSeed?: number; time?: number } = {}): Promise<LabelledMention[]> {
   const docs = [];
   for await (const doc of readPubTator(file, { types: options.types })) docs.push(doc);
-  const kept = options.split === undefined ? docs : selectSplit(docs, (d) => d.pmid, options.split, { seed: options.splitSeed });
+  const kept = options.split === undefined ? docs : selectSplit(docs, (d) => d.pmid, options.split, { seed: options.splitSeed, source: file });
   const time = options.time ?? Date.now();
   const out: LabelledMention[] = [];
   for (const doc of kept) {

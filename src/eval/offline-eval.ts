@@ -49,8 +49,8 @@ const NO_PREDICTION: Omit<LinkedMention, 'mentionId' | 'start' | 'end' | 'label'
  * gold is all `-1` never moves another document between tune and learn, and `memory add --split`
  * (which draws over the same documents) learns nothing that `eval --split tune` scores.
  */
-export function keepSplitPart(corpus: GoldCorpus, part: SplitPart, seed: number): void {
-  const tune = tuneDocumentIds(corpus.documentIds ?? corpus.notes.map((n) => n.noteId), { seed });
+export function keepSplitPart(corpus: GoldCorpus, part: SplitPart, seed: number, source?: string): void {
+  const tune = tuneDocumentIds(corpus.documentIds ?? corpus.notes.map((n) => n.noteId), { seed, source });
   corpus.notes = corpus.notes.filter((n) => tune.has(n.noteId) === (part === 'tune'));
   const kept = new Set(corpus.notes.map((n) => n.noteId));
   for (const [key, g] of corpus.gold) if (!kept.has(g.noteId)) corpus.gold.delete(key);

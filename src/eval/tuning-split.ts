@@ -16,6 +16,8 @@ export type SplitPart = 'tune' | 'learn';
 export interface TuningSplitOptions {
   seed?: number;
   size?: number;
+  /** The corpus file the documents come from: a split refused names it. */
+  source?: string;
 }
 
 /** The document ids of the tune part. */
@@ -23,7 +25,7 @@ export function tuneDocumentIds(documentIds: readonly string[], options: TuningS
   const seed = options.seed ?? TUNING_SPLIT_SEED;
   const size = options.size ?? TUNING_SPLIT_SIZE;
   const unique = [...new Set(documentIds)];
-  if (size >= unique.length) throw new InputError(`tuning split of ${size} documents needs more than ${unique.length} documents`, 'BAD_SPLIT');
+  if (size >= unique.length) throw new InputError(`${options.source === undefined ? '' : `${options.source}: `}tuning split of ${size} documents needs more than ${unique.length} documents`, 'BAD_SPLIT');
   const ranked = unique.map((id) => ({ id, draw: noteDraw(id, seed) })).sort((a, b) => a.draw - b.draw || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return new Set(ranked.slice(0, size).map((r) => r.id));
 }

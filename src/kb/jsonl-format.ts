@@ -34,7 +34,8 @@ export function conceptFromJsonLine(text: string): Concept | string {
   // A misspelt field ("synonym", "alt_ids") would otherwise drop its data without a word.
   for (const key of Object.keys(o)) if (!FIELDS.has(key)) return `unknown field ${JSON.stringify(key.length > 40 ? `${key.slice(0, 37)}...` : key)}`;
   if (typeof o.id !== 'string' || o.id.trim().length === 0) return 'missing or empty "id"';
-  if (typeof o.name !== 'string' || o.name.length === 0) return 'missing or empty "name"';
+  // Whitespace only is empty: such a name matches no mention, and the other loaders trim names.
+  if (typeof o.name !== 'string' || o.name.trim().length === 0) return 'missing or empty "name"';
   if (o.definition !== undefined && o.definition !== null && typeof o.definition !== 'string') return '"definition" must be a string';
   const lists: Record<string, string[]> = {};
   for (const field of ['synonyms', 'semanticTypes', 'parents', 'xrefs', 'altIds', 'xrefNames']) {
@@ -51,7 +52,8 @@ export function conceptFromJsonLine(text: string): Concept | string {
   const concept: Concept = {
     id,
     name: o.name,
-    synonyms: dedupe(lists.synonyms!, o.name),
+    // Blank synonyms are dropped as empty ones are, as every other loader drops them.
+    synonyms: dedupe(lists.synonyms!.filter((name) => name.trim().length > 0), o.name),
     semanticTypes: dedupe(lists.semanticTypes!),
     parents: dedupe(lists.parents!.map(normalizeId), id),
     xrefs: dedupe(lists.xrefs!.map(normalizeId)),

@@ -85,7 +85,8 @@ async function readMrconso(path: string, languages: Set<string>, sources: Set<st
     const cui = row.get(C.CUI);
     if (cui.length === 0) throw new ParseError(path, line.number, 'empty CUI');
     const str = row.get(C.STR);
-    if (str.length === 0) continue;
+    // A blank string names nothing; kept, the index's concepts.jsonl would refuse it on reload.
+    if (!/\S/.test(str)) continue;
     const isPreferred = row.is(C.TS, 'P') && row.is(C.STT, 'PF') && row.is(C.ISPREF, 'Y');
     let concept = byCui.get(cui);
     if (!concept) {

@@ -175,7 +175,7 @@ export const calibrate: Command = {
     };
     if (nonEntities.perNote === 0 && (values['non-entity-seed'] !== undefined || values['non-entity-prevalence'] !== undefined)) throw new InputError('--non-entity-seed / --non-entity-prevalence: only with --non-entities N (N > 0)', 'BAD_FLAGS');
     const corpus = await loadPubTatorCorpus(corpusFile);
-    keepSplitPart(corpus, split, seed);
+    keepSplitPart(corpus, split, seed, corpusFile);
     if (corpus.gold.size === 0) throw new InputError(`${corpusFile}: the ${split} part has no annotated mentions: nothing to fit on`, 'BAD_CORPUS');
     const withMemory = values['with-memory'];
     if (withMemory !== undefined) refuseMemoryOverlap(withMemory, corpus, split);
@@ -206,7 +206,7 @@ export const calibrate: Command = {
       if (nilRule.length > 0) {
         // The rule reads the fitted confidence, so the file is written first and linked with.
         const tune = split === 'tune' ? corpus : await loadPubTatorCorpus(corpusFile);
-        if (tune !== corpus) keepSplitPart(tune, 'tune', seed);
+        if (tune !== corpus) keepSplitPart(tune, 'tune', seed, corpusFile);
         const runs: Parameters<typeof pooledHoldOutSweep>[0][number][] = [];
         for (const ruleSeed of NIL_RULE_SEEDS) {
           const heldOut = holdOutConcepts(tune, store, NIL_RULE_FRACTION, ruleSeed);

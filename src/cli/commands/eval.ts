@@ -147,7 +147,7 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
         if (path !== undefined) checkWritable(path, flag);
       }
       const corpus = await loadPubTatorCorpus(corpusFile, { types });
-      if (split !== undefined) keepSplitPart(corpus, split, splitSeed);
+      if (split !== undefined) keepSplitPart(corpus, split, splitSeed, corpusFile);
       const nonEntities = values['non-entities'] === undefined ? undefined : parseNumberFlag(values['non-entities'], 'non-entities', 0, { min: 1, max: 20, integer: true });
       if (nonEntities === undefined && values['non-entity-seed'] !== undefined) throw new InputError('--non-entity-seed: only with --non-entities N', 'BAD_FLAGS');
       const nonEntitySeed = parseNumberFlag(values['non-entity-seed'], 'non-entity-seed', NON_ENTITY_EVAL_SEED, { integer: true });

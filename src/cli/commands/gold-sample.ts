@@ -18,6 +18,8 @@ its annotations as NER mentions) to the stage's input topic. For demos, tests an
 
 Options:
   --corpus FILE          PubTator corpus (may be gzipped); the 'cuilink eval' protocol applies
+                         (a label naming more than 64 ids, which the gold topic's readers
+                         refuse, refuses the corpus before anything is published)
   --fraction F           share of notes whose gold is published, 0..1
   --review-topic T       instead of --fraction: publish the gold of exactly the mentions the stage
                          sent to this review topic (ReviewMention records, read to their end)

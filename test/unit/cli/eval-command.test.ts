@@ -106,3 +106,16 @@ test('eval --hold-out --memory: the memory has no labels of the held-out concept
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('eval --split and calibrate on a corpus too small to split: one line naming the corpus file, exit 2', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-small-split-'));
+  try {
+    for (const args of [['eval', '--split', 'tune'], ['calibrate', '--out', join(dir, 'calibration.json')]]) {
+      const result = cli(...args, '--index', 'no-such-index', '--corpus', CORPUS);
+      assert.equal(result.status, 2, result.stderr);
+      assert.equal(result.stderr, `cuilink ${args[0]}: ${CORPUS}: tuning split of 100 documents needs more than 3 documents\n`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -63,3 +63,13 @@ test('memory export --out - writes to stdout, as link and kb export read it, not
   assert.deepEqual(cli.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { text: string }).text), ['sugar sickness', 'lung fire']);
   assert.equal(existsSync(join(cwd, '-')), false);
 });
+
+test('memory add --split on a corpus too small to split is refused naming the corpus file, nothing added', async () => {
+  const corpus = join(dir, 'small.PubTator');
+  writeFileSync(corpus, ['1|t|Gout.', '1|a|', '1\t0\t4\tGout\tSpecificDisease\tD006073', ''].join('\n'));
+  const fresh = join(dir, 'fresh-split');
+  for (const part of ['tune', 'learn']) {
+    await assert.rejects(memoryAdd.run(['--memory', fresh, '--corpus', corpus, '--split', part]), (e: Error & { code?: string }) => e.code === 'BAD_SPLIT' && e.message === `${corpus}: tuning split of 100 documents needs more than 1 documents`, part);
+  }
+  assert.equal(existsSync(fresh), false, 'nothing added');
+});

@@ -86,3 +86,19 @@ test('JSONL: a misspelt field is a ParseError naming it, not silently dropped da
     tmp.cleanup();
   }
 });
+
+test('JSONL: a whitespace-only name is a ParseError naming file and line; a whitespace-only synonym is dropped like an empty one (as the other loaders drop blank synonyms)', async () => {
+  const tmp = tempDir();
+  try {
+    for (const [i, name] of [' ', '\t \u00a0'].entries()) {
+      const path = tmp.file(`blank-name${i}.jsonl`, `{"id":"X:1","name":"a"}\n${JSON.stringify({ id: 'X:2', name })}\n`);
+      await assert.rejects(collect(readConceptJsonl(path)), (e: unknown) => e instanceof ParseError && e.line === 2 && e.message === `${path}:2: missing or empty "name"`, JSON.stringify(name));
+    }
+    const path = tmp.file('blank-synonym.jsonl', `${JSON.stringify({ id: 'X:1', name: 'a', synonyms: ['  ', 'b', '', '\t', ' c '] })}\n`);
+    const [concept] = await collect(readConceptJsonl(path));
+    // A name with spaces around it is a name and stays as written (JSONL values are not trimmed).
+    assert.deepEqual(concept!.synonyms, ['b', ' c ']);
+  } finally {
+    tmp.cleanup();
+  }
+});

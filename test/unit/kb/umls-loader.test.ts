@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { ParseError } from '../../../src/kb/errors.ts';
 import { readUmls } from '../../../src/kb/umls-loader.ts';
+import { conceptFromJsonLine, conceptToJsonLine } from '../../../src/kb/jsonl-format.ts';
 import { fixture, tempDir } from './fixtures.ts';
 
 const MRCONSO = fixture('umls/MRCONSO.RRF');
@@ -83,6 +84,24 @@ test('UMLS: cross-references as the target vocabularies write them: HPO codes pr
     const byId = new Map(concepts.map((c) => [c.id, c]));
     assert.deepEqual(byId.get('UMLS:C0015967')!.xrefs, ['MESH:D005334', 'HP:0001945'], 'OMIM allelic variants are still left out');
     assert.deepEqual(byId.get('UMLS:C0011860')!.xrefs, ['MESH:D003924', 'ICD10CM:E11.9', 'ICD10CM:E11']);
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('UMLS: a blank STR is skipped like an empty one, so the index written from it reloads (JSONL refuses a blank name)', async () => {
+  const tmp = tempDir();
+  try {
+    // A CUI whose only English string is blanks, and a blank synonym beside a real name.
+    const rows = ['C9000001|ENG|P|L9000001|PF|S9000001|Y|A9000001||||MSH|MH|D900001| \u00a0\t|0|N||', 'C0011849|ENG|S|L9000002|PF|S9000002|Y|A9000002||||MSH|ET|D003920|   |0|N||'];
+    const file = tmp.file('MRCONSO.RRF', `${readFileSync(MRCONSO, 'utf8')}${rows.join('\n')}\n`);
+    const concepts = await readUmls(file, { mrsty: false, mrrel: false });
+    assert.equal(concepts.find((c) => c.id === 'UMLS:C9000001'), undefined, 'no concept from blanks');
+    for (const c of concepts) {
+      const back = conceptFromJsonLine(conceptToJsonLine(c));
+      assert.equal(typeof back, 'object', `${c.id} reloads: ${String(back)}`);
+      assert.ok([c.name, ...c.synonyms].every((n) => n.trim().length > 0), `${c.id} has no blank name`);
+    }
   } finally {
     tmp.cleanup();
   }
