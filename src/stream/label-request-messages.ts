@@ -55,6 +55,10 @@ export function fittingLabelRequests(requests: LabelRequestMessage[], sizes: Top
 /** The requests as one batch of messages per topic. */
 export function labelRequestsByTopic(requests: readonly LabelRequestMessage[]): TopicMessages[] {
   const byTopic = new Map<string, Message[]>();
-  for (const { topic, message } of requests) byTopic.set(topic, [...(byTopic.get(topic) ?? []), message]);
+  for (const { topic, message } of requests) {
+    const messages = byTopic.get(topic);
+    if (messages === undefined) byTopic.set(topic, [message]);
+    else messages.push(message);
+  }
   return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
 }

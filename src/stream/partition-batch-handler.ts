@@ -222,8 +222,10 @@ export class PartitionBatchHandler {
         span.setAttribute('cuilink.dead_lettered', built.deadCodes.length);
         if (built.deadCodes.length > 0) this.deps.logger.warn('records dead-lettered', { topic: batch.topic, partition: batch.partition, codes: built.deadCodes, offsets: built.deadOffsets });
         if (built.cut.length > 0) this.deps.logger.warn('records cut to fit their topic', { topic: batch.topic, partition: batch.partition, offsets: [...new Set(built.cut)] });
-        if (built.unreviewed.length > 0) metrics.recordSideRecordsDropped({ kind: 'review', reason: 'too_large' }, built.unreviewed.length);
-        if (built.unreviewed.length > 0) this.deps.logger.warn('review records too large for the review topic; not sent', { topic: batch.topic, partition: batch.partition, offsets: [...new Set(built.unreviewed)] });
+        if (built.unreviewed.length > 0) {
+          metrics.recordSideRecordsDropped({ kind: 'review', reason: 'too_large' }, built.unreviewed.length);
+          this.deps.logger.warn('review records too large for the review topic; not sent', { topic: batch.topic, partition: batch.partition, offsets: [...new Set(built.unreviewed)] });
+        }
       } catch (error) {
         // Not produced: the proposals wait for the next delivery (none lost, none asked twice).
         this.deps.labels?.selector.putBack(proposals);
