@@ -3,47 +3,16 @@
 // Rule and result: bench/results/familiarity-calibration-record.txt (both failed; nothing shipped).
 // Right part only, natural links of the learn part, the shipped trees recipe, fold seeds 93-95.
 //   node --import tsx bench/familiarity-oof.ts INDEX_DIR NCBItrainset_corpus.txt
-import { loadPubTatorCorpus } from '../src/eval/gold.ts';
-import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
-import { evaluateCorpus, keepSplitPart } from '../src/eval/offline-eval.ts';
-import { calibrationExamples } from '../src/eval/confidence/calibration-examples.ts';
 import { fitBoostedTrees } from '../src/eval/confidence/tree-fit.ts';
 import { modelLogit } from '../src/link/calibration-model.ts';
-import { summarizeConfidence } from '../src/eval/confidence/selective-metrics.ts';
 import { noteDraw } from '../src/eval/gold-sampling.ts';
-import { TUNING_SPLIT_SEED } from '../src/eval/tuning-split.ts';
-import { ConceptFacts } from '../src/link/concept-facts.ts';
-import { openLinker } from '../src/link/open-linker.ts';
-import { conceptGroup } from '../src/eval/confidence/concept-fold-platt.ts';
-import { mentionKey } from '../src/eval/gold.ts';
-import { normalizeName } from '../src/text/normalize.ts';
+import { rightPartRows, summarizeRows, RECIPE_TREES as trees, type Gold, type Row } from './right-part-rows.ts';
 
 const indexDir = process.argv[2]!;
 const corpusFile = process.argv[3]!;
-const store = await loadIndexKb(indexDir);
-const view = kbOntologyView(store);
-const facts = new ConceptFacts([...store.values()]);
-type Row = { note: string; x: number[]; label: boolean; top: string; concept: string; surface: string };
-type Gold = { note: string; gold: string[]; concept: string; surface: string };
-async function part(p: 'learn' | 'tune'): Promise<{ rows: Row[]; gold: Gold[] }> {
-  const corpus = await loadPubTatorCorpus(corpusFile);
-  keepSplitPart(corpus, p, TUNING_SPLIT_SEED);
-  const linker = await openLinker({ indexDir, calibration: false, memoryPollMs: 0, log: () => {} });
-  const result = await evaluateCorpus(linker, corpus, view);
-  await linker.close();
-  const { rows, labels, indices } = calibrationExamples(corpus, result, facts);
-  const texts = new Map(corpus.notes.flatMap((n) => n.mentions.map((m) => [mentionKey(n.noteId, m.id), normalizeName(m.text)] as const)));
-  const surface = (s: { noteId: string; mentionId: string }) => texts.get(mentionKey(s.noteId, s.mentionId)) ?? '';
-  const out = {
-    rows: rows.map((x, i) => { const s = result.scored[indices[i]!]!; return { note: s.noteId, x: [...x], label: labels[i]!, top: s.predicted[0] ?? '', concept: conceptGroup(s), surface: surface(s) }; }),
-    gold: result.scored.map((s) => ({ note: s.noteId, gold: [...s.goldIds], concept: conceptGroup(s), surface: surface(s) })),
-  };
-  return out;
-}
-const learn = await part('learn');
-const tune = await part('tune');
+const learn = await rightPartRows(indexDir, corpusFile, 'learn');
+const tune = await rightPartRows(indexDir, corpusFile, 'tune');
 console.error(`learn ${learn.rows.length} rows, tune ${tune.rows.length}`);
-const trees = { rounds: 200, depth: 3, minLeaf: 40, rate: 0.05, l2: 1 };
 
 type Familiarity = 'concept' | 'surface';
 /** ln(1 + n): n gold mentions of `known` outside the row's note naming its top-1 concept, or with its surface. */
@@ -67,7 +36,7 @@ function score(fitRows: Row[], fitKnown: Gold[], testRows: Row[], familiar: Fami
   return withF(testRows, f).map((x) => sig(modelLogit(m as never, x)));
 }
 const f3 = (x: number) => x.toFixed(3);
-const summary = (rows: Row[], p: number[]) => summarizeConfidence(rows.map((r, i) => ({ confidence: p[i]!, correct: r.label, group: `${r.note}\u0000${r.top}` })));
+const summary = summarizeRows;
 for (const kind of ['note', 'concept'] as const) {
   for (const familiar of [null, 'concept', 'surface'] as const) {
     const acc: number[][] = [];
