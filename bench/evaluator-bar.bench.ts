@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadPubTatorCorpus } from '../src/eval/gold.ts';
-import { publishGoldSample } from '../src/eval/gold-publisher.ts';
+import { checkGoldCorpus, publishGoldSample } from '../src/eval/gold-publisher.ts';
 import { kbOntologyView, loadIndexKb } from '../src/eval/kb-ontology-view.ts';
 import { evaluateCorpus } from '../src/eval/offline-eval.ts';
 import { startKafkaEvaluator } from '../src/eval/sidecar/kafka-evaluator.ts';
@@ -89,7 +89,7 @@ async function runBar(precision: Precision) {
     alerts: { minSamples: 1 },
     log: (line) => console.log(line),
   });
-  const published = await publishGoldSample({ kafka, codec, corpusFile: values.corpus, fraction: 1, seed: 1, goldTopic, notesTopic: topics.input });
+  const published = await publishGoldSample({ kafka, codec, corpus: await checkGoldCorpus(values.corpus, undefined), fraction: 1, seed: 1, goldTopic, notesTopic: topics.input });
   console.log(`${precision}: published ${published.notesPublished} notes and ${published.goldPublished} gold mentions`);
   const deadline = Date.now() + 15 * 60_000;
   let report = evaluator.report();

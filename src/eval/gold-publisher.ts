@@ -1,8 +1,7 @@
 import type { KafkaClient, OutboundRecord, TopicRecords } from '../stream/kafka/client-types.ts';
 import { noteInputToNoteEvent } from '../stream/avro/avro-conversions.ts';
 import type { RecordCodec } from '../stream/avro/record-codec.ts';
-import { ParseError } from '../kb/errors.ts';
-import { documentToNote, MAX_GOLD_IDS, mentionIdOf, mentionKey } from './gold.ts';
+import { documentToNote, mentionKey, refuseOversizedGoldLabels } from './gold.ts';
 import { goldMentionToAvro } from './gold-avro.ts';
 import { inGoldSample } from './gold-sampling.ts';
 import { emptyPubTatorStats, readPubTator, type PubTatorStats } from './pubtator.ts';
@@ -10,7 +9,7 @@ import { emptyPubTatorStats, readPubTator, type PubTatorStats } from './pubtator
 export interface GoldPublishOptions {
   kafka: KafkaClient;
   codec: RecordCodec;
-  corpusFile: string;
+  corpus: CheckedGoldCorpus;
   /** Share of notes whose gold is published (inGoldSample: deterministic per note id and seed). */
   fraction: number;
   /** When set, instead of the fraction: exactly the gold mentions whose mentionKey is in it (e.g. what the stage sent to review). */
@@ -19,7 +18,6 @@ export interface GoldPublishOptions {
   goldTopic: string;
   /** When set, every annotated note is also published here as a NoteEvent (the stream the gold samples). */
   notesTopic?: string;
-  types?: RegExp;
   annotator?: string;
   /** Records per produce request. */
   batchSize?: number;
@@ -42,7 +40,7 @@ export interface GoldPublishResult {
  * partitioned alike. The producer is idempotent and waits for all replicas (client-types.ts).
  */
 export async function publishGoldSample(options: GoldPublishOptions): Promise<GoldPublishResult> {
-  await refuseUnreadableGold(options.corpusFile, options.types);
+  const { file, types } = options.corpus;
   const now = options.now ?? Date.now;
   const batchSize = options.batchSize ?? 500;
   const producer = options.kafka.producer();
@@ -61,7 +59,7 @@ export async function publishGoldSample(options: GoldPublishOptions): Promise<Go
     notes = [];
   };
   try {
-    for await (const doc of readPubTator(options.corpusFile, { types: options.types, stats: result.stats })) {
+    for await (const doc of readPubTator(file, { types, stats: result.stats })) {
       if (doc.annotations.length === 0) continue;
       result.notes++;
       const converted = documentToNote(doc);
@@ -86,18 +84,23 @@ export async function publishGoldSample(options: GoldPublishOptions): Promise<Go
   return result;
 }
 
+declare const checked: unique symbol;
+
+/** A corpus checkGoldCorpus read whole and found fit to publish; nothing else makes one. */
+export interface CheckedGoldCorpus {
+  readonly file: string;
+  readonly types: RegExp | undefined;
+  readonly [checked]: true;
+}
+
 /**
- * The gold topic's readers (evaluator, memory updater) refuse a label naming more than
- * MAX_GOLD_IDS ids, so publishing one would only feed their dead-letter counts. The corpus is the
- * operator's own file: it is refused whole, before anything reaches Kafka, whichever notes a
- * sample would draw, rather than published in part.
+ * Reads the corpus once, whole, before anything is published: a malformed line, or a label the
+ * gold topic's readers refuse (more than MAX_GOLD_IDS ids), refuses it whichever notes a sample
+ * would draw, rather than have it published in part. No broker is involved, so `cuilink
+ * gold-sample` runs it before it creates or reads a topic: a refused corpus leaves the broker as
+ * it was. Annotations `types` leaves out are not checked.
  */
-async function refuseUnreadableGold(corpusFile: string, types: RegExp | undefined): Promise<void> {
-  for await (const doc of readPubTator(corpusFile, { types })) {
-    for (const a of doc.annotations) {
-      if (a.ids.length > MAX_GOLD_IDS) {
-        throw new ParseError(corpusFile, a.line, `document ${doc.pmid}, mention ${mentionIdOf(a.start, a.end)}: a gold label naming ${a.ids.length} concept ids; the gold topic's readers refuse more than ${MAX_GOLD_IDS}, so nothing was published`);
-      }
-    }
-  }
+export async function checkGoldCorpus(file: string, types: RegExp | undefined): Promise<CheckedGoldCorpus> {
+  for await (const doc of readPubTator(file, { types })) refuseOversizedGoldLabels(file, doc);
+  return { file, types } as CheckedGoldCorpus;
 }

@@ -1,3 +1,4 @@
+import { ParseError } from '../kb/errors.ts';
 import type { NoteInput } from '../link/types.ts';
 import { emptyPubTatorStats, readPubTator, type PubTatorDocument, type PubTatorStats, type ReadPubTatorOptions } from './pubtator.ts';
 
@@ -24,6 +25,20 @@ export interface GoldMention {
  * (RECORD_TOO_LARGE) by the evaluator and the memory updater alike.
  */
 export const MAX_GOLD_IDS = 64;
+
+/**
+ * A corpus label naming more than MAX_GOLD_IDS distinct ids is one the gold topic's readers refuse:
+ * every tool that reads a corpus as gold (eval, calibrate, memory add, gold-sample) refuses the
+ * corpus whole on it, so that none scores, fits, learns or publishes a label the stream would not
+ * take, and all of them refuse the same files.
+ */
+export function refuseOversizedGoldLabels(file: string, doc: PubTatorDocument): void {
+  for (const a of doc.annotations) {
+    if (a.ids.length > MAX_GOLD_IDS) {
+      throw new ParseError(file, a.line, `document ${doc.pmid}, mention ${mentionIdOf(a.start, a.end)}: a gold label naming ${a.ids.length} concept ids; at most ${MAX_GOLD_IDS} are read (the gold topic's readers refuse more), so the corpus is refused`);
+    }
+  }
+}
 
 /** Mention ids are the span, so the same annotation gets the same id in every run and tool. */
 export function mentionIdOf(start: number, end: number): string {
@@ -68,6 +83,7 @@ export async function loadPubTatorCorpus(file: string, options: Omit<ReadPubTato
   const documentIds: string[] = [];
   for await (const doc of readPubTator(file, { ...options, stats })) {
     documentIds.push(doc.pmid);
+    refuseOversizedGoldLabels(file, doc);
     if (doc.annotations.length === 0) continue;
     const converted = documentToNote(doc);
     notes.push(converted.note);

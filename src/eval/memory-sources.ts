@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import type { LabelledMention } from '../link/memory-learner.ts';
 import { parseGoldIds } from './gold-ids.ts';
+import { refuseOversizedGoldLabels } from './gold.ts';
 import { readPubTator } from './pubtator.ts';
 import { selectSplit, type SplitPart } from './tuning-split.ts';
 import { parseJsonSafely } from '../kb/safe-json.ts';
@@ -14,7 +15,10 @@ import { parseJsonSafely } from '../kb/safe-json.ts';
  */
 export async function labelledMentionsFromPubTator(file: string, options: { types?: RegExp; split?: SplitPart; splitSeed?: number; time?: number } = {}): Promise<LabelledMention[]> {
   const docs = [];
-  for await (const doc of readPubTator(file, { types: options.types })) docs.push(doc);
+  for await (const doc of readPubTator(file, { types: options.types })) {
+    refuseOversizedGoldLabels(file, doc);
+    docs.push(doc);
+  }
   const kept = options.split === undefined ? docs : selectSplit(docs, (d) => d.pmid, options.split, { seed: options.splitSeed, source: file });
   const time = options.time ?? Date.now();
   const out: LabelledMention[] = [];

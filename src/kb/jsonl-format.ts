@@ -53,16 +53,21 @@ export function conceptFromJsonLine(text: string): Concept | string {
     id,
     name: o.name,
     // Blank synonyms are dropped as empty ones are, as every other loader drops them.
-    synonyms: dedupe(lists.synonyms!.filter((name) => name.trim().length > 0), o.name),
+    synonyms: dedupe(lists.synonyms!.filter(isNotBlank), o.name),
     semanticTypes: dedupe(lists.semanticTypes!),
     parents: dedupe(lists.parents!.map(normalizeId), id),
     xrefs: dedupe(lists.xrefs!.map(normalizeId)),
     altIds: dedupe(lists.altIds!.map(normalizeId), id),
   };
-  const xrefNames = dedupe(lists.xrefNames!);
+  // Other vocabularies' names, dropped when blank as synonyms are: a blank one names nothing.
+  const xrefNames = dedupe(lists.xrefNames!.filter(isNotBlank));
   if (xrefNames.length > 0) concept.xrefNames = xrefNames;
   if (typeof o.definition === 'string' && o.definition.length > 0) concept.definition = o.definition;
   return concept;
+}
+
+function isNotBlank(name: string): boolean {
+  return name.trim().length > 0;
 }
 
 function dedupe(list: string[], exclude?: string): string[] {

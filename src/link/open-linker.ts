@@ -115,6 +115,8 @@ export async function openLinker(options: OpenLinkerOptions): Promise<Linker> {
   const indexDir = resolveIndexDir(options.indexDir).dir;
   const index = await LinkIndex.open(indexDir, normalizeName, { efSearch: config.efSearch });
   const log = options.log ?? ((line: string) => process.stderr.write(`cuilink: ${line}\n`));
+  // Still served (bench caches and older deployments hold such indexes), but never without a word.
+  if (!index.filesVerified) log(`index ${indexDir} records no file checksums (built before they were): its files were checked for shape only, not for damage; rebuild it with \`cuilink index build\` to have them verified`);
   const modelDir = options.modelDir ?? resolveRecordedModelDir(index.manifest.model.path);
   const rerankerDir = options.rerankerDir === undefined ? (existsSync(join(DEFAULT_RERANKER_DIR, 'manifest.json')) ? DEFAULT_RERANKER_DIR : false) : options.rerankerDir;
   const withCross = rerankerDir !== false && config.rerank.policy !== 'never';

@@ -68,7 +68,8 @@ report held-out numbers with 'cuilink eval --split tune').
 
 Options:
   --index DIR            index directory
-  --corpus FILE          PubTator corpus (NCBI-disease train)
+  --corpus FILE          PubTator corpus (NCBI-disease train); a label naming more than 64 ids,
+                         which the gold topic's readers refuse, refuses it
   --split tune|learn     part of the tuning split to fit on (default learn; a model trained on
                          the learn part, like the context reranker, is calibrated on tune)
   --split-seed N         seed of the split (default ${TUNING_SPLIT_SEED})

@@ -60,7 +60,8 @@ is not a perfect list (docs/evaluator.md).
 Options:
   --index DIR            index directory (cuilink index build); its concepts are the KB. Required
                          (no default): without it, eval names the default HPO index of 'cuilink link'
-  --corpus FILE          PubTator corpus (may be gzipped)
+  --corpus FILE          PubTator corpus (may be gzipped); a label naming more than 64 ids, which
+                         the gold topic's readers refuse, refuses it
   --types REGEX          keep only annotations whose type matches (e.g. 'Disease')
   --split tune|learn     only one part of the fixed tuning split of a training corpus: 'tune' is
                          the ${TUNING_SPLIT_SIZE} documents every default is chosen on, 'learn' the rest

@@ -4,7 +4,7 @@ import { InputError } from '../../kb/errors.ts';
 import { createKafkaClient } from '../../stream/kafka-client.ts';
 import { createRecordCodec } from '../../stream/avro/create-record-codec.ts';
 import { ensureTopics, requireTopics } from '../../stream/topics.ts';
-import { publishGoldSample } from '../../eval/gold-publisher.ts';
+import { checkGoldCorpus, publishGoldSample } from '../../eval/gold-publisher.ts';
 import { readRequestedMentions } from '../../eval/review-reader.ts';
 import { KAFKA_FLAG_OPTIONS, KAFKA_FLAGS_HELP, kafkaRequest } from '../kafka-flags.ts';
 
@@ -19,7 +19,7 @@ its annotations as NER mentions) to the stage's input topic. For demos, tests an
 Options:
   --corpus FILE          PubTator corpus (may be gzipped); the 'cuilink eval' protocol applies
                          (a label naming more than 64 ids, which the gold topic's readers
-                         refuse, refuses the corpus before anything is published)
+                         refuse, refuses the corpus before any topic is created or published to)
   --fraction F           share of notes whose gold is published, 0..1
   --review-topic T       instead of --fraction: publish the gold of exactly the mentions the stage
                          sent to this review topic (ReviewMention records, read to their end)
@@ -73,6 +73,8 @@ export const goldSample: Command = {
     const { connection, schemaRegistry } = kafkaRequest(values, 'cuilink-gold-sample');
     const kafka = createKafkaClient(connection);
     if (asked !== undefined && (asked.topic === goldTopic || asked.topic === notesTopic)) throw new InputError(`--${asked.kind === 'ReviewMention' ? 'review' : 'request'}-topic must differ from the gold and notes topics`, 'BAD_FLAGS');
+    // Before the broker is touched: a refused corpus must not leave topics --create-topics made.
+    const corpus = await checkGoldCorpus(corpusFile, types);
     const topics = notesTopic === undefined ? [goldTopic] : [goldTopic, notesTopic];
     if (values['create-topics']) await ensureTopics(kafka, topics, { partitions });
     else await requireTopics(kafka, topics);
@@ -87,7 +89,7 @@ export const goldSample: Command = {
         console.error(`gold-sample: ${read.refused.length} record${read.refused.length === 1 ? '' : 's'} of ${asked.topic} could not be read as ${asked.kind} and ${read.refused.length === 1 ? 'was' : 'were'} left out (first at ${first.where}: ${first.code})`);
       }
     }
-    const result = await publishGoldSample({ kafka, codec, corpusFile, fraction, seed, goldTopic, notesTopic, types, annotator: values.annotator, onlyMentions });
+    const result = await publishGoldSample({ kafka, codec, corpus, fraction, seed, goldTopic, notesTopic, annotator: values.annotator, onlyMentions });
     // Nothing sampled is no error (the stage may have been sure of every mention), but "0 sampled" alone does not say which of the two inputs to check.
     if (asked !== undefined && result.goldPublished === 0) {
       const what = asked.kind === 'ReviewMention' ? 'unsure (NIL or under review.belowConfidence)' : 'chosen for labels';

@@ -24,7 +24,8 @@ with --memory ROOT pick it up without a restart.
 
 Options:
   --memory ROOT          memory root (version directories + CURRENT)
-  --corpus FILE          PubTator corpus: every annotation with its gold ids (composites keep all ids)
+  --corpus FILE          PubTator corpus: every annotation with its gold ids (composites keep all ids;
+                         a label naming more than 64 ids, which the updater refuses, refuses it)
   --split tune|learn     with --corpus: only that part of the fixed tuning split (src/eval/tuning-split.ts)
   --split-seed N         seed of the split (default ${TUNING_SPLIT_SEED})
   --types REGEX          with --corpus: only annotations whose type matches

@@ -119,3 +119,20 @@ test('eval --split and calibrate on a corpus too small to split: one line naming
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('eval and calibrate refuse a corpus with a gold label of more than 64 ids, as gold-sample and the gold topic readers do: one line naming file, line, document and mention, exit 2', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-many-ids-'));
+  try {
+    const corpus = join(dir, 'many.PubTator');
+    const ids = (n: number) => Array.from({ length: n }, (_, i) => `D${String(100_000 + i)}`).join('|');
+    writeFileSync(corpus, ['1|t|Anemia.', '1|a|', `1\t0\t6\tAnemia\tDisease\t${ids(64)}`, '', '2|t|Many things.', '2|a|', `2\t0\t4\tMany\tDisease\t${ids(65)}`, ''].join('\n'));
+    // The corpus is read before the index, so a missing index shows the corpus was refused first.
+    for (const args of [['eval'], ['eval', '--split', 'tune'], ['calibrate', '--out', join(dir, 'calibration.json')]]) {
+      const result = cli(...args, '--index', 'no-such-index', '--corpus', corpus);
+      assert.equal(result.status, 2, result.stderr);
+      assert.equal(result.stderr, `cuilink ${args[0]}: ${corpus}:7: document 2, mention 0-4: a gold label naming 65 concept ids; at most 64 are read (the gold topic's readers refuse more), so the corpus is refused\n`, args.join(' '));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

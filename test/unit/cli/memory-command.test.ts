@@ -73,3 +73,16 @@ test('memory add --split on a corpus too small to split is refused naming the co
   }
   assert.equal(existsSync(fresh), false, 'nothing added');
 });
+
+test('memory add --corpus refuses a corpus with a gold label of more than 64 ids (the memory updater refuses such a label), naming file, line, document and mention; nothing added', async () => {
+  const corpus = join(dir, 'many-ids.PubTator');
+  const ids = (n: number) => Array.from({ length: n }, (_, i) => `D${String(100_000 + i)}`).join('|');
+  writeFileSync(corpus, ['1|t|Gout.', '1|a|', `1\t0\t4\tGout\tSpecificDisease\t${ids(65)}`, ''].join('\n'));
+  const fresh = join(dir, 'fresh-many-ids');
+  // No model to load: the corpus is refused before the encoder opens (before, its labels reached the model and were added).
+  await assert.rejects(
+    memoryAdd.run(['--memory', fresh, '--corpus', corpus, '--model', join(dir, 'no-such-model')]),
+    (e: Error & { code?: string }) => e.code === 'PARSE_ERROR' && e.message === `${corpus}:3: document 1, mention 0-4: a gold label naming 65 concept ids; at most 64 are read (the gold topic's readers refuse more), so the corpus is refused`,
+  );
+  assert.equal(existsSync(fresh), false, 'nothing added');
+});

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inGoldSample } from '../../../src/eval/gold-sampling.ts';
-import { publishGoldSample } from '../../../src/eval/gold-publisher.ts';
+import { checkGoldCorpus, publishGoldSample } from '../../../src/eval/gold-publisher.ts';
 import { avroToGoldMention } from '../../../src/eval/gold-avro.ts';
 import { MAX_GOLD_IDS } from '../../../src/eval/gold.ts';
 import { InputError } from '../../../src/kb/errors.ts';
@@ -48,18 +48,18 @@ test('gold-sample: a corpus label naming more ids than the gold topic readers ta
   try {
     const corpus = join(dir, 'corpus.PubTator');
     const ids = (n: number) => Array.from({ length: n }, (_, i) => `D${String(100_000 + i)}`).join('|');
-    // The readable note comes first and batches hold one record, so a publisher that checked as it went would already have sent it.
+    // The readable note comes first: the whole corpus is refused, not the notes after the bad label.
     writeFileSync(corpus, ['1|t|Anemia.', '1|a|', `1\t0\t6\tAnemia\tDisease\t${ids(MAX_GOLD_IDS)}`, '', '2|t|Many things.', '2|a|', `2\t0\t4\tMany\tDisease\t${ids(MAX_GOLD_IDS + 1)}`, ''].join('\n'));
-    const { kafka, sent } = recordingKafka();
+    // publishGoldSample takes only a corpus checkGoldCorpus passed, so a refused one never reaches it.
     await assert.rejects(
-      publishGoldSample({ kafka, codec: new PlainAvroCodec(), corpusFile: corpus, fraction: 1, seed: 1, goldTopic: 'gold', notesTopic: 'notes', batchSize: 1 }),
+      checkGoldCorpus(corpus, undefined),
       (error: Error) => error instanceof InputError && error.message.includes(`${corpus}:7`) && error.message.includes('document 2') && error.message.includes('mention 0-4') && error.message.includes(`${MAX_GOLD_IDS + 1} concept ids`),
     );
-    assert.equal(sent.length, 0, "nothing published");
     // At the limit the label is published, and the evaluator reads it back.
     writeFileSync(corpus, ['1|t|Anemia.', '1|a|', `1\t0\t6\tAnemia\tDisease\t${ids(MAX_GOLD_IDS)}`, ''].join('\n'));
+    const { kafka, sent } = recordingKafka();
     const codec = new PlainAvroCodec();
-    const result = await publishGoldSample({ kafka, codec, corpusFile: corpus, fraction: 1, seed: 1, goldTopic: 'gold' });
+    const result = await publishGoldSample({ kafka, codec, corpus: await checkGoldCorpus(corpus, undefined), fraction: 1, seed: 1, goldTopic: 'gold' });
     assert.equal(result.goldPublished, 1);
     const message = sent[0]!.messages[0]!;
     const decoded = await codec.decode('GoldMention', message.value as Buffer, message.headers);

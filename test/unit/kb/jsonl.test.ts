@@ -102,3 +102,21 @@ test('JSONL: a whitespace-only name is a ParseError naming file and line; a whit
     tmp.cleanup();
   }
 });
+
+test('JSONL: whitespace-only xrefNames are dropped like blank synonyms; a concept left with none has no xrefNames (and writes none back)', async () => {
+  const tmp = tempDir();
+  try {
+    const path = tmp.file('blank-xref-names.jsonl', [
+      JSON.stringify({ id: 'X:1', name: 'a', xrefNames: ['  ', 'nephropathy', '', '\t', ' kidney disease '] }),
+      JSON.stringify({ id: 'X:2', name: 'b', xrefNames: [' ', '\u00a0'] }),
+      '',
+    ].join('\n'));
+    const [named, blank] = await collect(readConceptJsonl(path));
+    // A name with spaces around it is a name and stays as written, as synonyms do.
+    assert.deepEqual(named!.xrefNames, ['nephropathy', ' kidney disease ']);
+    assert.equal(blank!.xrefNames, undefined);
+    assert.equal(conceptToJsonLine(blank!), '{"id":"X:2","name":"b","synonyms":[],"semanticTypes":[],"parents":[],"xrefs":[],"altIds":[]}');
+  } finally {
+    tmp.cleanup();
+  }
+});

@@ -121,10 +121,33 @@ test('a file cut short by a partial copy is refused with both sizes (here concep
   }
 });
 
-test('an index built before checksums (no checksums in its manifest) still opens', async () => {
+test('an index built before checksums (no checksums in its manifest) still opens, and says its files were not verified', async () => {
   const dir = copyBeside(indexA);
   editManifest(dir, (m) => delete m.checksums);
-  assert.equal((await LinkIndex.open(dir, lowerNormalize)).concepts.length, FIXTURE_CONCEPTS.length);
+  const old = await LinkIndex.open(dir, lowerNormalize);
+  assert.equal(old.concepts.length, FIXTURE_CONCEPTS.length);
+  assert.equal(old.filesVerified, false);
+  assert.equal((await LinkIndex.open(indexA, lowerNormalize)).filesVerified, true);
+});
+
+test('an index built before checksums: a names.json of the wrong structure (same counts) is refused as BAD_INDEX naming the file and the key, not served', async () => {
+  const original = JSON.parse(readFileSync(join(indexA, FILES.names), 'utf8')) as { names: unknown[]; conceptIndexOf: unknown[] };
+  const last = original.names.length - 1;
+  const damages: [string, (t: { names: unknown[]; conceptIndexOf: unknown[] }) => unknown, RegExp][] = [
+    ['an owner past the concepts', (t) => ({ ...t, conceptIndexOf: t.conceptIndexOf.map((o, i) => (i === last ? FIXTURE_CONCEPTS.length : o)) }), new RegExp(`'conceptIndexOf\\[${last}\\]' is ${FIXTURE_CONCEPTS.length}, not a concept index`)],
+    ['a negative owner', (t) => ({ ...t, conceptIndexOf: t.conceptIndexOf.map((o, i) => (i === 0 ? -1 : o)) }), /'conceptIndexOf\[0\]' is -1, not a concept index/],
+    ['a fractional owner', (t) => ({ ...t, conceptIndexOf: t.conceptIndexOf.map((o, i) => (i === 0 ? 0.5 : o)) }), /'conceptIndexOf\[0\]' is 0.5, not a concept index/],
+    ['an owner as a string', (t) => ({ ...t, conceptIndexOf: t.conceptIndexOf.map((o, i) => (i === 0 ? '0' : o)) }), /'conceptIndexOf\[0\]' is "0", not a concept index/],
+    ['a name that is no string', (t) => ({ ...t, names: t.names.map((n, i) => (i === 1 ? 42 : n)) }), /'names\[1\]' is not a string/],
+    ['no name list', (t) => ({ conceptIndexOf: t.conceptIndexOf }), /'names' is not an array/],
+    ['no object at all', () => null, /not a JSON object/],
+  ];
+  for (const [what, damage, pattern] of damages) {
+    const dir = copyBeside(indexA);
+    editManifest(dir, (m) => delete m.checksums);
+    writeFileSync(join(dir, FILES.names), JSON.stringify(damage(structuredClone(original))));
+    await refused(dir, /names\.json/, pattern).catch((error: Error) => assert.fail(`${what}: ${error.message}`));
+  }
 });
 
 test("files.* naming anything but a bare file name is refused, naming the field and the value (a hand edit cannot reach outside the index's directory)", async () => {
