@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import type { LabelledMention } from '../link/memory-learner.ts';
 import { parseGoldIds } from './gold-ids.ts';
-import { refuseOversizedGoldLabels } from './gold.ts';
+import { MAX_GOLD_IDS, refuseOversizedGoldLabels } from './gold.ts';
 import { readPubTator } from './pubtator.ts';
 import { selectSplit, type SplitPart } from './tuning-split.ts';
 import { parseJsonSafely } from '../kb/safe-json.ts';
@@ -70,6 +70,8 @@ export function labelledMentionsFromJsonl(file: string, options: { time?: number
     const line = parsed.data;
     const ids = parseGoldIds((line.ids ?? []).join('|') || line.conceptId || '');
     if (ids.length === 0) throw new InputError(`${where}: no concept id (give ids or conceptId; -1 is not a label)`, 'BAD_MEMORY');
+    // As the corpus path and the gold topic: a label the stream's readers refuse is not learnt here either.
+    if (ids.length > MAX_GOLD_IDS) throw new InputError(`${where}: a gold label naming ${ids.length} concept ids; at most ${MAX_GOLD_IDS} are read (the gold topic's readers refuse more)`, 'BAD_MEMORY');
     out.push({
       record: { text: line.text, label: line.label, ids, context: line.context ?? null, source: line.source ?? `jsonl:${file}`, time: line.time ?? options.time ?? Date.now(), noteId: line.noteId ?? null, mentionId: line.mentionId ?? null },
     });
