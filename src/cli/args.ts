@@ -29,8 +29,8 @@ export function requireString(value: string | boolean | undefined, flag: string)
   return value;
 }
 
-/** `above`: the value must be strictly greater (a duration of 0 is no window). */
-export function parseNumberFlag(value: string | boolean | undefined, flag: string, fallback: number, opts: { min?: number; above?: number; max?: number; integer?: boolean } = {}): number {
+/** `above` / `below`: the value must be strictly greater / smaller (a duration of 0 is no window). */
+export function parseNumberFlag(value: string | boolean | undefined, flag: string, fallback: number, opts: { min?: number; above?: number; max?: number; below?: number; integer?: boolean } = {}): number {
   if (value === undefined) return fallback;
   const n = Number(value);
   if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n)) throw new InputError(`--${flag} must be a number, got '${String(value)}'`, 'BAD_FLAGS');
@@ -38,6 +38,7 @@ export function parseNumberFlag(value: string | boolean | undefined, flag: strin
   if (opts.min !== undefined && n < opts.min) throw new InputError(`--${flag} must be ≥ ${opts.min}, got ${n}`, 'BAD_FLAGS');
   if (opts.above !== undefined && n <= opts.above) throw new InputError(`--${flag} must be > ${opts.above}, got ${n}`, 'BAD_FLAGS');
   if (opts.max !== undefined && n > opts.max) throw new InputError(`--${flag} must be ≤ ${opts.max}, got ${n}`, 'BAD_FLAGS');
+  if (opts.below !== undefined && n >= opts.below) throw new InputError(`--${flag} must be < ${opts.below}, got ${n}`, 'BAD_FLAGS');
   return n;
 }
 

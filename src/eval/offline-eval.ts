@@ -6,6 +6,8 @@ import type { ScoredMention } from './metrics/mention-record.ts';
 import { computeMetrics, type MetricsReport } from './metrics/metrics-accumulator.ts';
 import type { OntologyView } from './metrics/ontology-view.ts';
 import { scoreRecord } from './metrics/score-mention.ts';
+import { assignGroupedCalibrationVariance } from './metrics/calibration-test.ts';
+import { DEFAULT_CALIBRATION_BINS } from './metrics/metric-units.ts';
 import { tuneDocumentIds, type SplitPart } from './tuning-split.ts';
 import type { ConfidencePoint } from './confidence/selective-metrics.ts';
 
@@ -97,6 +99,8 @@ export async function evaluateCorpus(core: LinkingCore, corpus: GoldCorpus, view
     scored.push(scoreRecord(joinMention(gold, prediction, view), view));
     linkedInOrder.push(prediction);
   }
+  // The whole corpus is scored at once: every group of the calibration test is whole, as calibratedEce draws it.
+  assignGroupedCalibrationVariance(scored, DEFAULT_CALIBRATION_BINS);
   return {
     metrics: computeMetrics(scored),
     scored,

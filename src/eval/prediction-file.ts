@@ -60,6 +60,8 @@ function checkScoredMention(value: unknown): string | undefined {
   for (const key of ['reciprocalRank', 'similarity', 'ndcg5'] as const) if (typeof s[key] !== 'number') return `'scores.${key}' must be a number`;
   // Null: the link had no calibrated confidence. Absent `confidence` beside topScore: a row written before it was recorded.
   if (typeof s.confidence !== 'number' && s.confidence !== null) return `'scores.confidence' must be a number or null`;
+  // Absent in rows written before it was kept: read as p(1 − p).
+  if (s.calibrationVariance !== undefined && !(typeof s.calibrationVariance === 'number' && Number.isFinite(s.calibrationVariance) && s.calibrationVariance >= 0)) return `'scores.calibrationVariance' must be a finite number ≥ 0`;
   if (m.confidence !== undefined && typeof m.confidence !== 'number' && m.confidence !== null) return `'confidence' must be a number or null`;
   return undefined;
 }

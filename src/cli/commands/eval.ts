@@ -14,7 +14,7 @@ import { BuildProgress } from '../../retrieve/build-progress.ts';
 import { TUNING_SPLIT_SEED, TUNING_SPLIT_SIZE, parseSplitPart } from '../../eval/tuning-split.ts';
 import { confidencePoints, keepSplitPart } from '../../eval/offline-eval.ts';
 import { summarizeConfidence } from '../../eval/confidence/selective-metrics.ts';
-import { formatConfidence } from '../../eval/confidence/confidence-format.ts';
+import { formatCalibrationTest, formatConfidence } from '../../eval/confidence/confidence-format.ts';
 import { reliabilitySvg } from '../../eval/confidence/reliability-svg.ts';
 import { formatStageTable, stageBreakdown } from '../../eval/confidence/stage-breakdown.ts';
 import { NON_ENTITY_EVAL_SEED, formatNonEntity, nonEntityReport, withNonEntitySpans, type NonEntityReport } from '../../eval/confidence/non-entity-spans.ts';
@@ -51,7 +51,9 @@ Links every annotated mention of a PubTator corpus (title + ' ' + abstract, anno
 given; the protocol of shared/data/README.md) through the index and reports, overall and per
 NER type: n, acc@1, acc@5, MRR, NIL rate, NIL precision/recall (gold NIL = gold id not in the
 KB), ontology similarity 1/(1+d), graded nDCG@5, expected calibration error (ECE: of the links
-with a calibrated confidence only; — without a calibration), and mentions/s.
+with a calibrated confidence only; — without a calibration), and mentions/s. With a calibration,
+a line on the confidence (AUROC, precision at coverage, ECE beside the ECE a calibrated confidence
+would read) and the analytic calibration test's χ² and p (docs/evaluator.md).
 
 nDCG@5 is graded (gold 3, parent/child 2, grandparent/grandchild/sibling 1) against the KB's ideal
 list for the gold, so it reads lower than acc@1: a correct top-1 followed by unrelated candidates
@@ -204,8 +206,10 @@ export function makeEvalCommand(openCore: LinkerOpener): Command {
       const byStage = stageBreakdown(result);
       console.log('');
       console.log(formatStageTable(byStage));
-      if (confidence) console.log(formatConfidence(confidence, 'all linked mentions'));
-      else console.log('confidence: none (the linker ran without a calibration)');
+      if (confidence) {
+        console.log(formatConfidence(confidence, 'all linked mentions'));
+        console.log(formatCalibrationTest(result.metrics.overall));
+      } else console.log('confidence: none (the linker ran without a calibration)');
       let holdOut: HoldOutReport | undefined;
       if (heldOut && holdOutFraction !== undefined) {
         const nil = core.config?.nil ?? { confidence: 0, inKb: 0 };

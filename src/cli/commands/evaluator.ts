@@ -17,8 +17,8 @@ const usage = `Usage: cuilink evaluator (--index DIR | --kb FILE...) [options]
 The sidecar evaluator: consumes the LinkedNote topic and the GoldMention topic in its own
 consumer group, joins predictions and gold by (note id, mention id) whichever comes first, and
 reports acc@1, acc@5, MRR, NIL precision/recall, ontology similarity, nDCG@5 and calibration (ECE
-of the links with a calibrated confidence; none without) over the last N samples and the last T
-minutes: /metrics (its OpenTelemetry instruments through the Prometheus exporter), /report (JSON)
+and an analytic calibration test's p, of the links with a calibrated confidence; none without)
+over the last N samples and the last T minutes: /metrics (its OpenTelemetry instruments through the Prometheus exporter), /report (JSON)
 and /healthz. Windows survive restarts (the state file is written before offsets are committed).
 Runs until SIGTERM or SIGINT.
 
@@ -45,8 +45,12 @@ Options:
   --floor A              alert when acc@1 falls below A
   --baseline A           expected acc@1 (e.g. the offline 'cuilink eval' figure) ...
   --margin D             ... alert when acc@1 is more than D below it (default 0.05)
-  --min-samples N        with --floor or --baseline: alerts judge a window only once it holds
-                         N samples (default 50)
+  --calibration-alpha A  alert when the window's calibration test (χ² over the reliability bins,
+                         grouped as offline eval's calibrated floor) gives p < A, 0 < A < 1 (e.g.
+                         0.01): the confidence has drifted from acc@1 by more than noise (default off)
+  --min-samples N        with --floor, --baseline or --calibration-alpha: alerts judge a window only
+                         once it holds N samples, for the calibration test N with a calibrated
+                         confidence (default 50)
   --snapshot-seconds S   write the state file (then commit) at most this often (default 5)
   --learn-fraction F     a memory updater learns this share of notes (cuilink memory updater): score
                          only the other, *measure* stream, so learned mentions are never measured
@@ -78,6 +82,7 @@ export const evaluator: Command = {
       floor: { type: 'string' },
       baseline: { type: 'string' },
       margin: { type: 'string' },
+      'calibration-alpha': { type: 'string' },
       'min-samples': { type: 'string' },
       'snapshot-seconds': { type: 'string' },
       port: { type: 'string' },
@@ -88,8 +93,8 @@ export const evaluator: Command = {
     });
     if (values['split-seed'] !== undefined && values['learn-fraction'] === undefined) throw new InputError('--split-seed: only with --learn-fraction F', 'BAD_FLAGS');
     if (values.margin !== undefined && values.baseline === undefined) throw new InputError('--margin: only with --baseline A', 'BAD_FLAGS');
-    if (values['min-samples'] !== undefined && values.floor === undefined && values.baseline === undefined) {
-      throw new InputError('--min-samples: only with --floor A or --baseline A (it sets when the acc@1 alerts judge a window)', 'BAD_FLAGS');
+    if (values['min-samples'] !== undefined && values.floor === undefined && values.baseline === undefined && values['calibration-alpha'] === undefined) {
+      throw new InputError('--min-samples: only with --floor A, --baseline A or --calibration-alpha A (it sets when the alerts judge a window)', 'BAD_FLAGS');
     }
     const measure = values['learn-fraction'] === undefined ? undefined : { learnFraction: parseNumberFlag(values['learn-fraction'], 'learn-fraction', 0.5, { min: 0, max: 1 }), seed: parseNumberFlag(values['split-seed'], 'split-seed', MEMORY_SPLIT_SEED, { integer: true }) };
     if ((values.index === undefined) === ((values.kb ?? []).length === 0)) throw new InputError('give the KB with exactly one of --index DIR or --kb FILE', 'BAD_FLAGS');
@@ -105,6 +110,8 @@ export const evaluator: Command = {
     const floor = values.floor === undefined ? undefined : parseNumberFlag(values.floor, 'floor', 0, { min: 0, max: 1 });
     const baseline = values.baseline === undefined ? undefined : parseNumberFlag(values.baseline, 'baseline', 0, { min: 0, max: 1 });
     const margin = parseNumberFlag(values.margin, 'margin', 0.05, { min: 0, max: 1 });
+    // 0 would never fire and 1 would always: neither is a test.
+    const calibrationAlpha = values['calibration-alpha'] === undefined ? undefined : parseNumberFlag(values['calibration-alpha'], 'calibration-alpha', 0, { above: 0, below: 1 });
     const minSamples = parseNumberFlag(values['min-samples'], 'min-samples', 50, { min: 1, integer: true });
     const snapshotIntervalMs = parseNumberFlag(values['snapshot-seconds'], 'snapshot-seconds', 5, { min: 0.1 }) * 1000;
     const port = parseNumberFlag(values.port, 'port', 9465, { min: 0, max: 65535, integer: true });
@@ -133,7 +140,7 @@ export const evaluator: Command = {
       host: values.host ?? '0.0.0.0',
       joiner: { ttlMs, maxPending },
       windows: { lastN, lastMs },
-      alerts: { floor, baseline, margin: baseline === undefined ? undefined : margin, minSamples },
+      alerts: { floor, baseline, margin: baseline === undefined ? undefined : margin, calibrationAlpha, minSamples },
       measure,
       memoryVersions,
       log,

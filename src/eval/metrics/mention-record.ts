@@ -56,6 +56,13 @@ export interface MentionScores {
    * before `confidence` was recorded: topScore clamped, calibrated or not.
    */
   confidence: number | null;
+  /**
+   * This mention's row of its reliability bin's hit-count variance under perfect calibration:
+   * Σ_j (min(p, p_j) − p p_j) over the mentions of its group (same note, same top-1 concept) in
+   * its bin that were scored with it, itself included (calibration-test.ts); p(1 − p) alone, 0
+   * without a confidence. Absent in files written before it was kept: read as p(1 − p).
+   */
+  calibrationVariance?: number;
 }
 
 export interface ScoredMention extends MentionRecord {

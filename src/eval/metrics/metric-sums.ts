@@ -1,18 +1,8 @@
+import { calibrationChiSquare, loneCalibrationVariance } from './calibration-test.ts';
 import type { MentionScores } from './mention-record.ts';
+import { binOf, DEFAULT_CALIBRATION_BINS, toUnits, UNIT } from './metric-units.ts';
 
-/**
- * Real-valued per-mention scores are added as integers in units of 1e-9. Integer sums are exact
- * and order-free, so a rolling window that adds and removes mentions in any order ends on exactly
- * the sums (hence exactly the numbers) of a batch over the same mentions. Sums stay exact up to
- * 2^53 units: about nine million mentions per group, far beyond any window or corpus here.
- */
-export const UNIT = 1e9;
-
-export function toUnits(value: number): number {
-  return Math.round(value * UNIT);
-}
-
-export const DEFAULT_CALIBRATION_BINS = 10;
+export { binOf, DEFAULT_CALIBRATION_BINS, toUnits, UNIT };
 
 /** Everything the aggregate metrics are computed from. */
 export interface MetricSums {
@@ -33,7 +23,15 @@ export interface MetricSums {
   binCount: number[];
   binConfidence: number[];
   binHits: number[];
+  /**
+   * Per bin, the variance of its hit count under perfect calibration (units): the sum of its
+   * mentions' `calibrationVariance` (calibration-test.ts).
+   */
+  binVariance: number[];
 }
+
+/** Sums as a state file may hold them: time buckets written before the variance was kept lack it. */
+export type StoredMetricSums = Omit<MetricSums, 'binVariance'> & { binVariance?: number[] };
 
 export function emptySums(bins = DEFAULT_CALIBRATION_BINS): MetricSums {
   return {
@@ -49,12 +47,8 @@ export function emptySums(bins = DEFAULT_CALIBRATION_BINS): MetricSums {
     binCount: new Array<number>(bins).fill(0),
     binConfidence: new Array<number>(bins).fill(0),
     binHits: new Array<number>(bins).fill(0),
+    binVariance: new Array<number>(bins).fill(0),
   };
-}
-
-/** Reliability bin of a confidence in units; 1.0 falls in the last bin. */
-export function binOf(confidenceUnits: number, bins: number): number {
-  return Math.min(bins - 1, Math.floor((confidenceUnits * bins) / UNIT));
 }
 
 /** Adds (sign 1) or removes (sign -1) one mention's scores. */
@@ -76,6 +70,8 @@ export function applyScores(sums: MetricSums, s: MentionScores, sign: 1 | -1): v
   sums.binCount[bin]! += sign;
   sums.binConfidence[bin]! += sign * conf;
   sums.binHits[bin]! += sign * Number(s.hit1);
+  // A record scored before the variance was kept (a prediction file, a state file's window) is taken as alone.
+  sums.binVariance[bin]! += sign * toUnits(s.calibrationVariance ?? loneCalibrationVariance(s.confidence));
 }
 
 /** Mentions in the reliability bins: those with a calibrated confidence, what ECE averages over. */
@@ -83,11 +79,27 @@ export function binnedCount(sums: MetricSums): number {
   return sums.binCount.reduce((total, count) => total + count, 0);
 }
 
-/** Adds (sign 1) or removes (sign -1) the sums of a group of mentions: a time bucket of a window. */
-export function applySums(sums: MetricSums, other: MetricSums, sign: 1 | -1): void {
+/**
+ * Adds (sign 1) or removes (sign -1) the sums of a group of mentions: a time bucket of a window.
+ * Sums without `binVariance` (a bucket saved before it was kept) are given each bin's
+ * n·c̄(1 − c̄), c̄ its mean confidence: the mentions' p(1 − p) are gone, and by Jensen this is at
+ * least their sum, so the test errs towards not firing on those buckets. Decided by the sums
+ * alone, so removing them takes back what adding them gave.
+ */
+export function applySums(sums: MetricSums, other: StoredMetricSums, sign: 1 | -1): void {
   if (other.binCount.length !== sums.binCount.length) throw new RangeError(`cannot combine sums over ${other.binCount.length} and ${sums.binCount.length} calibration bins`);
   for (const key of ['n', 'hit1', 'hit5', 'reciprocalRank', 'similarity', 'ndcg5', 'predictedNil', 'goldNil', 'nilAgree'] as const) sums[key] += sign * other[key];
   for (const key of ['binCount', 'binConfidence', 'binHits'] as const) other[key].forEach((value, b) => (sums[key][b]! += sign * value));
+  (other.binVariance ?? impliedBinVariance(other)).forEach((value, b) => (sums.binVariance[b]! += sign * value));
+}
+
+/** n·c̄(1 − c̄) per bin, in units: the most the variance of n links of mean confidence c̄ can be. */
+function impliedBinVariance(sums: StoredMetricSums): number[] {
+  return sums.binCount.map((count, b) => {
+    if (count <= 0) return 0;
+    const mean = sums.binConfidence[b]! / UNIT / count;
+    return toUnits(count * loneCalibrationVariance(Math.min(1, Math.max(0, mean))));
+  });
 }
 
 export interface ReliabilityBin {
@@ -123,6 +135,14 @@ export interface MetricSummary {
    * has one); null when none has.
    */
   ece: number | null;
+  /**
+   * The analytic, grouped calibration test (calibration-test.ts): P(χ² ≥ calibrationChiSquare) on
+   * calibrationDf degrees of freedom were the confidence perfectly calibrated. Small: the gap
+   * between confidence and acc@1 is more than sampling noise. Null (df 0) when no bin has variance.
+   */
+  calibrationP: number | null;
+  calibrationChiSquare: number | null;
+  calibrationDf: number;
   reliability: ReliabilityBin[];
 }
 
@@ -143,6 +163,7 @@ export function summarize(sums: MetricSums): MetricSummary {
   const { n } = sums;
   const bins = sums.binCount.length;
   const calibrationGap = calibrationGapUnits(sums);
+  const calibration = calibrationChiSquare(sums.binHits, sums.binConfidence, sums.binVariance);
   const reliability = sums.binCount.map((count, b): ReliabilityBin => {
     const hits = sums.binHits[b]!;
     const conf = sums.binConfidence[b]!;
@@ -161,6 +182,9 @@ export function summarize(sums: MetricSums): MetricSummary {
     similarity: ratio(sums.similarity / UNIT, n),
     ndcg5: ratio(sums.ndcg5 / UNIT, n),
     ece: ratio(calibrationGap / UNIT, binnedCount(sums)),
+    calibrationP: calibration?.p ?? null,
+    calibrationChiSquare: calibration?.chiSquare ?? null,
+    calibrationDf: calibration?.df ?? 0,
     reliability,
   };
 }

@@ -1,5 +1,5 @@
 import type { ScoredMention } from './mention-record.ts';
-import { applyScores, applySums, DEFAULT_CALIBRATION_BINS, emptySums, summarize, type MetricSums, type MetricSummary } from './metric-sums.ts';
+import { applyScores, applySums, DEFAULT_CALIBRATION_BINS, emptySums, summarize, type MetricSums, type MetricSummary, type StoredMetricSums } from './metric-sums.ts';
 
 export interface MetricsReport {
   overall: MetricSummary;
@@ -14,6 +14,13 @@ export interface AccumulatorSums {
   totals: MetricSums;
   byLabel: Record<string, MetricSums>;
   bySemanticType: Record<string, MetricSums>;
+}
+
+/** Accumulator sums as a state file may hold them (metric-sums.ts StoredMetricSums). */
+export interface StoredAccumulatorSums {
+  totals: StoredMetricSums;
+  byLabel: Record<string, StoredMetricSums>;
+  bySemanticType: Record<string, StoredMetricSums>;
 }
 
 /**
@@ -60,7 +67,7 @@ export class MetricsAccumulator {
    * time bucket at once. `relabel` maps each NER label (labels restored from a state file are
    * bounded again as they load); labels it maps together are summed.
    */
-  applySums(other: AccumulatorSums, sign: 1 | -1, relabel: (label: string) => string = (label) => label): void {
+  applySums(other: StoredAccumulatorSums, sign: 1 | -1, relabel: (label: string) => string = (label) => label): void {
     applySums(this.totals, other.totals, sign);
     for (const [label, sums] of Object.entries(other.byLabel)) this.applyGroupSums(this.labels, relabel(label), sums, sign);
     for (const [type, sums] of Object.entries(other.bySemanticType)) this.applyGroupSums(this.types, type, sums, sign);
@@ -92,7 +99,7 @@ export class MetricsAccumulator {
     if (sums.n === 0) groups.delete(key);
   }
 
-  private applyGroupSums(groups: Map<string, MetricSums>, key: string, other: MetricSums, sign: 1 | -1): void {
+  private applyGroupSums(groups: Map<string, MetricSums>, key: string, other: StoredMetricSums, sign: 1 | -1): void {
     let sums = groups.get(key);
     if (!sums) {
       sums = emptySums(this.bins);

@@ -1,3 +1,4 @@
+import { loneCalibrationVariance } from './calibration-test.ts';
 import { gradedNdcg } from './graded-relevance.ts';
 import type { MentionRecord, MentionScores, ScoredMention } from './mention-record.ts';
 import type { OntologyView } from './ontology-view.ts';
@@ -18,6 +19,7 @@ export function scoreMention(record: MentionRecord, view: OntologyView): Mention
   const gold = new Set(goldIds);
   const rank = predicted.findIndex((id) => matchesAny(id, gold, view));
   const goldNil = !goldIds.some((g) => view.resolve(g) !== undefined);
+  const confidence = binnedConfidence(record);
   return {
     hit1: rank === 0,
     hit5: rank >= 0 && rank < TOP_K,
@@ -26,7 +28,9 @@ export function scoreMention(record: MentionRecord, view: OntologyView): Mention
     ndcg5: gradedNdcg(predicted, goldIds, view, TOP_K),
     goldNil,
     predictedNil: record.nil,
-    confidence: binnedConfidence(record),
+    confidence,
+    // As if alone; assignGroupedCalibrationVariance widens it for mentions scored with their group.
+    calibrationVariance: confidence === null ? 0 : loneCalibrationVariance(confidence),
   };
 }
 

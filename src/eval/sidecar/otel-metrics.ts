@@ -19,6 +19,7 @@ export const WINDOW_METRICS: { name: string; help: string; value: (s: MetricSumm
   { name: 'similarity', help: 'Mean ontology similarity 1/(1+d) of the top prediction to the gold', value: (s) => s.similarity },
   { name: 'ndcg5', help: 'Mean graded nDCG@5 (3 exact, 2 parent/child, 1 grandparent/grandchild/sibling)', value: (s) => s.ndcg5 },
   { name: 'ece', help: 'Expected calibration error of the calibrated confidence against acc@1, over the samples whose link has one (none: no value)', value: (s) => s.ece },
+  { name: 'calibration_p', help: 'p-value of the analytic grouped calibration test (chi-square over the reliability bins): small when confidence and acc@1 differ by more than noise (no calibrated sample: no value)', value: (s) => s.calibrationP },
 ];
 
 /** Join outcomes, in the order the counter reports them: the attribute value and the report field. */
@@ -84,7 +85,7 @@ export function registerEvaluatorInstruments(latest: () => SidecarReport, meter:
   const windowLimit = meter.createObservableGauge('cuilink.eval.window_limit', { description: 'Window size: samples for the count window, seconds for the time window' });
   const joins = meter.createObservableCounter('cuilink.eval.join', { description: 'Join outcomes: joined pairs (scored), pairs left unscored because the stage cut their candidate list, and half-pairs expired (TTL), evicted (max size) or replaced' });
   const pending = meter.createObservableGauge('cuilink.eval.pending', { description: 'Half-pairs waiting for their other half' });
-  const alert = meter.createObservableGauge('cuilink.eval.alert', { description: '1 while an acc@1 alert fires (rule floor or baseline), 0 otherwise' });
+  const alert = meter.createObservableGauge('cuilink.eval.alert', { description: '1 while an alert fires (rule floor or baseline: acc@1; calibration: the calibration test), 0 otherwise' });
   const notesSeen = meter.createObservableCounter('cuilink.eval.notes_seen', { description: 'Linked notes consumed' });
   const goldSeen = meter.createObservableCounter('cuilink.eval.gold_seen', { description: 'Gold mentions consumed' });
   const samplesScored = meter.createObservableCounter('cuilink.eval.samples_scored', { description: 'Joined samples scored' });

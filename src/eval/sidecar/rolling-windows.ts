@@ -1,6 +1,6 @@
 import type { ScoredMention } from '../metrics/mention-record.ts';
 import type { MetricSummary } from '../metrics/metric-sums.ts';
-import { MetricsAccumulator, type AccumulatorSums, type MetricsReport } from '../metrics/metrics-accumulator.ts';
+import { MetricsAccumulator, type MetricsReport, type StoredAccumulatorSums } from '../metrics/metrics-accumulator.ts';
 
 export interface WindowLimits {
   /** The count window holds the last N joined gold samples. */
@@ -23,10 +23,10 @@ export interface WindowEntry {
   mention: ScoredMention;
 }
 
-/** The sums of the samples joined in [start, start + bucket length). */
+/** The sums of the samples joined in [start, start + bucket length); a state file's may lack the variance (StoredMetricSums). */
 export interface TimeBucket {
   start: number;
-  sums: AccumulatorSums;
+  sums: StoredAccumulatorSums;
 }
 
 export interface WindowReports {

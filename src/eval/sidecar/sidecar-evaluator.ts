@@ -4,6 +4,8 @@ import { joinMention } from '../mention-join.ts';
 import type { OntologyView } from '../metrics/ontology-view.ts';
 import { MetricsAccumulator } from '../metrics/metrics-accumulator.ts';
 import { scoreRecord } from '../metrics/score-mention.ts';
+import { assignGroupedCalibrationVariance } from '../metrics/calibration-test.ts';
+import { DEFAULT_CALIBRATION_BINS } from '../metrics/metric-units.ts';
 import { goldStream, MEMORY_SPLIT_SEED } from '../gold-sampling.ts';
 import { AccuracyAlerts, alertLogLine, type AlertRules, type AlertState } from './accuracy-alerts.ts';
 import { LabelGroups } from './label-groups.ts';
@@ -142,7 +144,7 @@ export class SidecarEvaluator {
     }
     this.goldByStream.measure++;
     const prediction = this.joiner.addGold(gold, now);
-    if (prediction) this.score(gold, prediction, now);
+    if (prediction) this.score([[gold, prediction]], now);
   }
 
   /**
@@ -159,12 +161,15 @@ export class SidecarEvaluator {
       this.learnPredictionsDropped += note.mentions.length;
       return;
     }
+    const joined: [GoldMention, Prediction][] = [];
     for (const mention of note.mentions) {
       const prediction: Prediction = { noteId: note.noteId, mention, memoryVersion: note.memoryVersion ?? null };
       if (candidatesKept !== undefined && mention.candidates.length >= candidatesKept) prediction.cut = true;
       const gold = this.joiner.addPrediction(prediction, now);
-      if (gold) this.score(gold, prediction, now);
+      if (gold) joined.push([gold, prediction]);
     }
+    // Scored together, so the note's mentions of one concept are one group of the calibration test.
+    this.score(joined, now);
   }
 
   /** Expires pending half-pairs and moves the time window; call periodically. */
@@ -206,15 +211,25 @@ export class SidecarEvaluator {
     return this.measure !== undefined && goldStream(noteId, this.measure.learnFraction, this.measure.seed ?? MEMORY_SPLIT_SEED) === 'learn';
   }
 
-  private score(gold: GoldMention, prediction: Prediction, now: number): void {
+  /**
+   * Scores pairs joined at once (a note's mentions whose gold was waiting, or one gold label). Only
+   * these are grouped for the calibration test: a group whose gold comes label by label after its
+   * note is scored as lone mentions (docs/evaluator.md).
+   */
+  private score(pairs: readonly [GoldMention, Prediction][], now: number): void {
     // A cut list would read as misses at ranks the linker did fill; the joiner counted the pair.
-    if (prediction.cut === true) return;
-    const scored = scoreRecord(joinMention({ ...gold, label: this.labels.group(gold.label) }, prediction.mention, this.view), this.view);
-    this.windows.add(scored, now);
-    // Unknown for a prediction restored from a snapshot written before versions were kept: left out, not taken for "no memory".
-    if (prediction.memoryVersion !== undefined) this.byMemoryVersion.add(prediction.memoryVersion, scored.scores.hit1, now);
-    this.samplesScored++;
-    this.judge(now);
+    const kept = pairs.filter(([, prediction]) => prediction.cut !== true);
+    if (kept.length === 0) return;
+    const scored = kept.map(([gold, prediction]) => scoreRecord(joinMention({ ...gold, label: this.labels.group(gold.label) }, prediction.mention, this.view), this.view));
+    assignGroupedCalibrationVariance(scored, DEFAULT_CALIBRATION_BINS);
+    scored.forEach((mention, i) => {
+      this.windows.add(mention, now);
+      const { memoryVersion } = kept[i]![1];
+      // Unknown for a prediction restored from a snapshot written before versions were kept: left out, not taken for "no memory".
+      if (memoryVersion !== undefined) this.byMemoryVersion.add(memoryVersion, mention.scores.hit1, now);
+      this.samplesScored++;
+      this.judge(now);
+    });
   }
 
   private judge(now: number): void {

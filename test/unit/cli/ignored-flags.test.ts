@@ -33,6 +33,19 @@ test('gold-sample --seed with --review-topic or --request-topic is refused (the 
   }
 });
 
-test('evaluator --min-samples without --floor or --baseline is refused (it only gates the acc@1 alerts)', async () => {
-  await assert.rejects(evaluator.run(['--index', 'test/fixtures/eval/index', '--brokers', '127.0.0.1:1', '--min-samples', '20']), refused('--min-samples: only with --floor A or --baseline A (it sets when the acc@1 alerts judge a window)'));
+test('evaluator --min-samples without --floor, --baseline or --calibration-alpha is refused (it only gates the alerts)', async () => {
+  await assert.rejects(evaluator.run(['--index', 'test/fixtures/eval/index', '--brokers', '127.0.0.1:1', '--min-samples', '20']), refused('--min-samples: only with --floor A, --baseline A or --calibration-alpha A (it sets when the alerts judge a window)'));
+});
+
+test('evaluator --calibration-alpha outside (0, 1) or not a number is refused, naming the flag, before any broker is touched', async () => {
+  for (const [value, message] of [
+    ['0', '--calibration-alpha must be > 0, got 0'],
+    ['1', '--calibration-alpha must be < 1, got 1'],
+    ['-0.01', '--calibration-alpha must be > 0, got -0.01'],
+    ['1.5', '--calibration-alpha must be < 1, got 1.5'],
+    ['often', "--calibration-alpha must be a number, got 'often'"],
+    ['', "--calibration-alpha must be a number, got ''"],
+  ] as const) {
+    await assert.rejects(evaluator.run(['--index', 'test/fixtures/eval/index', '--brokers', '127.0.0.1:1', `--calibration-alpha=${value}`, '--min-samples', '20']), refused(message), value);
+  }
 });

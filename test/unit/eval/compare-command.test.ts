@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { compare } from '../../../src/cli/commands/compare.ts';
 import { readPredictions, writePredictions } from '../../../src/eval/prediction-file.ts';
 import type { ScoredMention } from '../../../src/eval/metrics/mention-record.ts';
+import { assignGroupedCalibrationVariance } from '../../../src/eval/metrics/calibration-test.ts';
+import { computeMetrics } from '../../../src/eval/metrics/metrics-accumulator.ts';
 
 function mention(i: number, hit: boolean): ScoredMention {
   return {
@@ -110,6 +112,33 @@ test('prediction rows written before `confidence` was recorded still load and co
     assert.ok(Math.abs(ece.b! - 0.1) < 1e-12, `B ${ece.b}`);
     writeFileSync(b, `${JSON.stringify({ ...current[0], scores: { ...current[0]!.scores, confidence: 'high' } })}\n`);
     await assert.rejects(readPredictions(b), /b\.jsonl:1: 'scores\.confidence' must be a number or null/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('prediction rows keep each link\'s calibration variance; rows written before it count as lone links; a bad one is refused', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-compare-'));
+  try {
+    // n1's rows all link MESH:D000001 or all MESH:D000002: two groups of the calibration test.
+    const rows = Array.from({ length: 12 }, (_, i) => mention(i, i % 4 !== 0));
+    assignGroupedCalibrationVariance(rows, 10);
+    assert.ok(rows.every((m) => m.scores.calibrationVariance! > 0.09 + 1e-9), 'grouped rows carry more than p(1 − p)');
+    const file = join(dir, 'grouped.jsonl');
+    await writePredictions(file, rows);
+    const read = await readPredictions(file);
+    assert.deepEqual(read, rows);
+    assert.deepEqual(computeMetrics(read).overall, computeMetrics(rows).overall);
+    const old = rows.map((m) => {
+      const { calibrationVariance: _v, ...scores } = m.scores;
+      return { ...m, scores };
+    });
+    const lone = rows.map((m) => ({ ...m, scores: { ...m.scores, calibrationVariance: 0.9 * (1 - 0.9) } }));
+    assert.deepEqual(computeMetrics(old).overall, computeMetrics(lone).overall);
+    for (const bad of ['-1', '"wide"', '1e999']) {
+      writeFileSync(file, `${JSON.stringify(rows[0]).replace(/"calibrationVariance":[^,}]+/, `"calibrationVariance":${bad}`)}\n`);
+      await assert.rejects(readPredictions(file), /grouped\.jsonl:1: 'scores\.calibrationVariance' must be a finite number ≥ 0/, bad);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -13,6 +13,7 @@ import { DEFAULT_MODEL_DIR } from '../../../src/link/default-index.ts';
 import { openLinker } from '../../../src/link/open-linker.ts';
 import type { EvalReport } from '../../../src/eval/eval-report.ts';
 import type { ConfidenceSummary } from '../../../src/eval/confidence/selective-metrics.ts';
+import { formatCalibrationTest } from '../../../src/eval/confidence/confidence-format.ts';
 
 let dir: string;
 let indexDir: string;
@@ -84,4 +85,11 @@ test('eval with the shipped calibration: a link without candidates (type filter)
   assert.equal(report.confidence!.n, 3);
   assert.ok(Math.abs(overall.ece! - report.confidence!.ece!) < 1e-9, `${overall.ece} vs ${report.confidence!.ece}`);
   assert.match(printed.split('\n').find((l) => l.startsWith('Chemical '))!, / —$/);
+  // The analytic calibration test, right under the bootstrap floor's line, over the same three links.
+  const lines = printed.split('\n');
+  const floor = lines.findIndex((l) => l.startsWith('confidence (all linked mentions, 3 links'));
+  assert.ok(floor >= 0, printed);
+  assert.equal(lines[floor + 1], formatCalibrationTest(overall));
+  assert.match(lines[floor + 1]!, /^calibration test \(analytic, grouped; 3 links\): χ² \d+\.\d\d on 1 df, p \d/);
+  assert.ok(overall.calibrationP! > 0 && overall.calibrationP! <= 1, `p ${overall.calibrationP}`);
 });

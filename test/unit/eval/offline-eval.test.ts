@@ -46,3 +46,21 @@ test('confidencePoints: one point per linked mention with a confidence, grouped 
   assert.notEqual(groups[0], groups[2], 'another concept');
   assert.notEqual(groups[0], groups[3], 'another note');
 });
+
+test('offline eval scores the corpus at once: a note\'s mentions of one concept are one group of the calibration test, as confidencePoints groups them', async () => {
+  const corpus = await loadPubTatorCorpus('test/fixtures/eval/sample.PubTator');
+  const view = kbOntologyView(await loadKb(['test/fixtures/eval/mini-kb.jsonl'], { format: 'jsonl' }));
+  const fake = fakeLinker(SAMPLE_TABLE);
+  // The fake linker's links with a calibrated confidence of 0.8 wherever they have candidates.
+  const core = { ...fake, linkNotes: async (notes: Parameters<typeof fake.linkNotes>[0]) => (await fake.linkNotes(notes)).map((n) => ({ ...n, mentions: n.mentions.map((m) => ({ ...m, confidence: m.candidates.length > 0 ? 0.8 : null })) })) };
+  const result = await evaluateCorpus(core, corpus, view, { batchSize: 1 });
+  const rows = Object.fromEntries(result.scored.map((s) => [`${s.noteId} ${s.mentionId}`, s.scores.calibrationVariance]));
+  // Note 1001 links "Colon cancer" (0-12) and "colon cancer" (46-58) to MESH:D003110: one draw, rows of 2 · 0.8 · 0.2.
+  assert.ok(Math.abs(rows['1001 0-12']! - 0.32) < 1e-12 && Math.abs(rows['1001 46-58']! - 0.32) < 1e-12, JSON.stringify(rows));
+  // "breast cancer" and the composite both link MESH:D010051 in note 1001: one group too; anemia is alone.
+  assert.ok(Math.abs(rows['1001 17-30']! - 0.32) < 1e-12);
+  assert.ok(Math.abs(rows['1001 63-69']! - 0.16) < 1e-12);
+  // No candidates (OMIM disease, unknown syndrome): no confidence, nothing to add.
+  assert.equal(rows['1002 60-72'], 0);
+  assert.notEqual(result.metrics.overall.calibrationP, null);
+});

@@ -202,23 +202,34 @@ test('ECE and reliability bins read only links with a calibrated confidence and 
   const binned = (s: { reliability: { n: number }[] }) => s.reliability.reduce((n, b) => n + b.n, 0);
   const metrics = new EvaluatorMetrics(() => ev.report(10));
   const eceLines = async () => (await metrics.text()).split('\n').filter((l) => /^cuilink_eval_ece\{window="(count|time)",by="overall"/.test(l)).sort();
+  // The calibration test's p follows the ECE's rules: none without a calibrated link, NaN once it had one and has none.
+  const pLines = async () => (await metrics.text()).split('\n').filter((l) => /^cuilink_eval_calibration_p\{window="(count|time)",by="overall"/.test(l)).sort();
+  // One link at 0.8, right: χ² 0.2² / (0.8 · 0.2) = 0.25 on 1 df.
+  const oneLinkP = /^0\.617\d*$/;
   try {
     feed(linked('n1', ['FIX:A1'], null), 1); // a linker without a calibration
     feed(linked('n2', [], null), 2); // no candidates
     let { count, time } = ev.report(3).windows;
     for (const s of [count.overall, time.overall, count.byLabel.Disease!]) assert.deepEqual([s.n, s.ece, binned(s)], [2, null, 0]);
     assert.deepEqual(await eceLines(), [], 'no ECE exported: there is none');
+    assert.deepEqual(await pLines(), [], 'no calibration p exported: there is none');
+    assert.equal(count.overall.calibrationP, null);
     feed(linked('n3', ['FIX:A1'], 0.8), 4); // calibrated, right: gap 0.2; the count window drops n1
     ({ count, time } = ev.report(5).windows);
     assert.deepEqual([count.overall.n, count.overall.ece, binned(count.overall)], [2, 0.2, 1]);
     assert.deepEqual([time.overall.n, time.overall.ece, binned(time.overall)], [3, 0.2, 1]);
     assert.deepEqual(await eceLines(), ['cuilink_eval_ece{window="count",by="overall",group="all"} 0.2', 'cuilink_eval_ece{window="time",by="overall",group="all"} 0.2']);
+    assert.deepEqual((await pLines()).map((l) => oneLinkP.test(l.split(' ')[1]!)), [true, true]);
     feed(linked('n4', [], null), 6);
     feed(linked('n5', ['FIX:A1'], null), 7); // n3 leaves the count window: no calibrated link is left in it
     ({ count, time } = ev.report(8).windows);
     assert.deepEqual([count.overall.n, count.overall.ece, binned(count.overall)], [2, null, 0]);
     assert.deepEqual([time.overall.n, time.overall.ece, binned(time.overall)], [5, 0.2, 1]);
     assert.deepEqual(await eceLines(), ['cuilink_eval_ece{window="count",by="overall",group="all"} NaN', 'cuilink_eval_ece{window="time",by="overall",group="all"} 0.2']);
+    const [countP, timeP] = await pLines();
+    assert.equal(countP, 'cuilink_eval_calibration_p{window="count",by="overall",group="all"} NaN');
+    assert.match(timeP!.split(' ')[1]!, oneLinkP);
+    assert.equal(count.overall.calibrationP, null);
   } finally {
     await metrics.shutdown();
   }

@@ -1,0 +1,125 @@
+import { chiSquareUpperTail } from './chi-square.ts';
+import type { ScoredMention } from './mention-record.ts';
+import { binOf, toUnits, UNIT } from './metric-units.ts';
+
+/**
+ * An analytic test of calibration that needs only additive per-bin sums, so a rolling window
+ * can compute it: offline eval's bootstrap (calibratedEce) needs the links themselves.
+ *
+ * Under perfect calibration a link is right with probability its confidence p, and links that
+ * stand or fall together (a note's mentions with the same top-1 concept: calibratedEce's groups)
+ * share one uniform draw u, right when u < p. Two links i, j of a group then have
+ * Cov(hit_i, hit_j) = min(p_i, p_j) − p_i p_j, so the variance of a reliability bin's hit count is
+ * Σ over its groups of Σ_i Σ_j (min(p_i, p_j) − p_i p_j), i and j the group's links in that bin. Each
+ * link carries its row of that double sum (calibrationVariance): bins add and remove links with
+ * exactly what they brought. A lone link's row is p(1 − p).
+ */
+
+/** The variance of a link's hit under calibration, alone: p(1 − p). */
+export function loneCalibrationVariance(confidence: number): number {
+  return confidence * (1 - confidence);
+}
+
+export interface GroupedConfidence {
+  /** Clamped to [0, 1]; null keeps the link out of the bins (its row is 0). */
+  confidence: number | null;
+  /** Links of one group share a draw; undefined: alone. */
+  group: string | undefined;
+}
+
+/** Each link's row sum over the links of its group in its reliability bin (bins as in metric-sums.ts). */
+export function groupedCalibrationVariances(links: readonly GroupedConfidence[], bins: number): number[] {
+  const cells = new Map<string, number[]>();
+  const binned = links.map((link) => (link.confidence === null ? -1 : binOf(toUnits(link.confidence), bins)));
+  links.forEach((link, i) => {
+    if (link.confidence === null || link.group === undefined) return;
+    const key = `${binned[i]}\u0000${link.group}`;
+    const members = cells.get(key);
+    if (members) members.push(i);
+    else cells.set(key, [i]);
+  });
+  return links.map((link, i) => {
+    const p = link.confidence;
+    if (p === null) return 0;
+    if (link.group === undefined) return loneCalibrationVariance(p);
+    let row = 0;
+    for (const j of cells.get(`${binned[i]}\u0000${link.group}`)!) {
+      const q = links[j]!.confidence!;
+      row += Math.min(p, q) - p * q;
+    }
+    return row;
+  });
+}
+
+/** A note's mentions linked to the same top-1 concept: calibratedEce's group (offline-eval.ts confidenceGroup). */
+export function mentionGroup(mention: Pick<ScoredMention, 'noteId' | 'predicted'>): string | undefined {
+  const top = mention.predicted[0];
+  return top === undefined ? undefined : `${mention.noteId}\u0000${top}`;
+}
+
+/**
+ * Sets `scores.calibrationVariance` of mentions scored together, grouped by note and top-1
+ * concept. Only the mentions given are grouped: a group whose mentions are scored in separate
+ * calls (the sidecar, when gold arrives after its note) counts as separate groups, which
+ * understates the variance a little (the test then fires a little more easily than it should).
+ */
+export function assignGroupedCalibrationVariance(mentions: readonly ScoredMention[], bins: number): void {
+  const rows = groupedCalibrationVariances(mentions.map((m) => ({ confidence: m.scores.confidence, group: mentionGroup(m) })), bins);
+  mentions.forEach((m, i) => {
+    m.scores.calibrationVariance = rows[i]!;
+  });
+}
+
+/**
+ * Adjacent bins are pooled, from the lowest, until a cell's variance reaches this: the χ²
+ * distribution of Σ (hits − Σp)² / V holds only where a cell's hit count is close to normal, and
+ * a bin of a few links (one link at 0.95 that misses reads χ² 19 on its own) would fire the test
+ * on calibrated links several times as often as its alpha. 5 is the "expected count ≥ 5" rule of
+ * thumb: near p = 0 or 1, V ≈ the expected count of the rarer outcome.
+ */
+export const MIN_CELL_VARIANCE = 5;
+
+export interface CalibrationTest {
+  chiSquare: number;
+  /** Cells the bins were pooled into: the degrees of freedom. */
+  df: number;
+  /** P(χ²(df) ≥ chiSquare) under perfect calibration. */
+  p: number;
+}
+
+/**
+ * χ² = Σ_c (hits_c − Σp_c)² / V_c over cells c of adjacent bins pooled until V_c ≥
+ * MIN_CELL_VARIANCE (what is left at the top joins the last cell), df = the cells; sums in units
+ * as in metric-sums.ts (hits are counts). Covariance between bins (a group split across bins) is
+ * left out. Null when no bin has variance (no binned link, or every confidence 0 or 1).
+ */
+export function calibrationChiSquare(binHits: readonly number[], binConfidenceUnits: readonly number[], binVarianceUnits: readonly number[]): CalibrationTest | null {
+  const cells: { gap: number; variance: number }[] = [];
+  let gap = 0;
+  let variance = 0;
+  binVarianceUnits.forEach((v, b) => {
+    gap += binHits[b]! * UNIT - binConfidenceUnits[b]!;
+    variance += v;
+    if (variance >= MIN_CELL_VARIANCE * UNIT) {
+      cells.push({ gap, variance });
+      gap = 0;
+      variance = 0;
+    }
+  });
+  if (variance > 0 || gap !== 0) {
+    const last = cells.at(-1);
+    if (last) {
+      last.gap += gap;
+      last.variance += variance;
+    } else if (variance > 0) cells.push({ gap, variance });
+  }
+  if (cells.length === 0) return null;
+  let chiSquare = 0;
+  for (const cell of cells) chiSquare += (cell.gap / UNIT) ** 2 / (cell.variance / UNIT);
+  return { chiSquare, df: cells.length, p: chiSquareUpperTail(chiSquare, cells.length) };
+}
+
+/** A p-value as it reads: 3 decimals, or 2 significant digits below 0.001 (a drift shows as 1.2e-9, not 0.000). */
+export function formatPValue(p: number): string {
+  return p >= 0.001 || p === 0 ? p.toFixed(3) : p.toPrecision(2);
+}
