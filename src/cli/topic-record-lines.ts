@@ -1,4 +1,5 @@
 import { CuilinkError, InputError } from '../kb/errors.ts';
+import { isoTimeOf } from '../kb/epoch-time.ts';
 import type { InboundRecord } from '../stream/kafka/client-types.ts';
 import type { RecordCodec } from '../stream/avro/record-codec.ts';
 import { RECORD_KINDS, type RecordKind } from '../stream/avro/avro-schemas.ts';
@@ -53,7 +54,7 @@ export interface RecordLine {
   /** The key as UTF-8 text; null without a key, or when it is no UTF-8 (then `keyHex`). */
   key: string | null;
   keyHex?: string;
-  /** The record's timestamp (ISO 8601), null when it has none. */
+  /** The record's timestamp (ISO 8601), null when it has none (or one no date holds). */
   timestamp: string | null;
   type: RecordKind;
   value?: unknown;
@@ -78,9 +79,10 @@ function keyFields(key: Buffer | null): Pick<RecordLine, 'key' | 'keyHex'> {
   return Buffer.from(text, 'utf8').equals(key) ? { key: text } : { key: null, keyHex: key.toString('hex') };
 }
 
+/** A producer may set any int64 as a record's timestamp: one no Date holds is shown as none. */
 function timestampOf(ms: string): string | null {
   const n = Number(ms);
-  return Number.isFinite(n) && n >= 0 ? new Date(n).toISOString() : null;
+  return n >= 0 ? (isoTimeOf(n) ?? null) : null;
 }
 
 function hideText(note: NoteEventRecord): NoteEventRecord {

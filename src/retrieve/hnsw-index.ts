@@ -2,6 +2,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import hnswlib from 'hnswlib-node';
 import { syncFile } from '../kb/durable-file.ts';
 import { CuilinkError, InputError } from '../kb/errors.ts';
+import { hnswLayoutProblem } from './hnsw-file-layout.ts';
 
 export interface HnswParams {
   /** Graph degree. */
@@ -43,10 +44,13 @@ export class HnswIndex {
     return index;
   }
 
-  static load(file: string, dims: number, efSearch: number): HnswIndex {
+  /** `checksummed`: the caller checked the file against the digest its writer recorded (then its links need no reading). */
+  static load(file: string, dims: number, efSearch: number, options: { checksummed: boolean }): HnswIndex {
     const index = new HnswIndex(dims, efSearch);
     let fileDims: number | undefined;
     try {
+      const problem = hnswLayoutProblem(file, { links: !options.checksummed });
+      if (problem !== undefined) throw new Error(`${problem}: damaged, or no hnswlib index`);
       fileDims = storedDims(file);
       index.index.readIndexSync(file);
     } catch (error) {

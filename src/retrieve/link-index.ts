@@ -48,7 +48,7 @@ export class LinkIndex {
     const namesFile = join(dir, manifest.files.names);
     const names = readNameTable(namesFile, concepts.length);
     if (names.size !== manifest.counts.names) throw new InputError(`${namesFile}: ${names.size} names, manifest says ${manifest.counts.names}`, 'BAD_INDEX');
-    const hnsw = HnswIndex.load(join(dir, manifest.files.hnsw), manifest.model.dims, options.efSearch ?? manifest.hnsw.efSearch);
+    const hnsw = HnswIndex.load(join(dir, manifest.files.hnsw), manifest.model.dims, options.efSearch ?? manifest.hnsw.efSearch, { checksummed: filesVerified });
     if (hnsw.size !== names.size) throw new InputError(`${dir}: HNSW holds ${hnsw.size} vectors for ${names.size} names`, 'BAD_INDEX');
     const exact = ExactMatchTable.fromConcepts(concepts, normalize);
     return new LinkIndex(dir, manifest, concepts, names, hnsw, exact, filesVerified);

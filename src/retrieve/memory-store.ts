@@ -78,7 +78,7 @@ export class MemoryStore {
     const prototypes = join(dir, manifest.files.prototypes);
     // Checked before loading: a changed file is reported as such, not as whatever it breaks.
     checkFileChecksum(prototypes, manifest.checksums?.prototypes);
-    const hnsw = HnswIndex.load(prototypes, manifest.model.dims, manifest.hnsw.efSearch);
+    const hnsw = HnswIndex.load(prototypes, manifest.model.dims, manifest.hnsw.efSearch, { checksummed: manifest.checksums !== undefined });
     const store = new MemoryStore(manifest.model, normalize, hnsw, manifest, manifest.rawText ? undefined : manifest.hashSalt);
     const file = join(dir, manifest.files.records);
     for (const record of readMemoryRecords(file, manifest.checksums?.records, store.nextSeq, store.rawText)) store.index(record);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isoTimeOf } from '../kb/epoch-time.ts';
 import type { DeadLetterRecord } from './avro/avro-records.ts';
 import { knownSchemas, type KnownSchemas, type WriterSchema } from './avro/avro-schemas.ts';
 import { hasConfluentWireHeader } from './avro/confluent-avro-codec.ts';
@@ -203,6 +204,7 @@ export interface DeadLetterView {
   errorCode: string | null;
   reason: string | null;
   stage: string | null;
+  /** ISO 8601; null for an unreadable record, or a failedAt no date holds (a damaged or hand-written letter). */
   failedAt: string | null;
   source: { topic: string; partition: number; offset: number } | null;
   /** The original key as printable text, or `hex:` and its first bytes. */
@@ -233,7 +235,7 @@ export function viewOf(entry: DeadLetterEntry, options: { firstBytes?: boolean; 
     errorCode: letter.errorCode,
     reason: letter.reason,
     stage: letter.stage,
-    failedAt: new Date(letter.failedAt).toISOString(),
+    failedAt: isoTimeOf(letter.failedAt) ?? null,
     source: { topic: letter.sourceTopic, partition: letter.partition, offset: letter.offset },
     key: keyText(letter.originalKey),
     size: letter.originalSize ?? original?.length ?? null,
@@ -251,7 +253,7 @@ export function viewLine(v: DeadLetterView, bytesShown: boolean): string {
     positionOf(v),
     v.errorCode,
     `stage=${v.stage}`,
-    `failedAt=${v.failedAt}`,
+    `failedAt=${v.failedAt ?? '(none)'}`,
     `source=${v.source!.topic}/${v.source!.partition}/${v.source!.offset}`,
     `key=${v.key ?? '(null)'}`,
     `size=${v.size ?? '(null)'}`,

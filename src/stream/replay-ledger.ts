@@ -1,3 +1,4 @@
+import { isDateTime } from '../kb/epoch-time.ts';
 import type { DeadLetterRecord } from './avro/avro-records.ts';
 import type { InboundRecord, OutboundRecord } from './kafka/client-types.ts';
 
@@ -60,7 +61,7 @@ export type UnreadableEntry = { unreadable: string };
 function parseEntry(value: Buffer): LedgerEntry | UnreadableEntry {
   try {
     const parsed = JSON.parse(value.toString('utf8')) as Partial<LedgerEntry> | null;
-    const ok = parsed !== null && typeof parsed === 'object' && typeof parsed.to === 'string' && Number.isFinite(parsed.replayedAt) && typeof parsed.source === 'string' && Number.isFinite(parsed.failedAt);
+    const ok = parsed !== null && typeof parsed === 'object' && typeof parsed.to === 'string' && isDateTime(parsed.replayedAt) && typeof parsed.source === 'string' && Number.isFinite(parsed.failedAt);
     return ok ? (parsed as LedgerEntry) : { unreadable: 'not a ledger entry' };
   } catch (error) {
     return { unreadable: `not JSON (${(error as Error).message})` };

@@ -43,6 +43,7 @@ function write(type: avro.Type, value: unknown, out: Buffer[]): void {
       return;
     }
     case 'string':
+    case 'bytes':
       out.push(str(value as AvroText));
       return;
     case 'enum': {

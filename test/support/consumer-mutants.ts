@@ -156,7 +156,11 @@ export const mutationNames = (kind: RecordKind): string[] => Object.keys(catalog
 
 /** One mutant of `base`, by a mutation drawn from `random`. */
 export function consumerMutant(random: Random, base: ConsumerBase): ConsumerMutant {
-  const mutation = pick(random, mutationNames(base.kind));
+  return consumerMutantBy(random, base, pick(random, mutationNames(base.kind)));
+}
+
+/** One mutant of `base` by the named mutation (one of mutationNames(base.kind)). */
+export function consumerMutantBy(random: Random, base: ConsumerBase, mutation: string): ConsumerMutant {
   return { ...catalogue(base.kind)[mutation]!(random, base), kind: base.kind, mutation, base: base.record.noteId };
 }
 

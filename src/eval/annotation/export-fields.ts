@@ -1,3 +1,4 @@
+import { isDateTime } from '../../kb/epoch-time.ts';
 import { isObject } from '../../kb/safe-json.ts';
 
 /** Label Studio export fields read the same way in its JSON and JSON-MIN forms. */
@@ -17,7 +18,12 @@ export function annotatorOf(value: unknown): string | null {
   return typeof value === 'number' ? `label-studio-user:${value}` : null;
 }
 
+/**
+ * An annotation time (ISO text or epoch ms) as epoch ms, or undefined when it is none the gold can
+ * carry: the gold file's `time` must be whole non-negative ms (`memory add --jsonl` refuses the
+ * file otherwise) and GoldMention's `annotatedAt` an Avro long a Date holds.
+ */
 export function timeOf(value: unknown): number | undefined {
   const t = typeof value === 'string' ? Date.parse(value) : typeof value === 'number' ? value : NaN;
-  return Number.isFinite(t) ? t : undefined;
+  return isDateTime(t) && t >= 0 ? t : undefined;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_DATE_MS } from '../../kb/epoch-time.ts';
 import type { LabelRequestRecord } from '../../stream/avro/avro-records.ts';
 
 /**
@@ -25,7 +26,8 @@ const requestLineSchema = z.object({
   linkerVersion: z.string().default(''),
   modelVersion: z.string().default(''),
   indexVersion: z.string().default(''),
-  requestedAt: z.union([z.number().int().nonnegative(), z.string().datetime({ offset: true }).transform((s) => Date.parse(s))]).default(0),
+  // The export writes it as an ISO time: past what a Date holds, toISOString throws.
+  requestedAt: z.union([z.number().int().nonnegative().max(MAX_DATE_MS), z.string().datetime({ offset: true }).transform((s) => Date.parse(s))]).default(0),
 });
 
 /** The request as a record, or the reason it is not one (the field path and zod's message; a LabelRequest holds no text). */

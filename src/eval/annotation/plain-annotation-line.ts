@@ -15,7 +15,8 @@ const lineSchema = z.object({
   conceptId: z.string().nullable().optional(),
   nil: z.boolean().optional(),
   annotator: z.string().nullable().optional(),
-  annotatedAt: z.union([z.number(), z.string()]).optional(),
+  // A script's own field: a time the gold cannot carry is its mistake to hear of, not the import time in its place.
+  annotatedAt: z.union([z.number(), z.string()]).refine((t) => timeOf(t) !== undefined, 'not a time: epoch milliseconds (a whole number, 0 or more) or an ISO 8601 date-time from 1970 on').optional(),
   start: z.number().int().nonnegative().optional(),
   end: z.number().int().positive().optional(),
 });

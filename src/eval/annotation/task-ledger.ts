@@ -5,6 +5,9 @@ import { topLevelElementLines } from './json-array-lines.ts';
 import { requestLabel } from './label-request-line.ts';
 import { isObject, parseJsonSafely } from '../../kb/safe-json.ts';
 
+/** GoldMention's and LabelRequest's offsets are Avro ints. */
+const MAX_AVRO_INT = 2 ** 31 - 1;
+
 /** What the export asked about one mention: the import's truth, whatever an export file claims. */
 export interface LedgerEntry extends Pick<LabelRequestRecord, 'noteId' | 'mentionId' | 'start' | 'end' | 'label' | 'stream'> {
   /** The candidate ids the task offered as choices. */
@@ -69,8 +72,14 @@ export class TaskLedger {
     if (!Number.isInteger(start) || !Number.isInteger(end) || typeof label !== 'string' || (stream !== 'learn' && stream !== 'measure') || typeof surface !== 'string') {
       throw new InputError(`${where}: request ${id} lacks start, end, label, stream or mention text`, 'BAD_INPUT');
     }
+    // The export writes the mention text as the note's text at the span: an edit that breaks this
+    // (or a span an Avro int cannot hold) would become gold the gold topic or `memory add` refuses.
+    const [from, to] = [start as number, end as number];
+    if (from < 0 || to <= from || to > MAX_AVRO_INT || surface.length !== to - from) {
+      throw new InputError(`${where}: request ${id}: span [${from}, ${to}) is not the span of its mention text (${surface.length} characters)`, 'BAD_INPUT');
+    }
     if (!Array.isArray(candidateIds) || candidateIds.some((c) => typeof c !== 'string')) throw new InputError(`${where}: request ${id}: candidates are not a list of concept ids`, 'BAD_INPUT');
-    const entry: LedgerEntry = { noteId, mentionId, start: start as number, end: end as number, label, stream, candidateIds: new Set(candidateIds as string[]), surface };
+    const entry: LedgerEntry = { noteId, mentionId, start: from, end: to, label, stream, candidateIds: new Set(candidateIds as string[]), surface };
     const key = mentionKey(noteId, mentionId);
     const known = this.entries.get(key);
     if (known === undefined) {

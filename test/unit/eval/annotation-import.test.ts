@@ -160,8 +160,8 @@ test('the ledger reads either tasks form; an answer to a request of neither is u
   assert.deepEqual([...fromTasks.get('1001', '71-96')!.candidateIds], ['MESH:D001943', 'MESH:D010051', 'MESH:D009371']);
   assert.equal(fromTasks.get('1001', '46-58'), undefined);
 
-  const moved = JSON.stringify({ ...buildPlainTaskLine(joined[0]!), start: 1 });
-  assert.throws(() => fromTasks.addFile('again.jsonl', moved), /again\.jsonl:1: request 1001\/0-12 was exported before with span \[0, 12\), here \[1, 12\)/);
+  const moved = JSON.stringify({ ...buildPlainTaskLine(joined[0]!), start: 1, end: 13 });
+  assert.throws(() => fromTasks.addFile('again.jsonl', moved), /again\.jsonl:1: request 1001\/0-12 was exported before with span \[0, 12\), here \[1, 13\)/);
   const more = JSON.stringify({ ...buildPlainTaskLine(joined[0]!), candidates: [{ conceptId: 'MESH:D000740', name: 'Anemia', score: 0.1 }] });
   fromTasks.addFile('later.jsonl', more);
   assert.ok(fromTasks.get('1001', '0-12')!.candidateIds.has('MESH:D000740'), 'a request exported twice offers both exports’ candidates');
@@ -208,4 +208,43 @@ test('a JSON-MIN record of a note with characters outside the Basic Multilingual
   const result = importLabelStudioExport('min.json', JSON.stringify([record]), new AnnotationJudge(ledger, kb, { now: () => 42 }));
   assert.deepEqual(result.refused.map((r) => `${r.kind}: ${r.reason}`), []);
   assert.deepEqual(result.accepted.map((a) => [a.gold.start, a.gold.end]), [[request.start, request.end]]);
+});
+
+test('an answer time that is no epoch-ms time the memory and the gold topic take: a plain line is refused naming the field, an export\'s falls back to the import time', async () => {
+  // Before, the import accepted each: -1 and 1.5 went into the gold file as `time`, which `memory
+  // add --jsonl` refuses (the whole file), and 2^53 + 2 was no Avro long: --gold-topic stopped part way.
+  const times = [-1, 1.5, 2 ** 53 + 2, 1e300, '1900-01-01T00:00:00Z', 'yesterday'];
+  const lines = times.map((annotatedAt) => JSON.stringify({ noteId: '1001', mentionId: '0-12', conceptId: 'D003110', annotatedAt }));
+  const plain = importPlainAnswers(lines.join('\n'), judge());
+  assert.deepEqual(plain.accepted, []);
+  assert.deepEqual(plain.refused.map((r) => [r.line, r.kind, /field 'annotatedAt'/.test(r.reason)]), times.map((_, i) => [i + 1, 'not-a-task', true]));
+  const data = JSON.parse(tasksJson)[0].data;
+  const span = { from_name: 'span', to_name: 'text', type: 'labels', value: { start: 0, end: 12, labels: ['Mention'] } };
+  const choose = { from_name: 'concept', to_name: 'text', type: 'choices', value: { choices: ['MESH:D003110'] } };
+  for (const updatedAt of times) {
+    const exported = importLabelStudioExport('x.json', JSON.stringify([{ id: 1, data, annotations: [{ id: 10, result: [span, choose], updated_at: updatedAt }] }]), judge());
+    assert.deepEqual(exported.accepted.map((a) => a.annotatedAt), [42], `updated_at ${updatedAt}: the import time`);
+  }
+});
+
+test('a tasks file edited to a span no gold can hold is refused naming its line, not imported into gold the gold topic or the memory refuses', () => {
+  // Before, each was taken as the request: a plain answer (no offsets of its own) then gave gold
+  // at [-1, 12), [12, 0) or up to 2^53 + 2 (no Avro int: --gold-topic stopped part way), or with
+  // empty text (`memory add --jsonl` refuses the whole gold file).
+  const edits: [Record<string, unknown>, RegExp][] = [
+    [{ start: -1 }, /span \[-1, 12\)/],
+    [{ start: 12, end: 0 }, /span \[12, 0\)/],
+    [{ start: 2 ** 53 - 10, end: 2 ** 53 + 2 }, /span \[9007199254740982, 9007199254740994\)/],
+    [{ text: '' }, /span \[0, 12\) is not the span of its mention text \(0 characters\)/],
+    [{ text: 'Colon' }, /span \[0, 12\) is not the span of its mention text \(5 characters\)/],
+  ];
+  for (const [edit, reason] of edits) {
+    const lines = joined.map((j) => buildPlainTaskLine(j)).map((l) => (l.requestId === '1001/0-12' ? { ...l, ...edit } : l));
+    const at = lines.findIndex((l) => l.requestId === '1001/0-12') + 1;
+    assert.throws(
+      () => new TaskLedger().addFile('edited.jsonl', lines.map((l) => JSON.stringify(l)).join('\n')),
+      (e: Error & { code?: string }) => e.code === 'BAD_INPUT' && e.message.startsWith(`edited.jsonl:${at}: request 1001/0-12: `) && reason.test(e.message),
+      JSON.stringify(edit),
+    );
+  }
 });

@@ -140,3 +140,13 @@ test('JSON items are written as an array with one item per line, or as lines', a
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a request whose requestedAt no Date holds is refused with its field, not exported to a RangeError', () => {
+  // 2^53 + 2 ms passed as an integer, then buildLabelStudioTask's toISOString threw RangeError and
+  // `annotate export` stopped on the one line (from the request file or the label-request topic).
+  for (const requestedAt of [2 ** 53 + 2, 8.64e15 + 1, 1e300]) {
+    const parsed = parseLabelRequest({ noteId: 'n1', mentionId: 'm1', start: 0, end: 5, label: 'Disease', stream: 'learn', requestedAt });
+    assert.ok('reason' in parsed && /field 'requestedAt'/.test(parsed.reason), `${requestedAt}: ${JSON.stringify(parsed)}`);
+  }
+  assert.equal(request({ requestedAt: 8.64e15 }).requestedAt, 8.64e15, 'the last time a Date holds');
+});
