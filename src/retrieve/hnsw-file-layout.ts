@@ -10,7 +10,8 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
  * a reason instead of crashing the process.
  */
 
-const HEADER_BYTES = 96;
+/** The header of an hnswlib file: six size_t (offsetLevel0, maxElements, count, sizePerElement, labelOffset, offsetData), then maxLevel (int), entryPoint (uint32), maxM, maxM0, M (size_t), mult (double), efConstruction (size_t). */
+export const HNSW_HEADER_BYTES = 96;
 /** hnswlib's internal ids are uint32. */
 const MAX_ELEMENTS = 2 ** 32;
 /** The most capacity a writer of cuilink leaves: an index is built to its size; a memory starts at 1,024 and doubles (memory-store.ts). */
@@ -18,7 +19,7 @@ const capacityBound = (count: number) => Math.max(1024, 2 * count);
 /** Levels are drawn as -ln(U)·mult with mult = 1/ln(M): past 64 no index of any size reaches. */
 const MAX_LEVEL = 64;
 
-interface FullHeader {
+export interface HnswHeader {
   offsetLevel0: number;
   maxElements: number;
   count: number;
@@ -33,9 +34,10 @@ interface FullHeader {
   mult: number;
 }
 
-function readFullHeader(fd: number): FullHeader | undefined {
-  const header = Buffer.alloc(HEADER_BYTES);
-  if (readSync(fd, header, 0, HEADER_BYTES, 0) < HEADER_BYTES) return undefined;
+/** The header of the open file `fd`, or undefined when the file is too short to hold one. */
+export function readHnswHeader(fd: number): HnswHeader | undefined {
+  const header = Buffer.alloc(HNSW_HEADER_BYTES);
+  if (readSync(fd, header, 0, HNSW_HEADER_BYTES, 0) < HNSW_HEADER_BYTES) return undefined;
   const size = (at: number) => Number(header.readBigUInt64LE(at));
   return {
     offsetLevel0: size(0), maxElements: size(8), count: size(16), elementBytes: size(24), labelOffset: size(32), offsetData: size(40),
@@ -44,7 +46,7 @@ function readFullHeader(fd: number): FullHeader | undefined {
 }
 
 /** What in the header contradicts how hnswlib writes one, or undefined. */
-function headerProblem(h: FullHeader, fileBytes: number): string | undefined {
+function headerProblem(h: HnswHeader, fileBytes: number): string | undefined {
   if (h.offsetLevel0 !== 0) return `level-0 offset ${h.offsetLevel0}, not 0`;
   // A link list's count is an unsigned short: 2M links at most 65,535.
   if (!(h.m >= 2 && h.m <= 32_767 && h.maxM === h.m && h.maxM0 === 2 * h.m)) return `M ${h.m}, maxM ${h.maxM}, maxM0 ${h.maxM0} (hnswlib writes M, M and 2M)`;
@@ -54,7 +56,7 @@ function headerProblem(h: FullHeader, fileBytes: number): string | undefined {
   if (vectorBytes <= 0 || vectorBytes % 4 !== 0) return `${vectorBytes} bytes a vector, not float32 dims`;
   if (h.elementBytes !== h.labelOffset + 8) return `${h.elementBytes} bytes an element, its 8-byte label at byte ${h.labelOffset}`;
   if (!(h.count <= h.maxElements && h.maxElements <= Math.min(MAX_ELEMENTS, capacityBound(h.count)))) return `${h.count} elements in a capacity of ${h.maxElements}`;
-  if (HEADER_BYTES + h.count * h.elementBytes + h.count * 4 > fileBytes) return `shorter (${fileBytes} bytes) than the ${h.count} elements its header gives`;
+  if (HNSW_HEADER_BYTES + h.count * h.elementBytes + h.count * 4 > fileBytes) return `shorter (${fileBytes} bytes) than the ${h.count} elements its header gives`;
   if (h.count === 0) return h.maxLevel === -1 ? undefined : `no elements, yet top level ${h.maxLevel}`;
   if (h.entryPoint >= h.count) return `entry point ${h.entryPoint} of ${h.count} elements`;
   if (h.maxLevel < 0 || h.maxLevel > MAX_LEVEL) return `top level ${h.maxLevel}`;
@@ -73,12 +75,12 @@ function linkListProblem(bytes: Buffer, at: number, max: number, count: number):
 }
 
 /** Why the level-0 blocks (each element's links, vector and label) hold a link list that is none, or undefined. Reads every vector: for a file no checksum vouches for. */
-function levelZeroProblem(fd: number, h: FullHeader): string | undefined {
+function levelZeroProblem(fd: number, h: HnswHeader): string | undefined {
   const perChunk = Math.max(1, Math.floor((4 << 20) / h.elementBytes));
   const chunk = Buffer.alloc(perChunk * h.elementBytes);
   for (let first = 0; first < h.count; first += perChunk) {
     const n = Math.min(perChunk, h.count - first);
-    readSync(fd, chunk, 0, n * h.elementBytes, HEADER_BYTES + first * h.elementBytes);
+    readSync(fd, chunk, 0, n * h.elementBytes, HNSW_HEADER_BYTES + first * h.elementBytes);
     for (let i = 0; i < n; i++) {
       const problem = linkListProblem(chunk, i * h.elementBytes, h.maxM0, h.count);
       if (problem !== undefined) return `element ${first + i}, level 0: ${problem}`;
@@ -98,12 +100,12 @@ export function hnswLayoutProblem(file: string, options: { links: boolean }): st
   const fd = openSync(file, 'r');
   try {
     const fileBytes = fstatSync(fd).size;
-    const h = readFullHeader(fd);
+    const h = readHnswHeader(fd);
     if (h === undefined) return `${fileBytes} bytes, too short for an hnswlib header`;
     const problem = headerProblem(h, fileBytes);
-    if (problem !== undefined || h.count === 0) return problem ?? (fileBytes === HEADER_BYTES ? undefined : `${fileBytes - HEADER_BYTES} bytes past an empty index`);
+    if (problem !== undefined || h.count === 0) return problem ?? (fileBytes === HNSW_HEADER_BYTES ? undefined : `${fileBytes - HNSW_HEADER_BYTES} bytes past an empty index`);
     const levelBytes = h.maxM * 4 + 4;
-    let at = HEADER_BYTES + h.count * h.elementBytes;
+    let at = HNSW_HEADER_BYTES + h.count * h.elementBytes;
     // Read in windows (one read a size would take seconds for millions of names), each holding at least one whole list.
     const window = Buffer.alloc(Math.min(Math.max(4 << 20, 4 + h.maxLevel * levelBytes), fileBytes - at));
     let [windowAt, windowLength] = [-1, 0];

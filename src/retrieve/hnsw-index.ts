@@ -2,7 +2,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import hnswlib from 'hnswlib-node';
 import { syncFile } from '../kb/durable-file.ts';
 import { CuilinkError, InputError } from '../kb/errors.ts';
-import { hnswLayoutProblem } from './hnsw-file-layout.ts';
+import { HNSW_HEADER_BYTES as HEADER_BYTES, hnswLayoutProblem, readHnswHeader, type HnswHeader } from './hnsw-file-layout.ts';
 
 export interface HnswParams {
   /** Graph degree. */
@@ -122,28 +122,9 @@ export class HnswIndex {
   }
 }
 
-/** The header of an hnswlib file: six size_t (offsetLevel0, maxElements, count, sizePerElement, labelOffset, offsetData), then maxLevel (int), entryPoint (uint32), maxM, maxM0, M (size_t), mult (double), efConstruction (size_t). */
-const HEADER_BYTES = 96;
 /** hnswlib marks a deleted element in the third byte of its level-0 link-list header (DELETE_MARK). */
 const DELETE_MARK_BYTE = 2;
 const DELETE_MARK = 0x01;
-
-/** The fields of an hnswlib header the readers below use. */
-interface HnswHeader {
-  offsetLevel0: number;
-  count: number;
-  elementBytes: number;
-  labelOffset: number;
-  offsetData: number;
-}
-
-/** The header of the open file `fd`, or undefined when the file is too short to hold one. */
-function readHeader(fd: number): HnswHeader | undefined {
-  const header = Buffer.alloc(HEADER_BYTES);
-  if (readSync(fd, header, 0, HEADER_BYTES, 0) < HEADER_BYTES) return undefined;
-  const field = (i: number) => Number(header.readBigUInt64LE(i * 8));
-  return { offsetLevel0: field(0), count: field(2), elementBytes: field(3), labelOffset: field(4), offsetData: field(5) };
-}
 
 /**
  * Every label an hnswlib file holds, each with whether it is marked deleted, read from the file's
@@ -154,7 +135,7 @@ function readHeader(fd: number): HnswHeader | undefined {
 export function readHnswLabels(file: string): Map<number, boolean> {
   const fd = openSync(file, 'r');
   try {
-    const header = readHeader(fd);
+    const header = readHnswHeader(fd);
     if (header === undefined) throw new InputError(`HNSW index ${file}: too short for an hnswlib header`, 'BAD_INDEX');
     const { offsetLevel0, count, elementBytes, labelOffset } = header;
     if (elementBytes < labelOffset + 8) throw new InputError(`HNSW index ${file}: header gives ${elementBytes} bytes an element, its label at byte ${labelOffset}`, 'BAD_INDEX');
@@ -186,7 +167,7 @@ export function checkHnswFileWhole(file: string): void {
   let expected: number | undefined;
   try {
     size = fstatSync(fd).size;
-    const header = readHeader(fd);
+    const header = readHnswHeader(fd);
     if (header !== undefined) {
       const { count } = header;
       let at = HEADER_BYTES + count * header.elementBytes;
@@ -221,7 +202,7 @@ function storedDims(file: string): number {
   const fd = openSync(file, 'r');
   let header: HnswHeader | undefined;
   try {
-    header = readHeader(fd);
+    header = readHnswHeader(fd);
   } finally {
     closeSync(fd);
   }
