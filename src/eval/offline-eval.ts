@@ -58,9 +58,12 @@ export function keepSplitPart(corpus: GoldCorpus, part: SplitPart, seed: number,
   for (const [key, g] of corpus.gold) if (!kept.has(g.noteId)) corpus.gold.delete(key);
 }
 
-/** A note's mentions linked to the same concept stand or fall together (ConfidencePoint.group). */
-export function confidenceGroup(noteId: string, linked: Pick<LinkedMention, 'candidates'>): string {
-  return `${noteId}\u0000${linked.candidates[0]?.conceptId ?? ''}`;
+/**
+ * A note's links stand or fall together (ConfidencePoint.group): more alike than independent draws,
+ * or draws shared only by a repeated name, allow (bench/results/calibration-test-validity.txt).
+ */
+export function confidenceGroup(noteId: string): string {
+  return noteId;
 }
 
 /** (confidence, top-1 right, group) of every linked mention that has a confidence: what selective metrics read. */
@@ -68,7 +71,7 @@ export function confidencePoints(result: Pick<OfflineEvalResult, 'scored' | 'lin
   return result.scored.flatMap((s, i) => {
     const linked = result.linked[i]!;
     const confidence = linked.confidence;
-    return confidence === null || linked.candidates.length === 0 ? [] : [{ confidence, correct: s.scores.hit1, group: confidenceGroup(s.noteId, linked) }];
+    return confidence === null || linked.candidates.length === 0 ? [] : [{ confidence, correct: s.scores.hit1, group: confidenceGroup(s.noteId) }];
   });
 }
 

@@ -50,7 +50,7 @@ Options:
                          0.01): the confidence has drifted from acc@1 by more than noise (default off)
   --min-samples N        with --floor, --baseline or --calibration-alpha: alerts judge a window only
                          once it holds N samples, for the calibration test N with a calibrated
-                         confidence (default 50)
+                         confidence and never under 200 (default 50)
   --snapshot-seconds S   write the state file (then commit) at most this often (default 5)
   --learn-fraction F     a memory updater learns this share of notes (cuilink memory updater): score
                          only the other, *measure* stream, so learned mentions are never measured

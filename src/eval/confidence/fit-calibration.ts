@@ -79,7 +79,7 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
   const { rows, labels, indices } = calibrationExamples(corpus, result, facts);
   const groups = indices.map((i) => conceptGroup(result.scored[i]!));
   const notes = indices.map((i) => result.scored[i]!.noteId);
-  const pointGroups = indices.map((i) => confidenceGroup(result.scored[i]!.noteId, result.linked[i]!));
+  const pointGroups = indices.map((i) => confidenceGroup(result.scored[i]!.noteId));
   let memoryPass: Record<string, unknown> | undefined;
   if (request.openWithMemory) {
     const withMemory = await request.openWithMemory();
@@ -96,7 +96,7 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     labels.push(...more.labels);
     groups.push(...more.indices.map((i) => conceptGroup(linked.scored[i]!)));
     notes.push(...more.indices.map((i) => linked.scored[i]!.noteId));
-    pointGroups.push(...more.indices.map((i) => confidenceGroup(linked.scored[i]!.noteId, linked.linked[i]!)));
+    pointGroups.push(...more.indices.map((i) => confidenceGroup(linked.scored[i]!.noteId)));
   }
   const right = fitModel(request.model, rows, labels);
   const recalibrate = request.recalibrate ?? 'none';

@@ -10,8 +10,8 @@ export interface ConfidencePoint {
   confidence: number;
   correct: boolean;
   /**
-   * Links that stand or fall together (`cuilink eval`: a note's mentions linked to the same
-   * concept, mostly one name repeated); calibratedEce draws them together. Absent: independent.
+   * Links that stand or fall together (`cuilink eval`: a note's); calibratedEce draws them
+   * together. Absent: independent.
    */
   group?: string;
 }
@@ -85,9 +85,10 @@ export const CALIBRATED_ECE_SEED = 1;
  * The ECE a perfectly calibrated confidence would read on these very confidences: each link's
  * right/wrong drawn as Bernoulli(confidence), `samples` times from a fixed seed. Binned ECE on a
  * few hundred links is biased up by its own noise, so an ECE means something only beside this.
- * Links of one `group` share one uniform draw (right when it falls under their confidence): each
- * stays Bernoulli(confidence), but a name repeated in a note is right or wrong every time, as in
- * real text, which widens the spread (independent draws would understate it).
+ * Links of one `group` (a note's: offline-eval.ts confidenceGroup) share one uniform draw (right
+ * when it falls under their confidence): each stays Bernoulli(confidence), but a note's links
+ * stand or fall together as in real text, which widens the spread (independent draws, or draws
+ * shared only by a repeated name, understate it: bench/results/calibration-test-validity.txt).
  * `pValue`: the share of calibrated draws that read at least the observed ECE (one-sided, +1
  * smoothed): small means the gap is more than sampling.
  */

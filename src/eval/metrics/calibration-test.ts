@@ -7,8 +7,11 @@ import { binOf, toUnits, UNIT } from './metric-units.ts';
  * can compute it: offline eval's bootstrap (calibratedEce) needs the links themselves.
  *
  * Under perfect calibration a link is right with probability its confidence p, and links that
- * stand or fall together (a note's mentions with the same top-1 concept: calibratedEce's groups)
- * share one uniform draw u, right when u < p. Two links i, j of a group then have
+ * stand or fall together (a note's links: calibratedEce's groups) share one uniform draw u, right
+ * when u < p. A note's links are more alike than independent draws, or draws shared only by a
+ * repeated name, allow: grouped by note and concept, this test and the bootstrap floor fired on 3x
+ * their alpha of calibrated draws, grouped by note at about alpha
+ * (bench/results/calibration-test-validity.txt). Two links i, j of a group then have
  * Cov(hit_i, hit_j) = min(p_i, p_j) − p_i p_j, so the variance of a reliability bin's hit count is
  * Σ over its groups of Σ_i Σ_j (min(p_i, p_j) − p_i p_j), i and j the group's links in that bin. Each
  * link carries its row of that double sum (calibrationVariance): bins add and remove links with
@@ -51,15 +54,13 @@ export function groupedCalibrationVariances(links: readonly GroupedConfidence[],
   });
 }
 
-/** A note's mentions linked to the same top-1 concept: calibratedEce's group (offline-eval.ts confidenceGroup). */
-export function mentionGroup(mention: Pick<ScoredMention, 'noteId' | 'predicted'>): string | undefined {
-  const top = mention.predicted[0];
-  return top === undefined ? undefined : `${mention.noteId}\u0000${top}`;
+/** The links that share a draw: a note's (calibratedEce's groups, offline-eval.ts confidenceGroup). */
+export function mentionGroup(mention: Pick<ScoredMention, 'noteId'>): string {
+  return mention.noteId;
 }
 
 /**
- * Sets `scores.calibrationVariance` of mentions scored together, grouped by note and top-1
- * concept. Only the mentions given are grouped: a group whose mentions are scored in separate
+ * Sets `scores.calibrationVariance` of mentions scored together, grouped by note. Only the mentions given are grouped: a group whose mentions are scored in separate
  * calls (the sidecar, when gold arrives after its note) counts as separate groups, which
  * understates the variance a little (the test then fires a little more easily than it should).
  */
@@ -78,6 +79,15 @@ export function assignGroupedCalibrationVariance(mentions: readonly ScoredMentio
  * thumb: near p = 0 or 1, V ≈ the expected count of the rarer outcome.
  */
 export const MIN_CELL_VARIANCE = 5;
+
+/**
+ * The fewest binned links on which the test means what it says. A note's links share a draw, so a
+ * window of 50 links is a dozen notes: calibrated ones fired at alpha 0.01 on 3% of seeded windows,
+ * and pooling bins does not help (too few notes, not too few links a bin); from 200 links on they
+ * fire at about alpha (test/unit/eval/calibration-test.test.ts). The evaluator's calibration rule
+ * judges no window smaller.
+ */
+export const CALIBRATION_MIN_LINKS = 200;
 
 export interface CalibrationTest {
   chiSquare: number;
@@ -121,5 +131,5 @@ export function calibrationChiSquare(binHits: readonly number[], binConfidenceUn
 
 /** A p-value as it reads: 3 decimals, or 2 significant digits below 0.001 (a drift shows as 1.2e-9, not 0.000). */
 export function formatPValue(p: number): string {
-  return p >= 0.001 || p === 0 ? p.toFixed(3) : p.toPrecision(2);
+  return p >= 0.001 || p === 0 ? p.toFixed(3) : p.toExponential(1);
 }

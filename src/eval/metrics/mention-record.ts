@@ -58,7 +58,7 @@ export interface MentionScores {
   confidence: number | null;
   /**
    * This mention's row of its reliability bin's hit-count variance under perfect calibration:
-   * Σ_j (min(p, p_j) − p p_j) over the mentions of its group (same note, same top-1 concept) in
+   * Σ_j (min(p, p_j) − p p_j) over the mentions of its group (its note's) in
    * its bin that were scored with it, itself included (calibration-test.ts); p(1 − p) alone, 0
    * without a confidence. Absent in files written before it was kept: read as p(1 − p).
    */

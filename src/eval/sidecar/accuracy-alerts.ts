@@ -1,5 +1,5 @@
 import type { MetricSummary } from '../metrics/metric-sums.ts';
-import { formatPValue } from '../metrics/calibration-test.ts';
+import { CALIBRATION_MIN_LINKS, formatPValue } from '../metrics/calibration-test.ts';
 
 export interface AlertRules {
   /** Fire when the window's acc@1 is below this. */
@@ -15,7 +15,8 @@ export interface AlertRules {
   calibrationAlpha?: number;
   /**
    * Judge a window only while it holds this many samples (a few mentions say nothing); for the
-   * calibration rule, samples with a calibrated confidence. Below it, an alert keeps its state: a
+   * calibration rule, samples with a calibrated confidence, and never fewer than
+   * CALIBRATION_MIN_LINKS. Below it, an alert keeps its state: a
    * time window emptied by a quiet stream is no sign of recovery.
    */
   minSamples: number;
@@ -59,10 +60,10 @@ export class AccuracyAlerts {
   /** Re-judges one window; returns the states that changed. */
   update(window: string, summary: MetricSummary, now: number): AlertState[] {
     const changed: AlertState[] = [];
-    const judge = (rule: AlertRule, threshold: number, value: number | null, samples: number, fields: Partial<AlertState>): void => {
+    const judge = (rule: AlertRule, threshold: number, value: number | null, samples: number, needed: number, fields: Partial<AlertState>): void => {
       const key = `${rule}:${window}`;
       const previous = this.states.get(key);
-      if (samples < this.rules.minSamples || value === null) {
+      if (samples < needed || value === null) {
         // Too little data to judge: an alert that fired stays firing (with the value it fired on) until enough samples say otherwise.
         if (!previous) this.states.set(key, { rule, window, firing: false, acc1: summary.acc1, ...fields, threshold, since: now });
         return;
@@ -72,10 +73,11 @@ export class AccuracyAlerts {
       this.states.set(key, state);
       if ((previous?.firing ?? false) !== firing) changed.push(state);
     };
-    if (this.rules.floor !== undefined) judge('floor', this.rules.floor, summary.acc1, summary.n, {});
+    if (this.rules.floor !== undefined) judge('floor', this.rules.floor, summary.acc1, summary.n, this.rules.minSamples, {});
     // Rounded so that 0.8 − 0.1 is 0.7, not 0.7000000000000001 (acc@1 exactly 0.7 does not fire).
-    if (this.rules.baseline !== undefined) judge('baseline', Math.round((this.rules.baseline - (this.rules.margin ?? 0)) * 1e9) / 1e9, summary.acc1, summary.n, {});
-    if (this.rules.calibrationAlpha !== undefined) judge('calibration', this.rules.calibrationAlpha, summary.calibrationP, binned(summary), { calibrationP: summary.calibrationP });
+    if (this.rules.baseline !== undefined) judge('baseline', Math.round((this.rules.baseline - (this.rules.margin ?? 0)) * 1e9) / 1e9, summary.acc1, summary.n, this.rules.minSamples, {});
+    // Below CALIBRATION_MIN_LINKS the χ² law does not hold (a window of a dozen notes): such a window is not judged.
+    if (this.rules.calibrationAlpha !== undefined) judge('calibration', this.rules.calibrationAlpha, summary.calibrationP, binned(summary), Math.max(this.rules.minSamples, CALIBRATION_MIN_LINKS), { calibrationP: summary.calibrationP });
     return changed;
   }
 

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AccuracyAlerts, alertLogLine } from '../../../src/eval/sidecar/accuracy-alerts.ts';
 import { emptySums, summarize, type MetricSummary } from '../../../src/eval/metrics/metric-sums.ts';
+import { CALIBRATION_MIN_LINKS } from '../../../src/eval/metrics/calibration-test.ts';
 
 const summary = (n: number, acc1: number | null): MetricSummary => ({ ...summarize(emptySums()), n, acc1 });
 
@@ -25,22 +26,28 @@ const calibration = (n: number, binned: number, calibrationP: number | null): Me
 };
 
 test('calibration rule: fires below alpha, judged only on enough calibrated samples, and keeps its state below them', () => {
-  const alerts = new AccuracyAlerts({ calibrationAlpha: 0.01, minSamples: 50 });
-  // 100 samples but only 40 with a calibrated confidence: not judged, however small p.
-  assert.deepEqual(alerts.update('count', calibration(100, 40, 1e-6), 0), []);
+  const alerts = new AccuracyAlerts({ calibrationAlpha: 0.01, minSamples: 250 });
+  // 400 samples but only 240 with a calibrated confidence: not judged, however small p.
+  assert.deepEqual(alerts.update('count', calibration(400, 240, 1e-6), 0), []);
   assert.deepEqual(alerts.current().map((s) => [s.rule, s.firing]), [['calibration', false]]);
-  const fired = alerts.update('count', calibration(100, 60, 0.004), 10);
+  const fired = alerts.update('count', calibration(400, 260, 0.004), 10);
   assert.deepEqual(fired.map((s) => [s.rule, s.firing, s.calibrationP, s.threshold, s.since]), [['calibration', true, 0.004, 0.01, 10]]);
   assert.equal(alertLogLine(fired[0]!), 'ALERT firing: calibration test p 0.004 in the count window is below --calibration-alpha (0.01): confidence and acc@1 differ by more than noise');
   // No p (every confidence 0 or 1) or too few: not judged, still firing on the p it fired on.
-  assert.deepEqual(alerts.update('count', calibration(100, 60, null), 20), []);
+  assert.deepEqual(alerts.update('count', calibration(400, 260, null), 20), []);
   assert.deepEqual(alerts.update('count', calibration(10, 10, 0.9), 30), []);
   assert.deepEqual(alerts.current().map((s) => [s.firing, s.calibrationP, s.since]), [[true, 0.004, 10]]);
   // Exactly alpha does not fire: it resolves.
-  const resolved = alerts.update('count', calibration(100, 60, 0.01), 40);
+  const resolved = alerts.update('count', calibration(400, 260, 0.01), 40);
   assert.deepEqual(resolved.map((s) => [s.firing, s.calibrationP]), [[false, 0.01]]);
   assert.equal(alertLogLine(resolved[0]!), 'ALERT resolved: calibration test p 0.010 in the count window is back at or above --calibration-alpha (0.01)');
   assert.equal(alertLogLine({ ...resolved[0]!, firing: true, calibrationP: 3.2e-9 }).split(' in ')[0], 'ALERT firing: calibration test p 3.2e-9');
+});
+
+test('the calibration rule judges no window of fewer than CALIBRATION_MIN_LINKS calibrated links, whatever --min-samples says', () => {
+  const alerts = new AccuracyAlerts({ calibrationAlpha: 0.01, minSamples: 50 });
+  assert.deepEqual(alerts.update('count', calibration(CALIBRATION_MIN_LINKS, CALIBRATION_MIN_LINKS - 1, 1e-9), 0), []);
+  assert.deepEqual(alerts.update('count', calibration(CALIBRATION_MIN_LINKS, CALIBRATION_MIN_LINKS, 1e-9), 1).map((s) => [s.rule, s.firing]), [['calibration', true]]);
 });
 
 test('without --calibration-alpha there is no calibration rule, whatever the p', () => {

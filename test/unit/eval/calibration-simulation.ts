@@ -2,8 +2,9 @@ import type { ScoredMention } from '../../../src/eval/metrics/mention-record.ts'
 
 /**
  * Seeded windows of links for the calibration test's tests: notes whose links come in groups of
- * one to four mentions of the same concept (a name repeated), each group right or wrong as one
- * (one uniform draw u, right when u < truth(p)), as calibratedEce draws them.
+ * one to four mentions of the same concept (a name repeated); a note's links share one uniform
+ * draw u (right when u < truth(p)), as calibratedEce draws them (real notes' links are that alike:
+ * bench/results/calibration-test-validity.txt).
  */
 export interface SimulatedLink {
   noteId: string;
@@ -27,9 +28,9 @@ export function simulateLinks(random: () => number, count: number, confidence: (
     const noteId = `n${note++}`;
     // A note of up to three groups; a group repeats one name (one confidence) one to four times.
     const groups = 1 + Math.floor(random() * 3);
+    const u = random();
     for (let g = 0; g < groups && links.length < count; g++) {
       const p = confidence(random);
-      const u = random();
       const size = random() < 0.5 ? 1 : 2 + Math.floor(random() * 3);
       for (let k = 0; k < size && links.length < count; k++) links.push({ noteId, concept: `C${g}`, confidence: p, right: u < truth(p) });
     }
