@@ -1,6 +1,6 @@
 import { InputError } from '../kb/errors.ts';
 import { parseBrokerList, validateKafkaConnection, type KafkaConnectionConfig, type ValidatedKafkaConnection } from '../stream/kafka-client.ts';
-import { KAFKA_SECURITY_ENV_VARS, kafkaSecurityFromEnv } from '../stream/kafka-security.ts';
+import { KAFKA_SECURITY_ENV_VARS, kafkaSecurityFromEnv, tlsVariablesConflict } from '../stream/kafka-security.ts';
 import type { SchemaRegistryOptions } from '../stream/avro/confluent-avro-codec.ts';
 import { schemaRegistryFromEnv } from '../stream/avro/schema-registry-config.ts';
 
@@ -35,17 +35,21 @@ export function kafkaRequest(values: KafkaFlagValues, defaultClientId: string, e
   if (brokers.length === 0) {
     throw new InputError("no Kafka brokers: pass --brokers host:port or set CUILINK_BROKERS ('npm run kafka:start' starts a local broker)", 'BAD_FLAGS');
   }
+  const conflict = tlsVariablesConflict(env);
+  if (conflict !== undefined) throw new InputError(conflict, 'INVALID_CONFIG');
   // TLS and SASL from CUILINK_* variables; their files are read and checked here, and a problem names the variable.
   const security = kafkaSecurityFromEnv(env);
   const connection = validateKafkaConnection(
     { brokers, clientId: values['client-id'] ?? defaultClientId, ...security.config } as KafkaConnectionConfig,
     (path) => {
+      if (path.split('.')[0] === 'brokers') return `${values.brokers !== undefined ? '--brokers' : 'environment variable CUILINK_BROKERS'} ('${path}')`;
       // The variable that set the field, or the one that would (a required field left unset).
       const variable = security.variables.get(path) ?? KAFKA_SECURITY_ENV_VARS.find(([, p]) => p.join('.') === path)?.[0];
       return variable !== undefined ? `environment variable ${variable} ('${path}')` : `Kafka connection '${path}'`;
     },
   );
-  const registryUrl = values['schema-registry'] ?? env.CUILINK_SCHEMA_REGISTRY_URL;
+  // An empty variable is unset, as everywhere else it is read (schemaRegistryFromEnv, the stage).
+  const registryUrl = values['schema-registry'] ?? (env.CUILINK_SCHEMA_REGISTRY_URL || undefined);
   if (registryUrl !== undefined && !/^https?:\/\/\S+$/.test(registryUrl)) throw new InputError(`${values['schema-registry'] !== undefined ? '--schema-registry' : 'CUILINK_SCHEMA_REGISTRY_URL'} must be an http(s) URL, got '${registryUrl}'`, 'BAD_FLAGS');
   return { connection, schemaRegistry: schemaRegistryFromEnv(env, values['schema-registry']) };
 }

@@ -119,6 +119,18 @@ export function kafkaSecurityFromEnv(env: NodeJS.ProcessEnv): { config: { ssl?: 
   return { config, variables };
 }
 
+/**
+ * Why CUILINK_SSL=false cannot stand beside a TLS file variable, or undefined: the file variable
+ * makes `ssl` an object, which turns TLS on against the explicit `false`.
+ */
+export function tlsVariablesConflict(env: NodeJS.ProcessEnv): string | undefined {
+  const ssl = env.CUILINK_SSL;
+  if (ssl === undefined || asBool(ssl) !== false) return undefined;
+  const onVariables = KAFKA_SECURITY_ENV_VARS.filter(([variable, path]) => path[0] === 'ssl' && path.length > 1 && env[variable] !== undefined && env[variable] !== '').map(([variable]) => variable);
+  if (onVariables.length === 0) return undefined;
+  return `environment variable CUILINK_SSL=${ssl} turns TLS off, and ${onVariables.join(', ')} turn${onVariables.length > 1 ? '' : 's'} it on: unset one`;
+}
+
 /** How a config field is named in an error: 'environment variable CUILINK_KAFKA_TLS_CA_FILE', "config stage.json: 'ssl.caFile'"… */
 export type FieldNamer = (path: string) => string;
 export const connectionFieldName: FieldNamer = (path) => `Kafka connection '${path}'`;

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { InputError } from '../kb/errors.ts';
 import { checkLinkConfig } from '../link/link-config.ts';
 import { parseBrokerList, type KafkaConnectionConfig } from './kafka-client.ts';
-import { checkedKafkaSaslSchema, checkedKafkaTlsSchema, KAFKA_SECURITY_ENV_VARS } from './kafka-security.ts';
-import { asBool, asString, getPath, setPath, type EnvParser, type EnvVar } from './env-vars.ts';
+import { checkedKafkaSaslSchema, checkedKafkaTlsSchema, KAFKA_SECURITY_ENV_VARS, tlsVariablesConflict } from './kafka-security.ts';
+import { asBool, asString, getPath, refusedKey, setPath, type ConfigSources, type EnvParser, type EnvVar } from './env-vars.ts';
 import type { SchemaRegistryOptions } from './avro/confluent-avro-codec.ts';
 import { resolveSchemaRegistry, SCHEMA_REGISTRY_ENV_VARS, schemaRegistrySectionSchema } from './avro/schema-registry-config.ts';
 import { DEFAULT_LABEL_POLICY, DEFAULT_RECURRENCE_EXPONENT, SELECTION_POLICIES } from './label-selection/selection-policy.ts';
@@ -17,6 +17,14 @@ import { settingWithoutItsTopic } from './topic-bound-settings.ts';
  * lists every option with its default; keep the two in step.
  */
 const topicName = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'a topic name is 1-249 of [A-Za-z0-9._-]');
+
+/**
+ * The longest delay a Node timer holds (2^31 - 1 ms, 24.8 days): a longer one fires at once (a
+ * TimeoutOverflowWarning), so a drain timeout or poll interval meant to be long would act as 1 ms.
+ * Kafka's requests carry the session and transaction timeouts and the fetch size as int32 too.
+ */
+const INT32_MAX = 2_147_483_647;
+const durationMs = (min: number) => z.number().int().min(min).max(INT32_MAX, `at most ${INT32_MAX} ms (24.8 days): a longer timer fires at once`);
 
 export const stageConfigSchema = z
   .object({
@@ -69,16 +77,16 @@ export const stageConfigSchema = z
     delivery: z.enum(['at-least-once', 'exactly-once']).default('at-least-once'),
     /** exactly-once only: stable per instance (a restart with the same id fences its predecessor). Default `<groupId>-<clientId>`. */
     transactionalId: z.string().min(1).optional(),
-    transactionTimeoutMs: z.number().int().min(1000).default(30_000),
+    transactionTimeoutMs: durationMs(1000).default(30_000),
     consumer: z
       .object({
-        sessionTimeoutMs: z.number().int().min(6000).default(30_000),
-        heartbeatIntervalMs: z.number().int().min(100).default(3_000),
+        sessionTimeoutMs: durationMs(6000).default(30_000),
+        heartbeatIntervalMs: durationMs(100).default(3_000),
         /** Partitions processed at once; their notes share linking batches. */
         partitionsConsumedConcurrently: z.number().int().min(1).max(256).default(4),
         /** Where a new consumer group starts. */
         fromBeginning: z.boolean().default(true),
-        maxBytesPerPartition: z.number().int().min(1024).default(1_048_576),
+        maxBytesPerPartition: z.number().int().min(1024).max(INT32_MAX, `at most ${INT32_MAX}: Kafka's fetch request carries it as a 32-bit integer`).default(1_048_576),
       })
       .strict()
       .default({}),
@@ -86,8 +94,8 @@ export const stageConfigSchema = z
       .object({
         /** Attempts for a retriable failure (broker, timeout, retriable CuilinkError) before the batch is handed back to Kafka. */
         maxAttempts: z.number().int().min(1).max(1000).default(8),
-        initialBackoffMs: z.number().int().min(1).default(200),
-        maxBackoffMs: z.number().int().min(1).default(10_000),
+        initialBackoffMs: durationMs(1).default(200),
+        maxBackoffMs: durationMs(1).default(10_000),
       })
       .strict()
       .default({}),
@@ -107,7 +115,7 @@ export const stageConfigSchema = z
       .strict()
       .default({}),
     /** On SIGTERM/SIGINT: time to drain in-flight batches and commit before exiting anyway. */
-    drainTimeoutMs: z.number().int().min(0).default(30_000),
+    drainTimeoutMs: durationMs(0).default(30_000),
     http: z
       .object({
         enabled: z.boolean().default(true),
@@ -120,7 +128,7 @@ export const stageConfigSchema = z
     health: z
       .object({
         /** How often the linker health probe runs one short mention through the models (src/stream/linker-health-probe.ts), ms. */
-        probeIntervalMs: z.number().int().min(100).default(30_000),
+        probeIntervalMs: durationMs(100).default(30_000),
       })
       .strict()
       .default({}),
@@ -129,7 +137,7 @@ export const stageConfigSchema = z
         serviceName: z.string().min(1).default('cuilink'),
         /** OTLP/HTTP base URL; traces and metrics are exported there when set. */
         otlpEndpoint: z.string().url().optional(),
-        metricExportIntervalMs: z.number().int().min(100).default(15_000),
+        metricExportIntervalMs: durationMs(100).default(15_000),
         prometheus: z.boolean().default(true),
         /** Allow note and mention text in logs and spans. Off: they carry ids, offsets and codes only. */
         logPhi: z.boolean().default(false),
@@ -175,7 +183,7 @@ export const stageConfigSchema = z
         /** Labelled-mention memory root (or version directory); its CURRENT is polled and swapped live. */
         memoryDir: z.string().min(1).optional(),
         /** How often the memory root's CURRENT is polled, ms. */
-        memoryPollMs: z.number().int().min(0).default(1000),
+        memoryPollMs: durationMs(0).default(1000),
         /** Confidence calibration file (cuilink calibrate), or false for none; the shipped one when it fits the models if absent. */
         calibration: z.union([z.string().min(1), z.literal(false)]).optional(),
       })
@@ -300,6 +308,7 @@ export interface LoadStageConfigOptions {
 /** Reads and validates the stage config; an InputError names the offending field and its source. */
 export function loadStageConfig(options: LoadStageConfigOptions = {}): StageConfig {
   let raw: Record<string, unknown> = {};
+  let fromFile: Record<string, unknown> | undefined;
   if (options.file) {
     let text: string;
     try {
@@ -313,8 +322,12 @@ export function loadStageConfig(options: LoadStageConfigOptions = {}): StageConf
       throw new InputError(`config file ${options.file} is not valid JSON: ${(error as Error).message}`, 'BAD_CONFIG');
     }
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InputError(`config file ${options.file} must hold a JSON object`, 'BAD_CONFIG');
+    // Parsed again rather than cloned: structuredClone recurses, and overflows the stack on a file nested 10k deep.
+    fromFile = JSON.parse(text) as Record<string, unknown>;
   }
   const env = options.env ?? process.env;
+  const conflict = tlsVariablesConflict(env);
+  if (conflict !== undefined) throw new InputError(conflict, 'BAD_CONFIG');
   const fromEnv: string[] = [];
   for (const [name, path, parse] of ENV_VARS) {
     const value = env[name];
@@ -324,26 +337,21 @@ export function loadStageConfig(options: LoadStageConfigOptions = {}): StageConf
   }
   for (const [key, value] of Object.entries(options.overrides ?? {})) setPath(raw, key.split('.'), value);
   for (const [key, value] of Object.entries(options.defaults ?? {})) if (getPath(raw, key.split('.')) === undefined) setPath(raw, key.split('.'), value);
-  const originOf = (where: string): string => {
-    const envHint = ENV_VARS.find(([name, path]) => fromEnv.includes(name) && path.join('.') === where)?.[0];
-    return envHint ? `environment variable ${envHint}` : options.file ? `config ${options.file}` : 'config';
-  };
+  const sources: ConfigSources = { raw, fromFile, file: options.file, variables: ENV_VARS, fromEnv, overrides: Object.keys(options.overrides ?? {}).map((key) => key.split('.')) };
   const parsed = stageConfigSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    const where = issue.path.join('.') || '(root)';
-    throw new InputError(`${originOf(where)}: '${where}': ${issue.message}`, 'BAD_CONFIG');
+    throw new InputError(`${refusedKey(issue.path.map(String), sources)}: ${issue.message}`, 'BAD_CONFIG');
   }
   const inert = settingWithoutItsTopic(raw, parsed.data.topics);
   if (inert !== undefined) {
     const topics = inert.needs.map((topic) => `topics.${topic}${envNameOf(['topics', topic])}`).join(' or ');
-    throw new InputError(`${originOf(inert.setting)}: '${inert.setting}' has no effect without ${topics}: set ${inert.needs.length > 1 ? 'one of those topics' : 'that topic'} too, or drop '${inert.setting}'`, 'BAD_CONFIG');
+    throw new InputError(`${refusedKey(inert.setting.split('.'), sources)} has no effect without ${topics}: set ${inert.needs.length > 1 ? 'one of those topics' : 'that topic'} too, or drop '${inert.setting}'`, 'BAD_CONFIG');
   }
   // Checked here rather than by parseLinkConfig, so that the refusal names the file or variable that set the key.
   const link = checkLinkConfig(parsed.data.link);
   if ('problem' in link) {
-    const where = link.path === '' ? 'link' : `link.${link.path}`;
-    throw new InputError(`${originOf(where)}: '${where}': ${link.problem}`, 'BAD_CONFIG');
+    throw new InputError(`${refusedKey(link.path === '' ? ['link'] : ['link', ...link.path.split('.')], sources)}: ${link.problem}`, 'BAD_CONFIG');
   }
   // The registry's secret and PEM files are read now, so that a bad one stops the start with its field and path.
   const envNames = Object.fromEntries(ENV_VARS.filter(([name, path]) => fromEnv.includes(name) && path[0] === 'schemaRegistry').map(([name, path]) => [path.slice(1).join('.'), `environment variable ${name}`]));

@@ -100,8 +100,10 @@ export const link: Command = {
         };
         let lineNo = 0;
         try {
-          for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+          for await (const read of createInterface({ input, crlfDelay: Infinity })) {
             lineNo++;
+            // Editors on Windows prefix a BOM; the other readers drop it too (src/kb/line-reader.ts).
+            const line = lineNo === 1 && read.charCodeAt(0) === 0xfeff ? read.slice(1) : read;
             if (line.trim() === '') continue;
             try {
               // The reason never quotes the line: it is note text.

@@ -104,3 +104,13 @@ test('link --memory naming no memory is refused (a one-shot run would link witho
   await assert.rejects(link.run(['--index', index, '--in', notes, '--out', out, '--memory', join(work, 'empty-root'), ...FAST]), /--memory .*empty-root: neither a memory version directory nor a memory root/);
   assert.equal(readFileSync(out, 'utf8'), 'previous run\n');
 });
+
+test('link reads an --in file that starts with a UTF-8 byte-order mark as the other readers do: its first note is linked, not "not JSON"', async () => {
+  // Editors on Windows write one; the KB, corpus and annotation readers drop it (src/kb/line-reader.ts).
+  const { work, out } = withPrevious('bom');
+  const input = join(work, 'in.jsonl');
+  writeFileSync(input, `\uFEFF${NOTES}`);
+  const run = await capture(() => link.run(['--index', index, '--in', input, '--out', out, ...FAST]));
+  assert.equal(run.code, 0, run.err.join('\n'));
+  assert.deepEqual(readFileSync(out, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { noteId: string }).noteId), ['n1', 'n2']);
+});

@@ -112,7 +112,7 @@ test('a bad TLS file stops the start with one line naming the variable or config
 test('SASL: password or passwordFile (exactly one), username required, secret files must hold something', () => {
   const empty = file('empty-password', '\n');
   assert.equal(inputErrorOf(() => loadStageConfig({ env: { CUILINK_SASL_MECHANISM: 'scram-sha-256', CUILINK_SASL_USERNAME: 'u', CUILINK_SASL_PASSWORD_FILE: empty } })), `environment variable CUILINK_SASL_PASSWORD_FILE: 'sasl.passwordFile': ${empty} is empty`);
-  assert.match(inputErrorOf(() => loadStageConfig({ env: { CUILINK_SASL_MECHANISM: 'plain', CUILINK_SASL_USERNAME: 'u' } })), /'sasl.password': password or passwordFile is required/);
+  assert.match(inputErrorOf(() => loadStageConfig({ env: { CUILINK_SASL_MECHANISM: 'plain', CUILINK_SASL_USERNAME: 'u' } })), /^environment variables CUILINK_SASL_MECHANISM, CUILINK_SASL_USERNAME: 'sasl\.password' \(CUILINK_SASL_PASSWORD\): password or passwordFile is required/);
   assert.match(inputErrorOf(() => loadStageConfig({ env: { CUILINK_SASL_MECHANISM: 'plain', CUILINK_SASL_USERNAME: 'u', CUILINK_SASL_PASSWORD: 'p', CUILINK_SASL_PASSWORD_FILE: empty } })), /give password or passwordFile, not both/);
   assert.match(inputErrorOf(() => loadStageConfig({ env: { CUILINK_SASL_MECHANISM: 'gssapi', CUILINK_SASL_USERNAME: 'u', CUILINK_SASL_PASSWORD: 'p' } })), /^environment variable CUILINK_SASL_MECHANISM: 'sasl.mechanism': Invalid discriminator value/);
   assert.equal(inputErrorOf(() => kafkaRequest({ brokers: 'h:1' }, 'tool', { CUILINK_SASL_MECHANISM: 'scram-sha-512', CUILINK_SASL_PASSWORD: 'p' })), "environment variable CUILINK_SASL_USERNAME ('sasl.username'): Required");
@@ -127,6 +127,21 @@ test('SASL: password or passwordFile (exactly one), username required, secret fi
   const sasl = resolveKafkaSecurity(validateKafkaConnection({ brokers: ['h:1'], sasl: loadStageConfig({ env: oauthEnv }).sasl })).sasl!;
   assert.equal(sasl.mechanism, 'OAUTHBEARER');
   assert.equal(typeof sasl.token, 'function', 'a token provider, called when a connection authenticates');
+});
+
+test('CUILINK_SSL=false beside a TLS file variable is refused naming both, by the stage and the tools; true beside one is TLS with the file', () => {
+  // The file variable made `ssl` an object: TLS was on against the explicit false.
+  const env = { CUILINK_SSL: 'false', CUILINK_KAFKA_TLS_CA_FILE: join(dir, 'ca.pem'), CUILINK_KAFKA_TLS_SERVERNAME: 'kafka.internal' };
+  const expected = `environment variable CUILINK_SSL=false turns TLS off, and CUILINK_KAFKA_TLS_CA_FILE, CUILINK_KAFKA_TLS_SERVERNAME turn it on: unset one`;
+  assert.equal(inputErrorOf(() => loadStageConfig({ env })), expected);
+  assert.equal(inputErrorOf(() => kafkaRequest({ brokers: 'h:1' }, 'tool', env)), expected);
+  assert.deepEqual(loadStageConfig({ env: { CUILINK_SSL: 'true', CUILINK_KAFKA_TLS_SERVERNAME: 'kafka.internal' } }).ssl, { servername: 'kafka.internal' });
+  assert.equal(loadStageConfig({ env: { CUILINK_SSL: 'off' } }).ssl, false);
+});
+
+test('the Kafka tools name --brokers or CUILINK_BROKERS for a bad broker, not a connection field', () => {
+  assert.equal(inputErrorOf(() => kafkaRequest({}, 'tool', { CUILINK_BROKERS: 'kafka-1:9092,kafka-2' })), "environment variable CUILINK_BROKERS ('brokers.1'): a broker is host:port");
+  assert.equal(inputErrorOf(() => kafkaRequest({ brokers: 'kafka-2' }, 'tool', { CUILINK_BROKERS: 'kafka-1:9092' })), "--brokers ('brokers.0'): a broker is host:port");
 });
 
 test('the stage table and the tools read the same security variables', () => {

@@ -71,7 +71,7 @@ test('stage config: the schemaRegistry section, its defaults, files read at star
 
 test('stage config: each bad registry option is a one-line error naming the field (or variable) and the file', () => {
   const confluent = (schemaRegistry: unknown, env: NodeJS.ProcessEnv = {}): unknown => loadStageConfig({ env, overrides: { 'avro.wireFormat': 'confluent', schemaRegistry } });
-  oneLineError(() => loadStageConfig({ env: { CUILINK_WIRE_FORMAT: 'confluent' } }), /'schemaRegistry\.url': required when avro\.wireFormat is confluent/);
+  oneLineError(() => loadStageConfig({ env: { CUILINK_WIRE_FORMAT: 'confluent' } }), /'schemaRegistry\.url' \(CUILINK_SCHEMA_REGISTRY_URL\): required when avro\.wireFormat is confluent/);
   oneLineError(() => confluent({ url: 'ftp://x' }), /'schemaRegistry\.url'/);
   oneLineError(() => confluent({ url: 'http://r:1', subjectNameStrategy: 'subject' }), /'schemaRegistry\.subjectNameStrategy'/);
   oneLineError(() => loadStageConfig({ env: { CUILINK_SCHEMA_REGISTRY_SUBJECT_STRATEGY: 'nope' } }), /environment variable CUILINK_SCHEMA_REGISTRY_SUBJECT_STRATEGY/);
@@ -79,7 +79,7 @@ test('stage config: each bad registry option is a one-line error naming the fiel
   oneLineError(() => confluent({ url: 'http://r:1', auth: { basic: { username: 'u', password: 'p' }, bearer: { token: 't' } } }), /'schemaRegistry\.auth': set basic or bearer, not both/);
   oneLineError(() => confluent({ url: 'http://r:1', auth: { bearer: { token: 't', tokenFile: '/x' } } }), /'schemaRegistry\.auth\.bearer': set one of token and tokenFile/);
   oneLineError(() => confluent({ url: 'http://r:1', tls: { caFile: '/x' } }), /'schemaRegistry\.tls': set, but url http:\/\/r:1 is not https/);
-  oneLineError(() => confluent({ url: 'https://r:1', tls: { certFile: '/x' } }), /'schemaRegistry\.tls\.keyFile': certFile and keyFile go together/);
+  oneLineError(() => confluent({ url: 'https://r:1', tls: { certFile: '/x' } }), /'schemaRegistry\.tls\.keyFile' \(CUILINK_SCHEMA_REGISTRY_KEY_FILE\): certFile and keyFile go together/);
 
   const missing = join(dir, 'no-such-file');
   oneLineError(() => confluent({ url: 'http://r:1', auth: { basic: { username: 'u', passwordFile: missing } } }), /schemaRegistry\.auth\.basic\.passwordFile: cannot read .*no-such-file \(ENOENT\)/);
@@ -101,6 +101,8 @@ function withConfigFile(content: unknown, fn: (path: string) => void): void {
 test('Kafka tools: --schema-registry or the URL variable, the rest from CUILINK_SCHEMA_REGISTRY_*; errors name the variable', () => {
   const env = { CUILINK_BROKERS: 'b:9092' };
   assert.equal(kafkaRequest({}, 'tool', env).schemaRegistry, undefined);
+  // An empty variable (`CUILINK_SCHEMA_REGISTRY_URL=`) is unset, as for the stage and the other variables: it was refused as no URL.
+  assert.equal(kafkaRequest({}, 'tool', { ...env, CUILINK_SCHEMA_REGISTRY_URL: '' }).schemaRegistry, undefined);
   assert.deepEqual(kafkaRequest({ 'schema-registry': 'http://r:1' }, 'tool', env).schemaRegistry, { url: 'http://r:1', subjectNameStrategy: 'topic' });
   const password = file('tool-password', 'pw\n');
   assert.deepEqual(kafkaRequest({}, 'tool', { ...env, CUILINK_SCHEMA_REGISTRY_URL: 'http://r:1', CUILINK_SCHEMA_REGISTRY_USERNAME: 'u', CUILINK_SCHEMA_REGISTRY_PASSWORD_FILE: password, CUILINK_SCHEMA_REGISTRY_SUBJECT_STRATEGY: 'record' }).schemaRegistry, {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { getPath } from '../../../src/stream/env-vars.ts';
 import { loadStageConfig, stageConfigSchema } from '../../../src/stream/stage-config.ts';
 import { TOPIC_BOUND_SETTINGS } from '../../../src/stream/topic-bound-settings.ts';
 
@@ -102,4 +103,32 @@ test("a bad 'link' setting is refused naming the config file or the variable tha
   withFile('{"link": {"rerank": {"weight": 2}}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), refused(new RegExp(`^config ${file}: 'link\\.rerank\\.weight'`))));
   withFile('{"link": {"topK": 5}}', (file) => assert.throws(() => loadStageConfig({ file, env: { CUILINK_LINK_CACHE_ENTRIES: '-3' } }), refused(/^environment variable CUILINK_LINK_CACHE_ENTRIES: 'link\.cache\.maxEntries'/)));
   withFile('{"link": {"memory": {"kbVotes": 1e400}}}', (file) => assert.throws(() => loadStageConfig({ file, env: {} }), refused(new RegExp(`^config ${file}: 'link\\.memory\\.kbVotes'.*finite`))));
+});
+
+test('a duration past what a Node timer holds, or a size past what Kafka carries, is refused naming the key and where it came from', () => {
+  // 2^31 ms and more: Node fires such a timer at once (TimeoutOverflowWarning), so a drain
+  // timeout or probe interval meant to be long acted as 1 ms; the session and transaction timeouts
+  // and the fetch size are int32 fields of Kafka requests, which the client cannot write.
+  const refused = (pattern: RegExp) => (e: Error & { code?: string }) => e.code === 'BAD_CONFIG' && pattern.test(e.message);
+  for (const [variable, key] of [['CUILINK_DRAIN_TIMEOUT_MS', 'drainTimeoutMs'], ['CUILINK_HEALTH_PROBE_INTERVAL_MS', 'health.probeIntervalMs'], ['CUILINK_MEMORY_POLL_MS', 'linker.memoryPollMs']] as const) {
+    assert.equal(getPath(loadStageConfig({ env: { [variable]: '2147483647' } }) as unknown as Record<string, unknown>, key.split('.')), 2_147_483_647, `${key} at the most a timer holds`);
+    assert.throws(() => loadStageConfig({ env: { [variable]: '2147483648' } }), refused(new RegExp(`^environment variable ${variable}: '${key.replace('.', '\\.')}': .*2147483647`)), key);
+  }
+  for (const key of ['transactionTimeoutMs', 'consumer.sessionTimeoutMs', 'consumer.maxBytesPerPartition', 'retry.initialBackoffMs', 'retry.maxBackoffMs', 'telemetry.metricExportIntervalMs']) {
+    const [section, field] = key.includes('.') ? key.split('.') : [undefined, key];
+    const content = section === undefined ? { [field!]: 1e12 } : { [section]: { [field!]: 1e12 } };
+    withFile(JSON.stringify(content), (file) => assert.throws(() => loadStageConfig({ file, env: {} }), refused(new RegExp(`^config ${file}: '${key.replace('.', '\\.')}': .*2147483647`)), key));
+  }
+});
+
+test('a refusal names the variable that set the key or an object above it, and a key no source set the variable that would set it', () => {
+  const refused = (pattern: RegExp) => (e: Error & { code?: string }) => e.code === 'BAD_CONFIG' && pattern.test(e.message);
+  // The second broker of CUILINK_BROKERS was blamed on the config file, which held good ones.
+  withFile('{"brokers": ["kafka-1:9092"]}', (file) => assert.throws(() => loadStageConfig({ file, env: { CUILINK_BROKERS: 'kafka-1:9092,kafka-2' } }), refused(/^environment variable CUILINK_BROKERS: 'brokers\.1': a broker is host:port/)));
+  // SASL set by variables alone, one missing: the refusal named neither what was set nor what to set.
+  assert.throws(() => loadStageConfig({ env: { CUILINK_SASL_MECHANISM: 'plain', CUILINK_SASL_PASSWORD: 'p' } }), refused(/^environment variables? CUILINK_SASL_MECHANISM.*: 'sasl\.username' \(CUILINK_SASL_USERNAME\): Required/));
+  assert.throws(() => loadStageConfig({ env: { CUILINK_SASL_USERNAME: 'u', CUILINK_SASL_PASSWORD: 'p' } }), refused(/CUILINK_SASL_USERNAME.*'sasl\.mechanism' \(CUILINK_SASL_MECHANISM\)/));
+  assert.throws(() => loadStageConfig({ env: { CUILINK_WIRE_FORMAT: 'confluent' } }), refused(/'schemaRegistry\.url' \(CUILINK_SCHEMA_REGISTRY_URL\): required when avro\.wireFormat is confluent/));
+  // An object made of the file and a variable, refused whole, names both.
+  withFile('{"topics": {"input": "notes"}}', (file) => assert.throws(() => loadStageConfig({ file, env: { CUILINK_REVIEW_TOPIC: 'notes' } }), refused(new RegExp(`^config ${file} and environment variable CUILINK_REVIEW_TOPIC: 'topics': .*must be different topics`))));
 });
