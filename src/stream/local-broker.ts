@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -73,16 +73,32 @@ async function requireFreePort(port: number): Promise<void> {
   });
 }
 
-async function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
+/**
+ * `count` distinct free loopback ports. All are held open until every one is known: a port closed
+ * before the next is asked for can be handed out again, and two listeners on one port stop the
+ * broker at format time ("two listeners on the same port").
+ */
+export async function freeLoopbackPorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const server = createServer();
+      servers.push(server);
+      ports.push(
+        await new Promise<number>((resolvePort, reject) => {
+          server.once('error', reject);
+          server.listen(0, '127.0.0.1', () => {
+            const address = server.address();
+            resolvePort(typeof address === 'object' && address !== null ? address.port : 0);
+          });
+        }),
+      );
+    }
+    return ports;
+  } finally {
+    await Promise.all(servers.map((server) => new Promise<void>((done) => (server.listening ? server.close(() => done()) : done()))));
+  }
 }
 
 interface ExtraListener {
@@ -284,16 +300,21 @@ export async function startLocalBroker(options: LocalBrokerOptions = {}): Promis
 /** The broker's files in `dataDir`: its ports, config and formatted storage. */
 async function prepareBroker(dataDir: string, options: LocalBrokerOptions, lib: string) {
   mkdirSync(join(dataDir, 'logs'), { recursive: true });
-  const port = options.port !== undefined && options.port !== 0 ? options.port : await freeLoopbackPort();
-  if (options.port !== undefined && options.port !== 0) await requireFreePort(port);
-  const controllerPort = await freeLoopbackPort();
+  const fixed = options.port !== undefined && options.port !== 0;
+  if (fixed) await requireFreePort(options.port!);
+  // Asked for together, so no two listeners get the same port (nor the fixed one, held by nobody but free).
+  let free: number[];
+  do free = await freeLoopbackPorts(1 + (options.listeners?.length ?? 0) + (fixed ? 0 : 1));
+  while (fixed && free.includes(options.port!));
+  const port = fixed ? options.port! : free.pop()!;
+  const controllerPort = free.pop()!;
   const extraListeners: ExtraListener[] = [];
   for (const l of options.listeners ?? []) {
     const name = l.name.toUpperCase();
     if (!/^[A-Z][A-Z0-9_]*$/.test(name) || ['PLAINTEXT', 'CONTROLLER'].includes(name) || extraListeners.some((e) => e.name === name)) {
       throw new CuilinkError('BROKER_START_FAILED', `listener name '${l.name}' must be [A-Za-z][A-Za-z0-9_]*, unique, and not PLAINTEXT or CONTROLLER`);
     }
-    extraListeners.push({ name, protocol: l.protocol, port: await freeLoopbackPort() });
+    extraListeners.push({ name, protocol: l.protocol, port: free.pop()! });
   }
   const configFile = join(dataDir, 'server.properties');
   const log4jFile = join(dataDir, 'log4j.properties');
