@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parentPort, Worker, workerData } from 'node:worker_threads';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { InputError } from '../../src/kb/errors.ts';
 import { lcg } from './lcg.ts';
 
@@ -135,6 +137,34 @@ export async function runGuardedCases(entry: URL, plan: FuzzPlan, guardMs = 120_
     });
   });
   return { failures, cases };
+}
+
+/**
+ * One guarded fuzz test per module: on the main thread a test that runs the plan's cases in a
+ * worker (runGuardedCases) and fails on any failed case or one never reported; in the worker,
+ * `prepare` (fixtures the cases share), then every case (serveCases), then `cleanup`.
+ */
+export async function guardedFuzzTest(
+  title: string,
+  entry: URL,
+  plan: FuzzPlan,
+  build: CaseBuilder,
+  options: { timeoutMs?: number; guardMs?: number; prepare?: () => unknown; cleanup?: () => void } = {},
+): Promise<void> {
+  if (isMainThread) {
+    test(title, { timeout: options.timeoutMs ?? 600_000 }, async () => {
+      const { failures, cases } = await runGuardedCases(entry, plan, options.guardMs);
+      assert.deepEqual(failures, []);
+      assert.equal(cases, plan.seeds.length * plan.cases);
+    });
+    return;
+  }
+  try {
+    await options.prepare?.();
+    await serveCases(build);
+  } finally {
+    options.cleanup?.();
+  }
 }
 
 /** A random integer in [0, below). */

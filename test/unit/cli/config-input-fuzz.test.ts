@@ -1,8 +1,5 @@
-import { test } from 'node:test';
-import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isMainThread } from 'node:worker_threads';
 import { linkerRequest } from '../../../src/cli/linker-flags.ts';
 import { ConfidenceCalibrator } from '../../../src/link/confidence-calibrator.ts';
 import { CONFIDENCE_FEATURES } from '../../../src/link/confidence-features.ts';
@@ -10,7 +7,7 @@ import { parseLinkConfig } from '../../../src/link/link-config.ts';
 import { readIndexManifest, verifyIndexFiles } from '../../../src/retrieve/index-manifest.ts';
 import { readMemoryManifest } from '../../../src/retrieve/memory-manifest.ts';
 import { loadStageConfig } from '../../../src/stream/stage-config.ts';
-import { fuzzPlan, int, pick, runGuardedCases, serveCases, type FuzzCase } from '../../support/guarded-fuzz.ts';
+import { fuzzPlan, int, pick, guardedFuzzTest, type FuzzCase } from '../../support/guarded-fuzz.ts';
 import { mutateBytes, mutateJson } from '../../support/input-mutations.ts';
 
 // The product rule for operator-supplied files: a clear error for bad input. The JSON files
@@ -152,12 +149,4 @@ function buildCase(random: () => number, _index: number, dir: string): FuzzCase 
   };
 }
 
-if (isMainThread) {
-  test('mutated link, stage and calibration configs and index and memory manifests load, or are refused with their code naming the file', { timeout: 600_000 }, async () => {
-    const { failures, cases } = await runGuardedCases(new URL(import.meta.url), PLAN);
-    assert.deepEqual(failures, []);
-    assert.equal(cases, PLAN.seeds.length * PLAN.cases);
-  });
-} else {
-  await serveCases(buildCase);
-}
+await guardedFuzzTest('mutated link, stage and calibration configs and index and memory manifests load, or are refused with their code naming the file', new URL(import.meta.url), PLAN, buildCase);

@@ -1,13 +1,10 @@
-import { test } from 'node:test';
-import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isMainThread } from 'node:worker_threads';
 import { kafkaRequest } from '../../../src/cli/kafka-flags.ts';
 import { InputError } from '../../../src/kb/errors.ts';
 import { getPath } from '../../../src/stream/env-vars.ts';
 import { ENV_VARS, loadStageConfig, type StageConfig } from '../../../src/stream/stage-config.ts';
-import { fuzzPlan, int, pick, runGuardedCases, serveCases, type FuzzCase } from '../../support/guarded-fuzz.ts';
+import { fuzzPlan, int, pick, guardedFuzzTest, type FuzzCase } from '../../support/guarded-fuzz.ts';
 
 // The product rule for the settings of `cuilink run` (docs/stream.md "Configuration"): a bad value
 // stops the start with a clear error naming the key and where it came from (exit 2), never another
@@ -190,12 +187,4 @@ function buildCase(random: () => number, _index: number, dir: string): FuzzCase 
   };
 }
 
-if (isMainThread) {
-  test('CUILINK_* variables, alone or over a --config file, load as written or are refused naming the variable that set the key', { timeout: 600_000 }, async () => {
-    const { failures, cases } = await runGuardedCases(new URL(import.meta.url), PLAN);
-    assert.deepEqual(failures, []);
-    assert.equal(cases, PLAN.seeds.length * PLAN.cases);
-  });
-} else {
-  await serveCases(buildCase);
-}
+await guardedFuzzTest('CUILINK_* variables, alone or over a --config file, load as written or are refused naming the variable that set the key', new URL(import.meta.url), PLAN, buildCase);

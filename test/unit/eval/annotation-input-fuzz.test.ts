@@ -1,8 +1,5 @@
-import { test } from 'node:test';
-import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isMainThread } from 'node:worker_threads';
 import { importLabelStudioExport, importPlainAnswers, type ImportResult } from '../../../src/eval/annotation/annotation-import.ts';
 import { AnnotationJudge } from '../../../src/eval/annotation/annotation-judge.ts';
 import { goldLine, nilLine } from '../../../src/eval/annotation/gold-line.ts';
@@ -21,7 +18,7 @@ import { labelledMentionsFromJsonl } from '../../../src/eval/memory-sources.ts';
 import type { ConceptStore } from '../../../src/kb/concept-store.ts';
 import { parseJsonSafely } from '../../../src/kb/safe-json.ts';
 import { PlainAvroCodec } from '../../../src/stream/avro/index.ts';
-import { fuzzPlan, int, pick, runGuardedCases, serveCases, type FuzzCase } from '../../support/guarded-fuzz.ts';
+import { fuzzPlan, int, pick, guardedFuzzTest, type FuzzCase } from '../../support/guarded-fuzz.ts';
 import { mutateBytes, mutateJson } from '../../support/input-mutations.ts';
 
 // The product rule for what an operator brings back from annotators (docs/annotation.md): `cuilink
@@ -236,13 +233,4 @@ function buildCase(random: () => number, _index: number, dir: string): FuzzCase 
   };
 }
 
-if (isMainThread) {
-  test('mutated annotation exports, answers, tasks and request files are read, each bad part refused alone, and what is accepted is gold the memory and the gold topic take', { timeout: 600_000 }, async () => {
-    const { failures, cases } = await runGuardedCases(new URL(import.meta.url), PLAN);
-    assert.deepEqual(failures, []);
-    assert.equal(cases, PLAN.seeds.length * PLAN.cases);
-  });
-} else {
-  bases = await loadBases();
-  await serveCases(buildCase);
-}
+await guardedFuzzTest('mutated annotation exports, answers, tasks and request files are read, each bad part refused alone, and what is accepted is gold the memory and the gold topic take', new URL(import.meta.url), PLAN, buildCase, { prepare: async () => (bases = await loadBases()) });

@@ -1,11 +1,8 @@
-import { test } from 'node:test';
-import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isMainThread } from 'node:worker_threads';
 import { loadPubTatorCorpus } from '../../../src/eval/gold.ts';
 import { labelledMentionsFromJsonl, labelledMentionsFromPubTator } from '../../../src/eval/memory-sources.ts';
-import { fuzzPlan, int, pick, runGuardedCases, serveCases, type FuzzCase } from '../../support/guarded-fuzz.ts';
+import { fuzzPlan, int, pick, guardedFuzzTest, type FuzzCase } from '../../support/guarded-fuzz.ts';
 import { mutateBytes, mutateJson } from '../../support/input-mutations.ts';
 
 // The product rule for operator-supplied files: a clear error for bad input. The corpora `cuilink
@@ -101,12 +98,4 @@ function buildCase(random: () => number, _index: number, dir: string): FuzzCase 
   };
 }
 
-if (isMainThread) {
-  test('mutated PubTator corpora and gold JSONL files load, or are refused with a reader code naming the file', { timeout: 600_000 }, async () => {
-    const { failures, cases } = await runGuardedCases(new URL(import.meta.url), PLAN);
-    assert.deepEqual(failures, []);
-    assert.equal(cases, PLAN.seeds.length * PLAN.cases);
-  });
-} else {
-  await serveCases(buildCase);
-}
+await guardedFuzzTest('mutated PubTator corpora and gold JSONL files load, or are refused with a reader code naming the file', new URL(import.meta.url), PLAN, buildCase);

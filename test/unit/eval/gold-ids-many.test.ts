@@ -1,12 +1,10 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isMainThread } from 'node:worker_threads';
 import { loadPubTatorCorpus } from '../../../src/eval/gold.ts';
 import { InputError, ParseError } from '../../../src/kb/errors.ts';
 import { labelledMentionsFromJsonl } from '../../../src/eval/memory-sources.ts';
-import { runGuardedCases, serveCases, type FuzzCase } from '../../support/guarded-fuzz.ts';
+import { guardedFuzzTest, type FuzzCase } from '../../support/guarded-fuzz.ts';
 
 // The ids of a gold field were kept distinct by a scan per id, so a composite of 400k ids (a
 // PubTator annotation, a gold JSONL line of `cuilink memory add`) took minutes to read: the reader
@@ -48,12 +46,4 @@ function buildCase(_random: () => number, index: number, dir: string): FuzzCase 
   return { what, file, codes: [], run: async () => ((await read(file)) === MANY - 5 ? undefined : 'distinct ids lost or repeated') };
 }
 
-if (isMainThread) {
-  test('a gold field of 400k composite ids reads without a hang, each id once', { timeout: 900_000 }, async () => {
-    const { failures, cases } = await runGuardedCases(new URL(import.meta.url), { seeds: [0], cases: CASES.length }, 90_000);
-    assert.deepEqual(failures, []);
-    assert.equal(cases, CASES.length);
-  });
-} else {
-  await serveCases(buildCase);
-}
+await guardedFuzzTest('a gold field of 400k composite ids reads without a hang, each id once', new URL(import.meta.url), { seeds: [0], cases: CASES.length }, buildCase, { timeoutMs: 900_000, guardMs: 90_000 });

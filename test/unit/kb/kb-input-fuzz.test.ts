@@ -1,15 +1,12 @@
-import { test } from 'node:test';
-import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isMainThread } from 'node:worker_threads';
 import { kbExport } from '../../../src/cli/commands/kb-export.ts';
 import { conceptToJsonLine } from '../../../src/kb/jsonl-format.ts';
 import { Hierarchy } from '../../../src/kb/hierarchy.ts';
 import type { KbFormat } from '../../../src/kb/kb-format.ts';
 import { loadKb } from '../../../src/kb/load.ts';
 import { capture } from '../../support/capture-console.ts';
-import { fuzzPlan, int, pick, runGuardedCases, serveCases, type FuzzCase } from '../../support/guarded-fuzz.ts';
+import { fuzzPlan, int, pick, guardedFuzzTest, type FuzzCase } from '../../support/guarded-fuzz.ts';
 import { mutateBytes } from '../../support/input-mutations.ts';
 import { KB_FILE_FORMATS, kbShape, mutateKbJson, renderKb, SIZED_SHAPES } from '../../support/kb-mutants.ts';
 import { fixture } from './fixtures.ts';
@@ -118,12 +115,4 @@ function buildCase(random: () => number, index: number, dir: string, seed: numbe
   return random() < 0.15 ? exportCase(`${format}: ${shape.what}`, file, dir) : loadCase(`${format}: ${shape.what}`, file);
 }
 
-if (isMainThread) {
-  test('mutated and hostile KB files load, or are refused with a KB code naming the file', { timeout: 600_000 }, async () => {
-    const { failures, cases } = await runGuardedCases(new URL(import.meta.url), PLAN);
-    assert.deepEqual(failures, []);
-    assert.equal(cases, PLAN.seeds.length * PLAN.cases);
-  });
-} else {
-  await serveCases(buildCase);
-}
+await guardedFuzzTest('mutated and hostile KB files load, or are refused with a KB code naming the file', new URL(import.meta.url), PLAN, buildCase);

@@ -1,11 +1,8 @@
-import { test } from 'node:test';
-import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isMainThread } from 'node:worker_threads';
 import { Hierarchy } from '../../../src/kb/hierarchy.ts';
 import { loadKb } from '../../../src/kb/load.ts';
-import { runGuardedCases, serveCases, type FuzzCase } from '../../support/guarded-fuzz.ts';
+import { guardedFuzzTest, type FuzzCase } from '../../support/guarded-fuzz.ts';
 import { renderKb, type KbFileFormat, type ShapeConcept } from '../../support/kb-mutants.ts';
 
 // A concept's lists were kept distinct by a scan per added item, so 200k synonyms (or 800k
@@ -62,12 +59,4 @@ function buildCase(_random: () => number, index: number, dir: string): FuzzCase 
   return { what: long.what, file, codes: [], run: async () => long.check(await loadKb([file])) };
 }
 
-if (isMainThread) {
-  test('hundreds of thousands of synonyms, parents, lines or alt ids on one concept load without a hang', { timeout: 900_000 }, async () => {
-    const { failures, cases } = await runGuardedCases(new URL(import.meta.url), { seeds: [0], cases: CASES.length }, 60_000);
-    assert.deepEqual(failures, []);
-    assert.equal(cases, CASES.length);
-  });
-} else {
-  await serveCases(buildCase);
-}
+await guardedFuzzTest('hundreds of thousands of synonyms, parents, lines or alt ids on one concept load without a hang', new URL(import.meta.url), { seeds: [0], cases: CASES.length }, buildCase, { timeoutMs: 900_000, guardMs: 60_000 });

@@ -1,11 +1,8 @@
-import { test } from 'node:test';
-import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isMainThread } from 'node:worker_threads';
 import { MemoryStore } from '../../../src/retrieve/memory-store.ts';
-import { fuzzPlan, int, pick, runGuardedCases, serveCases, type FuzzCase } from '../../support/guarded-fuzz.ts';
+import { fuzzPlan, int, pick, guardedFuzzTest, type FuzzCase } from '../../support/guarded-fuzz.ts';
 import { mutateBytes, mutateJson } from '../../support/input-mutations.ts';
 import { editManifest, encoder, label, MODEL } from '../../support/memory-files.ts';
 import { lowerNormalize } from '../../support/trigram-encoder.ts';
@@ -87,18 +84,11 @@ function buildCase(random: () => number, _index: number, dir: string): FuzzCase 
   };
 }
 
-if (isMainThread) {
-  test('mutated memory records and prototypes open (and learn, save and open again), or are refused with BAD_MEMORY or BAD_INDEX naming the version', { timeout: 600_000 }, async () => {
-    const { failures, cases } = await runGuardedCases(new URL(import.meta.url), PLAN);
-    assert.deepEqual(failures, []);
-    assert.equal(cases, PLAN.seeds.length * PLAN.cases);
-  });
-} else {
-  const root = mkdtempSync(join(tmpdir(), 'cuilink-memory-fuzz-'));
-  try {
+let root = '';
+await guardedFuzzTest('mutated memory records and prototypes open (and learn, save and open again), or are refused with BAD_MEMORY or BAD_INDEX naming the version', new URL(import.meta.url), PLAN, buildCase, {
+  prepare: () => {
+    root = mkdtempSync(join(tmpdir(), 'cuilink-memory-fuzz-'));
     versions = writeVersions(root);
-    await serveCases(buildCase);
-  } finally {
-    rmSync(root, { recursive: true, force: true });
-  }
-}
+  },
+  cleanup: () => rmSync(root, { recursive: true, force: true }),
+});
