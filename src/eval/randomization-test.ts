@@ -1,5 +1,4 @@
 import { InputError } from '../kb/errors.ts';
-import { mentionKey } from './gold.ts';
 import type { ScoredMention } from './metrics/mention-record.ts';
 import { applyScores, binnedCount, calibrationGapUnits, emptySums, summarize, UNIT, type MetricSums } from './metrics/metric-sums.ts';
 import { seededRandom } from './seeded-random.ts';
@@ -25,26 +24,50 @@ export interface ComparisonResult {
   metrics: MetricComparison[];
 }
 
-/** Pairs two prediction sets by (noteId, mentionId); they must cover exactly the same mentions. */
-export function pairPredictions(a: readonly ScoredMention[], b: readonly ScoredMention[], names: [string, string] = ['A', 'B']): [ScoredMention, ScoredMention][] {
-  const byKey = new Map<string, ScoredMention>();
+/** A scored mention with its text, where its prediction file has it. */
+type Paired = ScoredMention & { text?: string };
+
+/**
+ * Why two rows of one (noteId, mentionId) are not the same mention, or undefined: the gold ids,
+ * label and text come from the corpus alone, so two runs of one corpus agree on them whatever the
+ * linker, KB or calibration. Never quotes the text (the files hold note text).
+ */
+function sameMentionProblem(a: Paired, b: Paired, names: [string, string]): string | undefined {
+  const gold = (m: Paired) => [...new Set(m.goldIds)].sort().join('|');
+  if (gold(a) !== gold(b)) return `${names[0]} scores it against gold ${gold(a)}, ${names[1]} against ${gold(b)}`;
+  if (a.label !== b.label) return `${names[0]} labels it ${a.label}, ${names[1]} ${b.label}`;
+  if (a.text !== undefined && b.text !== undefined && a.text !== b.text) return `its text in ${names[0]} and ${names[1]} differs`;
+  return undefined;
+}
+
+/**
+ * Pairs two prediction sets by (noteId, mentionId); they must cover exactly the same mentions, and
+ * a pair must be one mention of one corpus (same gold, label and text), else the test would
+ * compare unrelated rows. The key keeps the two ids apart: joined with a separator, ids that hold
+ * it (n, "z\0m") and ("n\0z", m) would meet.
+ */
+export function pairPredictions<M extends Paired>(a: readonly M[], b: readonly M[], names: [string, string] = ['A', 'B']): [M, M][] {
+  const keyOf = (m: Paired) => JSON.stringify([m.noteId, m.mentionId]);
+  const byKey = new Map<string, M>();
   for (const m of b) {
-    const key = mentionKey(m.noteId, m.mentionId);
+    const key = keyOf(m);
     if (byKey.has(key)) throw new InputError(`${names[1]}: mention ${m.noteId}/${m.mentionId} appears twice`, 'BAD_PREDICTIONS');
     byKey.set(key, m);
   }
-  const pairs: [ScoredMention, ScoredMention][] = [];
+  const pairs: [M, M][] = [];
   const seen = new Set<string>();
   for (const m of a) {
-    const key = mentionKey(m.noteId, m.mentionId);
+    const key = keyOf(m);
     if (seen.has(key)) throw new InputError(`${names[0]}: mention ${m.noteId}/${m.mentionId} appears twice`, 'BAD_PREDICTIONS');
     seen.add(key);
     const other = byKey.get(key);
     if (!other) throw new InputError(`mention ${m.noteId}/${m.mentionId} is in ${names[0]} but not in ${names[1]} (the files must cover the same mentions)`, 'BAD_PREDICTIONS');
+    const problem = sameMentionProblem(m, other, names);
+    if (problem !== undefined) throw new InputError(`mention ${m.noteId}/${m.mentionId}: ${problem}: the files are not of the same corpus (or of two versions of it), and their rows cannot be paired`, 'BAD_PREDICTIONS');
     pairs.push([m, other]);
   }
   if (pairs.length !== byKey.size) {
-    const extra = [...byKey.values()].find((m) => !seen.has(mentionKey(m.noteId, m.mentionId)))!;
+    const extra = [...byKey.values()].find((m) => !seen.has(keyOf(m)))!;
     throw new InputError(`mention ${extra.noteId}/${extra.mentionId} is in ${names[1]} but not in ${names[0]} (the files must cover the same mentions)`, 'BAD_PREDICTIONS');
   }
   return pairs;

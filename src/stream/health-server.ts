@@ -1,5 +1,5 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startReadOnlyHttp } from './read-only-http.ts';
 
 export interface HealthServerOptions {
   host: string;
@@ -17,14 +17,9 @@ export interface HealthServer {
   close(): Promise<void>;
 }
 
-/** `/healthz`, `/readyz` and `/metrics` for orchestrators and scrapers; GET only. */
+/** `/healthz`, `/readyz` and `/metrics` for orchestrators and scrapers; GET and HEAD only (read-only-http.ts). */
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET') {
-      res.writeHead(405, { allow: 'GET' }).end();
-      return;
-    }
+  return startReadOnlyHttp(options, (path, req, res) => {
     if (path === '/healthz') {
       const live = options.live();
       res.writeHead(live ? 200 : 503, { 'content-type': 'text/plain' }).end(live ? 'ok\n' : 'failed\n');
@@ -37,18 +32,4 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /healthz, /readyz or /metrics\n');
     }
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.address;
-  return {
-    url: `http://${host}:${address.port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }

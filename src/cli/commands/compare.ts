@@ -11,7 +11,8 @@ const usage = `Usage: cuilink compare A.jsonl B.jsonl [--shuffles 10000] [--seed
 
 Approximate randomization test between two per-mention prediction files written by
 'cuilink eval --predictions'. Mentions are paired by (note id, mention id); both files must
-cover exactly the same mentions. For each metric prints A, B, the difference B − A and its
+cover exactly the same mentions of one corpus (a pair must agree on gold ids, label and text).
+For each metric prints A, B, the difference B − A and its
 p-value (r + 1) / (R + 1), r the shuffles (outputs swapped per mention with probability ½)
 whose absolute difference is at least the observed one.
 

@@ -1,20 +1,15 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startReadOnlyHttp, type ReadOnlyHttp } from '../../stream/read-only-http.ts';
 import type { SidecarReport } from './sidecar-evaluator.ts';
 
 /**
  * The evaluator's HTTP face: `/metrics` (Prometheus text from the OpenTelemetry instruments,
  * EvaluatorMetrics in otel-metrics.ts), `/report` (the full JSON report: both
  * windows, per NER label and semantic type, reliability bins, join counters, alerts) and
- * `/healthz`. Read-only, GET only.
+ * `/healthz`. Read-only, GET and HEAD only (read-only-http.ts).
  */
-export async function startReportServer(options: { port: number; host?: string; report: () => SidecarReport; metrics: (req: IncomingMessage, res: ServerResponse) => void }): Promise<{ server: Server; url: string; close: () => Promise<void> }> {
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET') {
-      res.writeHead(405, { allow: 'GET' }).end();
-      return;
-    }
+export async function startReportServer(options: { port: number; host?: string; report: () => SidecarReport; metrics: (req: IncomingMessage, res: ServerResponse) => void }): Promise<ReadOnlyHttp> {
+  return startReadOnlyHttp({ port: options.port, host: options.host ?? '0.0.0.0' }, (path, req, res) => {
     try {
       if (path === '/metrics') {
         options.metrics(req, res);
@@ -29,15 +24,4 @@ export async function startReportServer(options: { port: number; host?: string; 
       res.writeHead(500, { 'content-type': 'text/plain' }).end(`${(error as Error).message}\n`);
     }
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.address;
-  return {
-    server,
-    url: `http://${host}:${address.port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
 }

@@ -111,7 +111,7 @@ test('prediction rows written before `confidence` was recorded still load and co
     assert.ok(Math.abs(ece.a! - 7 / 30) < 1e-12, `A ${ece.a}`);
     assert.ok(Math.abs(ece.b! - 0.1) < 1e-12, `B ${ece.b}`);
     writeFileSync(b, `${JSON.stringify({ ...current[0], scores: { ...current[0]!.scores, confidence: 'high' } })}\n`);
-    await assert.rejects(readPredictions(b), /b\.jsonl:1: 'scores\.confidence' must be a number or null/);
+    await assert.rejects(readPredictions(b), /b\.jsonl:1: 'scores\.confidence' must be a number from 0 to 1, or null/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -139,6 +139,97 @@ test('prediction rows keep each link\'s calibration variance; rows written befor
       writeFileSync(file, `${JSON.stringify(rows[0]).replace(/"calibrationVariance":[^,}]+/, `"calibrationVariance":${bad}`)}\n`);
       await assert.rejects(readPredictions(file), /grouped\.jsonl:1: 'scores\.calibrationVariance' must be a finite number ≥ 0/, bad);
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** The row of `m` as a file line, with `path` set to raw JSON (what JSON.stringify cannot write: 1e400). */
+function lineWith(m: ScoredMention, path: string[], raw: string): string {
+  const row = JSON.parse(JSON.stringify(m)) as Record<string, unknown>;
+  const parent = path.slice(0, -1).reduce((node, key) => node[key] as Record<string, unknown>, row);
+  parent[path.at(-1)!] = '\u0001';
+  return JSON.stringify(row).replace('"\\u0001"', raw);
+}
+
+test('a score past what a double holds, out of [0, 1], or an id list of other than strings is refused naming the file and line', async () => {
+  // 1e400 reads as Infinity: compare died with a RangeError (BigInt of an infinite sum). A
+  // confidence of -0.5 went to bin -5 and out of the ECE; 1.5 made an ECE past 1.
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-compare-'));
+  try {
+    const rows = [0, 1, 2].map((i) => mention(i, i !== 1));
+    const a = join(dir, 'a.jsonl');
+    const b = join(dir, 'b.jsonl');
+    await writePredictions(a, rows);
+    const cases: [string[], string, RegExp][] = [
+      [['scores', 'reciprocalRank'], '1e400', /'scores\.reciprocalRank' must be a number from 0 to 1/],
+      [['scores', 'similarity'], '-1e400', /'scores\.similarity' must be a number from 0 to 1/],
+      [['scores', 'ndcg5'], '1.5', /'scores\.ndcg5' must be a number from 0 to 1/],
+      [['scores', 'confidence'], '-0.5', /'scores\.confidence' must be a number from 0 to 1, or null/],
+      [['scores', 'confidence'], '1e308', /'scores\.confidence' must be a number from 0 to 1, or null/],
+      [['topScore'], '1e400', /'topScore' must be a finite number/],
+      [['confidence'], '-1e400', /'confidence' must be a finite number or null/],
+      [['goldIds'], '["MESH:D000001",7]', /'goldIds' must be an array of strings/],
+      [['predicted'], '[null]', /'predicted' must be an array of strings/],
+      [['text'], '7', /'text' must be a string/],
+    ];
+    for (const [path, raw, reason] of cases) {
+      writeFileSync(b, `${JSON.stringify(rows[0])}\n${JSON.stringify(rows[1])}\n${lineWith(rows[2]!, path, raw)}\n`);
+      await assert.rejects(captureStdout(() => compare.run([a, b, '--shuffles', '20'])), (error: Error & { code?: string }) => {
+        assert.equal(error.code, 'PARSE_ERROR', `${path.join('.')} ${raw}: ${error.stack}`);
+        assert.match(error.message, /b\.jsonl:3: /);
+        assert.match(error.message, reason);
+        return true;
+      });
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('`compare` refuses to pair a mention the two files score against other gold, label or text: they are not of the same corpus', async () => {
+  // Before, only (note id, mention id) was matched: runs over two corpora (or two versions of one)
+  // that share document ids and spans were compared as if one, with a p-value on unrelated rows.
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-compare-'));
+  try {
+    const rows = [0, 1, 2].map((i) => ({ ...mention(i, i !== 1), text: `mention ${i}` }));
+    const a = join(dir, 'a.jsonl');
+    const b = join(dir, 'b.jsonl');
+    writeFileSync(a, rows.map((m) => `${JSON.stringify(m)}\n`).join(''));
+    const edits: [Partial<ScoredMention & { text: string }>, RegExp][] = [
+      [{ goldIds: ['MESH:D000009'] }, /mention n1\/1-4: .*a\.jsonl scores it against gold MESH:D000001, .*b\.jsonl against MESH:D000009/],
+      [{ label: 'Chemical' }, /mention n1\/1-4: .*a\.jsonl labels it Disease, .*b\.jsonl Chemical/],
+      [{ text: 'SECRET other words' }, /mention n1\/1-4: its text in .*a\.jsonl and .*b\.jsonl differs/],
+    ];
+    for (const [edit, reason] of edits) {
+      writeFileSync(b, rows.map((m, i) => `${JSON.stringify(i === 1 ? { ...m, ...edit } : m)}\n`).join(''));
+      await assert.rejects(captureStdout(() => compare.run([a, b, '--shuffles', '20'])), (error: Error & { code?: string }) => {
+        assert.equal(error.code, 'BAD_PREDICTIONS', error.stack);
+        assert.match(error.message, reason);
+        assert.match(error.message, /not of the same corpus/);
+        assert.doesNotMatch(error.message, /SECRET|mention 1/, 'no mention text in the message');
+        return true;
+      });
+    }
+    // Gold ids in another order are the same gold; a file without the text is paired on the rest.
+    writeFileSync(b, rows.map((m, i) => `${JSON.stringify(i === 1 ? { ...m, goldIds: ['MESH:D000002', 'MESH:D000001'], text: undefined } : m)}\n`).join(''));
+    writeFileSync(a, rows.map((m, i) => `${JSON.stringify(i === 1 ? { ...m, goldIds: ['MESH:D000001', 'MESH:D000002'] } : m)}\n`).join(''));
+    assert.equal((await captureStdout(() => compare.run([a, b, '--shuffles', '20']))).code, 0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('`compare` pairs a mention only with the same note and mention id, even where the two split around a NUL', async () => {
+  // The join key was noteId + NUL + mentionId: A's (n1, "z\0m") and B's ("n1\0z", m) met as one mention.
+  const dir = mkdtempSync(join(tmpdir(), 'cuilink-compare-'));
+  try {
+    const rows = [0, 1].map((i) => mention(i, true));
+    const a = join(dir, 'a.jsonl');
+    const b = join(dir, 'b.jsonl');
+    await writePredictions(a, [rows[0]!, { ...rows[1]!, mentionId: `z\u0000${rows[1]!.mentionId}` }]);
+    await writePredictions(b, [rows[0]!, { ...rows[1]!, noteId: 'n1\u0000z' }]);
+    await assert.rejects(captureStdout(() => compare.run([a, b, '--shuffles', '20'])), /is in .*a\.jsonl but not in .*b\.jsonl/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
