@@ -41,17 +41,19 @@ export function groupedCalibrationVariances(links: readonly GroupedConfidence[],
     if (members) members.push(i);
     else cells.set(key, [i]);
   });
-  return links.map((link, i) => {
-    const p = link.confidence;
-    if (p === null) return 0;
-    if (link.group === undefined) return loneCalibrationVariance(p);
-    let row = 0;
-    for (const j of cells.get(`${binned[i]}\u0000${link.group}`)!) {
-      const q = links[j]!.confidence!;
-      row += Math.min(p, q) - p * q;
-    }
-    return row;
-  });
+  const rows = links.map((link) => (link.confidence === null ? 0 : loneCalibrationVariance(link.confidence)));
+  // Sorted by confidence, Σ_j min(p_i, p_j) is the sum up to i plus p_i for each link above it:
+  // n log n a cell, not n² (a note is one group, and a LinkedNote may hold thousands of mentions).
+  for (const members of cells.values()) {
+    const sorted = members.map((i) => ({ p: links[i]!.confidence!, i })).sort((a, b) => a.p - b.p);
+    const total = sorted.reduce((sum, m) => sum + m.p, 0);
+    let below = 0;
+    sorted.forEach(({ p, i }, r) => {
+      below += p;
+      rows[i] = below + p * (sorted.length - 1 - r) - p * total;
+    });
+  }
+  return rows;
 }
 
 /** The links that share a draw: a note's (calibratedEce's groups, offline-eval.ts confidenceGroup). */

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chiSquareUpperTail, logGamma, regularizedUpperGamma } from '../../../src/eval/metrics/chi-square.ts';
-import { assignGroupedCalibrationVariance, CALIBRATION_MIN_LINKS, calibrationChiSquare, loneCalibrationVariance } from '../../../src/eval/metrics/calibration-test.ts';
+import { assignGroupedCalibrationVariance, CALIBRATION_MIN_LINKS, calibrationChiSquare, groupedCalibrationVariances, loneCalibrationVariance } from '../../../src/eval/metrics/calibration-test.ts';
 import { computeMetrics, MetricsAccumulator } from '../../../src/eval/metrics/metrics-accumulator.ts';
-import { applySums, emptySums, summarize, toUnits, UNIT, type StoredMetricSums } from '../../../src/eval/metrics/metric-sums.ts';
+import { applySums, binOf, emptySums, summarize, toUnits, UNIT, type StoredMetricSums } from '../../../src/eval/metrics/metric-sums.ts';
 import type { ScoredMention } from '../../../src/eval/metrics/mention-record.ts';
 import { calibratedEce } from '../../../src/eval/confidence/selective-metrics.ts';
 import { seededRandom } from '../../../src/eval/seeded-random.ts';
@@ -167,4 +167,27 @@ test('the analytic p and the bootstrap calibratedEce p agree in direction: both 
       else assert.ok(analytic < 0.01 && bootstrap < 0.01, `seed ${seed} miscalibrated: analytic ${analytic}, bootstrap ${bootstrap}`);
     }
   }
+});
+
+test('each link\'s row is Σ_j (min(p, p_j) − p p_j) over its group in its bin, ties and singletons included', () => {
+  const random = seededRandom(21);
+  const links = Array.from({ length: 400 }, () => ({
+    // Coarse confidences, so ties are common; some without a confidence or a group.
+    confidence: random() < 0.05 ? null : Math.round(random() * 40) / 40,
+    group: random() < 0.1 ? undefined : `n${Math.floor(random() * 12)}`,
+  }));
+  const rows = groupedCalibrationVariances(links, 10);
+  links.forEach((link, i) => {
+    const p = link.confidence;
+    let expected = 0;
+    if (p !== null && link.group === undefined) expected = loneCalibrationVariance(p);
+    else if (p !== null) {
+      for (const other of links) {
+        const q = other.confidence;
+        if (q === null || other.group !== link.group || binOf(toUnits(q), 10) !== binOf(toUnits(p), 10)) continue;
+        expected += Math.min(p, q) - p * q;
+      }
+    }
+    close(rows[i]!, expected, 1e-12, `link ${i}`);
+  });
 });
