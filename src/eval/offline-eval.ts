@@ -6,7 +6,7 @@ import type { ScoredMention } from './metrics/mention-record.ts';
 import { computeMetrics, type MetricsReport } from './metrics/metrics-accumulator.ts';
 import type { OntologyView } from './metrics/ontology-view.ts';
 import { scoreRecord } from './metrics/score-mention.ts';
-import { assignGroupedCalibrationVariance } from './metrics/calibration-test.ts';
+import { assignGroupedCalibrationVariance, mentionGroup } from './metrics/calibration-test.ts';
 import { DEFAULT_CALIBRATION_BINS } from './metrics/metric-units.ts';
 import { tuneDocumentIds, type SplitPart } from './tuning-split.ts';
 import type { ConfidencePoint } from './confidence/selective-metrics.ts';
@@ -58,20 +58,13 @@ export function keepSplitPart(corpus: GoldCorpus, part: SplitPart, seed: number,
   for (const [key, g] of corpus.gold) if (!kept.has(g.noteId)) corpus.gold.delete(key);
 }
 
-/**
- * A note's links stand or fall together (ConfidencePoint.group): more alike than independent draws,
- * or draws shared only by a repeated name, allow (bench/results/calibration-test-validity.txt).
- */
-export function confidenceGroup(noteId: string): string {
-  return noteId;
-}
 
 /** (confidence, top-1 right, group) of every linked mention that has a confidence: what selective metrics read. */
 export function confidencePoints(result: Pick<OfflineEvalResult, 'scored' | 'linked'>): ConfidencePoint[] {
   return result.scored.flatMap((s, i) => {
     const linked = result.linked[i]!;
     const confidence = linked.confidence;
-    return confidence === null || linked.candidates.length === 0 ? [] : [{ confidence, correct: s.scores.hit1, group: confidenceGroup(s.noteId) }];
+    return confidence === null || linked.candidates.length === 0 ? [] : [{ confidence, correct: s.scores.hit1, group: mentionGroup(s) }];
   });
 }
 

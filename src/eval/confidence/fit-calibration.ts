@@ -7,7 +7,8 @@ import type { Linker } from '../../link/linker.ts';
 import { fittedLinkConfig } from '../../link/fitted-link-config.ts';
 import type { GoldCorpus } from '../gold.ts';
 import type { OntologyView } from '../metrics/ontology-view.ts';
-import { confidenceGroup, evaluateCorpus } from '../offline-eval.ts';
+import { evaluateCorpus } from '../offline-eval.ts';
+import { mentionGroup } from '../metrics/calibration-test.ts';
 import { calibrationExamples } from './calibration-examples.ts';
 import { holdOutConcepts } from './held-out-concepts.ts';
 import { nonEntityExamples } from './non-entity-spans.ts';
@@ -79,7 +80,7 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
   const { rows, labels, indices } = calibrationExamples(corpus, result, facts);
   const groups = indices.map((i) => conceptGroup(result.scored[i]!));
   const notes = indices.map((i) => result.scored[i]!.noteId);
-  const pointGroups = indices.map((i) => confidenceGroup(result.scored[i]!.noteId));
+  const pointGroups = indices.map((i) => mentionGroup(result.scored[i]!));
   let memoryPass: Record<string, unknown> | undefined;
   if (request.openWithMemory) {
     const withMemory = await request.openWithMemory();
@@ -96,7 +97,7 @@ export async function fitCalibration(request: FitCalibrationRequest): Promise<{ 
     labels.push(...more.labels);
     groups.push(...more.indices.map((i) => conceptGroup(linked.scored[i]!)));
     notes.push(...more.indices.map((i) => linked.scored[i]!.noteId));
-    pointGroups.push(...more.indices.map((i) => confidenceGroup(linked.scored[i]!.noteId)));
+    pointGroups.push(...more.indices.map((i) => mentionGroup(linked.scored[i]!)));
   }
   const right = fitModel(request.model, rows, labels);
   const recalibrate = request.recalibrate ?? 'none';

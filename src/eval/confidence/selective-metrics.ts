@@ -85,7 +85,7 @@ export const CALIBRATED_ECE_SEED = 1;
  * The ECE a perfectly calibrated confidence would read on these very confidences: each link's
  * right/wrong drawn as Bernoulli(confidence), `samples` times from a fixed seed. Binned ECE on a
  * few hundred links is biased up by its own noise, so an ECE means something only beside this.
- * Links of one `group` (a note's: offline-eval.ts confidenceGroup) share one uniform draw (right
+ * Links of one `group` (a note's: calibration-test.ts mentionGroup) share one uniform draw (right
  * when it falls under their confidence): each stays Bernoulli(confidence), but a note's links
  * stand or fall together as in real text, which widens the spread (independent draws, or draws
  * shared only by a repeated name, understate it: bench/results/calibration-test-validity.txt).

@@ -56,7 +56,11 @@ export function groupedCalibrationVariances(links: readonly GroupedConfidence[],
   return rows;
 }
 
-/** The links that share a draw: a note's (calibratedEce's groups, offline-eval.ts confidenceGroup). */
+/**
+ * The links that share a draw: a note's, here and in calibratedEce's points (offline-eval.ts). A
+ * note's links are more alike than independent draws, or draws shared only by a repeated name,
+ * allow (bench/results/calibration-test-validity.txt).
+ */
 export function mentionGroup(mention: Pick<ScoredMention, 'noteId'>): string {
   return mention.noteId;
 }
